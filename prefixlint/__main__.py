@@ -1,0 +1,3 @@
+from prefixlint.cli import main
+
+main()

@@ -1,0 +1,65 @@
+"""Engine profiles: how many tokens of a shared prefix each serving engine really reuses.
+
+The numbers live in `data/engines.toml` (with their sources) so they can change without code.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    block_size: int
+    minimum_tokens: int
+    increment: int
+    recompute_last_token: bool
+
+    def cacheable(self, common_prefix: int, prompt_tokens: int | None = None) -> int:
+        """Tokens this engine serves from cache when a request shares `common_prefix` tokens
+        with an earlier one (`prompt_tokens`: the request's length, for the last-token recompute)."""
+        usable = common_prefix
+        if self.recompute_last_token and prompt_tokens is not None:
+            usable = min(usable, prompt_tokens - 1)
+        if usable < max(self.minimum_tokens, self.block_size, 1):
+            return 0
+        usable -= usable % self.block_size
+        if self.minimum_tokens and self.increment > 1:
+            usable = self.minimum_tokens + (usable - self.minimum_tokens) // self.increment * self.increment
+        return usable
+
+
+class EngineDataError(Exception):
+    pass
+
+
+@cache
+def load_engines(path: str | None = None) -> dict[str, Engine]:
+    """The default profiles, or the user's file of the same shape."""
+    try:
+        if path is None:
+            text = resources.files("prefixlint").joinpath("data/engines.toml").read_text("utf-8")
+        else:
+            text = Path(path).read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+        return {
+            name: Engine(
+                name=name,
+                block_size=int(v.get("block_size", 1)),
+                minimum_tokens=int(v.get("minimum_tokens", 0)),
+                increment=int(v.get("increment", 1)),
+                recompute_last_token=bool(v.get("recompute_last_token", False)),
+            )
+            for name, v in data.items()
+        }
+    except (OSError, ValueError, AttributeError, TypeError) as exc:
+        raise EngineDataError(f"{path or 'engines.toml'}: {exc}") from exc
+
+
+def cacheable_per_engine(common_prefix: int, prompt_tokens: int | None = None) -> dict[str, int]:
+    return {name: e.cacheable(common_prefix, prompt_tokens) for name, e in load_engines().items()}

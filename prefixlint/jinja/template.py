@@ -1,0 +1,141 @@
+"""A chat template ready to analyse: its source, where it came from, the special tokens and extra
+variables it needs, and a traced render that mirrors `tokenizer.apply_chat_template`."""
+
+from __future__ import annotations
+
+import json
+import re
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+import jinja2
+import jinja2.meta
+
+from prefixlint.jinja.environment import (
+    TEMPLATE_FILENAME,
+    Limits,
+    RenderClock,
+    alias_reasoning_fields,
+    make_environment,
+)
+from prefixlint.jinja.inputs import BASE_TIME, TOOLS
+from prefixlint.jinja.tracer import TracedRender, TracedTemplate
+from prefixlint.model import Span
+
+# Names the serving stack always passes, or that the environment defines.
+STACK_INPUTS = frozenset({"messages", "tools", "documents", "add_generation_prompt"})
+ENV_GLOBALS = frozenset(
+    {"raise_exception", "strftime_now", "namespace", "dict", "range", "lipsum", "cycler", "joiner"}
+)
+_UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
+
+
+@dataclass
+class ChatTemplate:
+    """One chat template. `line_offset`/`fixed_line` map template lines to lines of the file that
+    holds it (a tokenizer_config.json holds the whole template on one JSON line)."""
+
+    source: str
+    path: str
+    name: str = ""
+    special_tokens: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    fixed_line: int | None = None
+    extra_kwargs: dict[str, Any] = field(default_factory=dict)
+    setup_notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.clock = RenderClock(BASE_TIME)
+        self.env = make_environment(self.clock)
+
+    @cached_property
+    def traced(self) -> TracedTemplate:
+        """Compile once (raises jinja2.TemplateSyntaxError)."""
+        return TracedTemplate(self.env, self.source)
+
+    @cached_property
+    def external_variables(self) -> frozenset[str]:
+        """Variables the template reads that neither the stack nor the environment provides."""
+        names = jinja2.meta.find_undeclared_variables(self.env.parse(self.traced.source))
+        return frozenset(
+            n for n in names
+            if n not in STACK_INPUTS and n not in ENV_GLOBALS and not n.endswith("_token")
+            and n != "additional_special_tokens"
+        )
+
+    def span(self, line: int, column: int = 1) -> Span:
+        if self.fixed_line is not None:
+            return Span(self.path, self.fixed_line, 1)
+        return Span(self.path, line, column)
+
+    def where(self, line: int) -> str:
+        """How a message names a template line ("line 9", or "template line 9" inside a JSON file)."""
+        return f"template line {line}" if self.fixed_line is not None else f"line {line}"
+
+    def context(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+                add_generation_prompt: bool = True, **kwargs: Any) -> dict[str, Any]:
+        """The variables `apply_chat_template` passes: special tokens, then the request."""
+        return {
+            **self.special_tokens,
+            **self.extra_kwargs,
+            **kwargs,
+            "messages": alias_reasoning_fields(messages),
+            "tools": tools,
+            "documents": None,
+            "add_generation_prompt": add_generation_prompt,
+        }
+
+    def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
+               add_generation_prompt: bool = True, now: datetime = BASE_TIME, **kwargs: Any) -> TracedRender:
+        """Render as the serving stack would, with the clock set to `now`."""
+        self.clock.now = now
+        self.clock.calls.clear()
+        context = self.context(messages, tools=tools, add_generation_prompt=add_generation_prompt, **kwargs)
+        return self.traced.render(context, self.limits)
+
+    def supply_required_variables(self, messages: list[dict[str, Any]], tools: list | None) -> None:
+        """Give values to variables the template cannot render without (e.g. `functions`), so the
+        analysis can go on; each one is noted for the report."""
+        for _ in range(len(self.external_variables)):
+            try:
+                self.render(messages, tools=tools)
+                return
+            except jinja2.UndefinedError as exc:
+                m = _UNDEFINED.search(str(exc))
+                if not m or m.group(1) not in self.external_variables or m.group(1) in self.extra_kwargs:
+                    return
+                name = m.group(1)
+                self.extra_kwargs[name] = placeholder_value(name)
+                self.setup_notes.append(f"raises without `{name}`; analysed with {name}={self.extra_kwargs[name]!r:.40}")
+            except Exception:
+                return
+
+
+def placeholder_value(name: str) -> Any:
+    """A plausible value for a variable the template requires, chosen by its name."""
+    lowered = name.lower()
+    if "tool" in lowered or "function" in lowered:
+        return json.dumps(TOOLS, indent=4)
+    if any(w in lowered for w in ("date", "time", "now", "today")):
+        return "2025-03-04"
+    return "value"
+
+
+def error_line(exc: BaseException) -> int:
+    """The template line an exception was raised at (Jinja rewrites tracebacks to template lines)."""
+    lineno = getattr(exc, "lineno", None)
+    if isinstance(exc, jinja2.TemplateSyntaxError) and lineno:
+        return int(lineno)
+    line = 0
+    for frame, tb_line in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == TEMPLATE_FILENAME:
+            line = tb_line
+    return line or 1
+
+
+def describe_error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:240] if text else type(exc).__name__

@@ -1,0 +1,108 @@
+"""The value types every part of prefixlint shares: spans, evidence, diagnostics, source results."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import IntEnum
+from typing import Any
+
+
+class Severity(IntEnum):
+    """Ordered so that `severity >= fail_on` decides the exit code."""
+
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        return cls[text.strip().upper()]
+
+
+@dataclass(frozen=True)
+class Span:
+    """A place in a source file; lines and columns are 1-based."""
+
+    path: str
+    line: int = 1
+    column: int = 1
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a rendering-based finding rests on (JSON contract: these field names)."""
+
+    token_index: int
+    char_offset: int
+    cacheable_tokens: int
+    context_a: str
+    context_b: str
+    static_tokens_lost: int = 0
+    engines: dict[str, int] = field(default_factory=dict)
+    inputs: str = ""
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    span: Span
+    message: str
+    severity: Severity
+    hint: str = ""
+    evidence: Evidence | None = None
+
+    @property
+    def name(self) -> str:
+        from prefixlint.rules import RULES
+
+        return RULES[self.code].name
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.span.path, self.span.line, self.span.column, self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.span.path,
+            "line": self.span.line,
+            "column": self.span.column,
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity.label,
+            "message": self.message,
+        }
+        if self.hint:
+            out["hint"] = self.hint
+        if self.evidence is not None:
+            out["evidence"] = asdict(self.evidence)
+        return out
+
+
+@dataclass
+class SourceResult:
+    """One analysed source (a template file, one named template of a tokenizer_config, a .py file)."""
+
+    path: str
+    kind: str  # "jinja", "tokenizer_config", "python"
+    name: str = ""  # the template's name inside a tokenizer_config.json list
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    cacheable_prefix_tokens: int | None = None
+    total_tokens: int | None = None
+    multiturn_reuse: float | None = None
+    tokenizer: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path,
+            "kind": self.kind,
+            "cacheable_prefix_tokens": self.cacheable_prefix_tokens,
+            "total_tokens": self.total_tokens,
+        }
+        if self.name:
+            out["name"] = self.name
+        if self.kind != "python":
+            out["multiturn_reuse"] = self.multiturn_reuse
+        return out

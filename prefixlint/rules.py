@@ -1,0 +1,57 @@
+"""The rule catalog (contract: codes and names never change, only new ones are added).
+
+Each rule's page lives in `rules/<CODE>.md` (shipped as `prefixlint.rule_pages`): what it finds,
+why it busts the cache, and a bad and a good example that the tests run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+from prefixlint.model import Severity
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    summary: str
+    default_severity: Severity
+
+    def page(self) -> str:
+        """The rule's Markdown page."""
+        return resources.files("prefixlint.rule_pages").joinpath(f"{self.code}.md").read_text("utf-8")
+
+
+_E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+RULES: dict[str, Rule] = {
+    r.code: r
+    for r in [
+        Rule("PFX001", "template-syntax-error", "the template does not parse", _E),
+        Rule("PFX002", "template-render-error", "the template raises for the inputs tried", _W),
+        Rule("PFX003", "python-syntax-error", "a Python source does not parse", _E),
+        Rule("PFX101", "clock-in-prefix", "the current date or time ahead of static content", _E),
+        Rule("PFX102", "id-in-prefix", "request, session, trace or user ids ahead of static content", _E),
+        Rule("PFX103", "random-in-prefix", "randomness ahead of static content", _E),
+        Rule("PFX104", "environment-in-prefix", "per-machine or per-process values ahead of static content", _E),
+        Rule("PFX105", "request-input-in-prefix", "per-request user data ahead of static content", _W),
+        Rule("PFX201", "unordered-serialization", "unordered iteration or JSON ahead of static content", _W),
+        Rule("PFX301", "unstable-whitespace", "whitespace that changes with the inputs ahead of static content", _W),
+        Rule("PFX302", "token-boundary-merge", "the static prefix's last tokens merge with what follows", _I),
+        Rule("PFX401", "history-rewrite", "turn N+1's prompt is not a token extension of turn N's", _E),
+        Rule("PFX402", "system-relocated", "the system prompt or tools move with the conversation", _E),
+        Rule("PFX403", "generation-prompt-mismatch", "the generation prompt renders differently as history", _W),
+        Rule("PFX501", "prefix-diverges-early", "rendered variants diverge before static content ends", _E),
+        Rule("PFX502", "prefix-below-engine-minimum", "the cacheable prefix is below the engine's minimum", _I),
+    ]
+}
+
+
+def resolve_selector(selector: str) -> list[str]:
+    """Codes matched by a ruff-style prefix selector (`PFX1`, `PFX101`, `ALL`); empty if none."""
+    selector = selector.strip().upper()
+    if selector == "ALL":
+        return sorted(RULES)
+    return sorted(code for code in RULES if code.startswith(selector))
