@@ -1,0 +1,103 @@
+"""Find what to lint: template files, tokenizer_config.json chat templates, Python modules.
+
+Folders are walked recursively in sorted order (stable output); excludes are glob patterns matched
+against each path relative to the folder given and against each path part (gitignore-like).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2")
+DEFAULT_EXCLUDES = (".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", "build", "dist")
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str
+    kind: str  # "jinja", "tokenizer_config", "python"
+
+
+def source_kind(path: Path) -> str | None:
+    name = path.name
+    if name == "tokenizer_config.json":
+        return "tokenizer_config"
+    if name.endswith(TEMPLATE_SUFFIXES):
+        return "jinja"
+    if name.endswith(".py"):
+        return "python"
+    return None
+
+
+def _excluded(rel: str, patterns: tuple[str, ...]) -> bool:
+    parts = rel.split("/")
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if fnmatch.fnmatch(rel, pattern) or any(fnmatch.fnmatch(part, pattern) for part in parts):
+            return True
+    return False
+
+
+def discover(paths: list[str], excludes: tuple[str, ...] = ()) -> Iterator[Source]:
+    """Sources under `paths`. A file named explicitly is linted whatever its name (as a template
+    unless it is a .py or a tokenizer_config.json); folders yield only files of known kinds."""
+    patterns = DEFAULT_EXCLUDES + tuple(excludes)
+    seen: set[str] = set()
+    for given in paths:
+        root = Path(given)
+        if root.is_dir():
+            for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+                rel_dir = os.path.relpath(dirpath, root)
+                dirnames[:] = sorted(
+                    d for d in dirnames if not _excluded(os.path.normpath(os.path.join(rel_dir, d)), patterns)
+                )
+                for filename in sorted(filenames):
+                    file = Path(dirpath) / filename
+                    rel = os.path.normpath(os.path.join(rel_dir, filename))
+                    kind = source_kind(file)
+                    if kind and not _excluded(rel, patterns) and str(file) not in seen:
+                        seen.add(str(file))
+                        yield Source(str(file), kind)
+        elif str(root) not in seen:
+            seen.add(str(root))
+            yield Source(str(root), source_kind(root) or "jinja")
+
+
+@dataclass(frozen=True)
+class NamedTemplate:
+    name: str
+    source: str
+    line: int  # the line of tokenizer_config.json that holds it
+
+
+class ConfigError(ValueError):
+    """A tokenizer_config.json that holds no usable chat template; the message says why."""
+
+
+def templates_in_tokenizer_config(text: str) -> list[NamedTemplate]:
+    """The `chat_template` of a tokenizer_config.json: a string, or a list of {name, template}."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError("not a JSON object")
+    value = data.get("chat_template")
+    line = next((i for i, ln in enumerate(text.splitlines(), 1) if '"chat_template"' in ln), 1)
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [NamedTemplate("default", value, line)]
+    if isinstance(value, list):
+        out = []
+        for i, item in enumerate(value):
+            if not (isinstance(item, dict) and isinstance(item.get("template"), str)):
+                raise ConfigError(f"chat_template[{i}] is not a {{name, template}} object")
+            out.append(NamedTemplate(str(item.get("name", i)), item["template"], line))
+        return out
+    raise ConfigError(f"chat_template is a {type(value).__name__}, not a string or a list of templates")
