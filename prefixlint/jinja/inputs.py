@@ -35,7 +35,7 @@ TOOLS: list[dict[str, Any]] = [
                 "type": "object",
                 "properties": {
                     "city": {"type": "string", "description": "The city name."},
-                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "The unit."},
                 },
                 "required": ["city"],
             },

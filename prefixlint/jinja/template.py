@@ -23,6 +23,7 @@ from prefixlint.jinja.environment import (
 )
 from prefixlint.jinja.inputs import BASE_TIME, TOOLS
 from prefixlint.jinja.tracer import TracedRender, TracedTemplate
+from prefixlint.jinja.variables import sample_values
 from prefixlint.model import Span
 
 # Names the serving stack always passes, or that the environment defines.
@@ -116,12 +117,9 @@ class ChatTemplate:
 
 def placeholder_value(name: str) -> Any:
     """A plausible value for a variable the template requires, chosen by its name."""
-    lowered = name.lower()
-    if "tool" in lowered or "function" in lowered:
+    if "tool" in name.lower() or "function" in name.lower():
         return json.dumps(TOOLS, indent=4)
-    if any(w in lowered for w in ("date", "time", "now", "today")):
-        return "2025-03-04"
-    return "value"
+    return sample_values(name)[0]
 
 
 def error_line(exc: BaseException) -> int:

@@ -1,0 +1,174 @@
+"""The command line: `check`, `render`, `rule`, `rules`. Exit codes (contract): 0 nothing at or
+above the failing severity, 1 findings, 2 usage, config or internal error."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _fail(message: str) -> None:
+    click.echo(f"prefixlint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="prefixlint")
+def cli() -> None:
+    """Find what breaks prefix (KV) caching in chat templates and prompt code."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True), required=True)
+@click.option("--tokenizer", "tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.")
+@click.option("--engine", default="vllm", show_default=True, help="Engine whose caching rules PFX502 applies.")
+@click.option("--format", "fmt", type=click.Choice(["concise", "full", "json"]), default="concise", show_default=True)
+@click.option("--select", multiple=True, help="Rule codes or prefixes to report (default: all).")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes not to report.")
+@click.option("--exclude", multiple=True, help="Glob patterns of paths to skip.")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="warning", show_default=True)
+@click.option("--no-multiturn", is_flag=True, help="Skip the multi-turn analysis.")
+@click.option("--output-file", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+def check(paths: tuple[str, ...], tokenizer: str | None, engine: str, fmt: str, select: tuple[str, ...],
+          ignore: tuple[str, ...], exclude: tuple[str, ...], fail_on: str, no_multiturn: bool,
+          output_file: str | None) -> None:
+    """Lint chat templates (.jinja, .j2, tokenizer_config.json) and Python prompt code."""
+    from prefixlint.api import Options, lint_paths
+    from prefixlint.engines import load_engines
+    from prefixlint.model import Severity
+    from prefixlint.report import render_report
+    from prefixlint.rules import resolve_selector
+    from prefixlint.tokens import TokenizerError
+
+    for selector in select + ignore:
+        if not resolve_selector(selector):
+            _fail(f"unknown rule code or prefix {selector!r} (see `prefixlint rules`)")
+    if engine not in load_engines():
+        _fail(f"unknown engine {engine!r}; known: {', '.join(sorted(load_engines()))}")
+    options = Options(tokenizer=tokenizer, engine=engine, excludes=exclude, select=select or ("ALL",),
+                      ignore=ignore, multiturn=not no_multiturn)
+    try:
+        report = lint_paths(list(paths), options)
+    except TokenizerError as exc:
+        _fail(str(exc))
+    text = render_report(report, fmt)
+    if output_file:
+        with open(output_file, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        click.echo(text, nl=False)
+    worst = report.worst()
+    sys.exit(EXIT_FINDINGS if worst is not None and worst >= Severity.parse(fail_on) else EXIT_OK)
+
+
+def _parse_var(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise click.BadParameter(f"{text!r} is not NAME=VALUE")
+    name, value = text.split("=", 1)
+    try:
+        return name, json.loads(value)
+    except ValueError:
+        return name, value
+
+
+@cli.command()
+@click.argument("template_path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--messages", type=click.Path(exists=True, dir_okay=False), help="JSON list of messages (or a request body).")
+@click.option("--tools", "tools_path", type=click.Path(exists=True, dir_okay=False), help="JSON list of tool schemas.")
+@click.option("--now", help="The clock strftime_now reads, ISO 8601 (default: a fixed instant).")
+@click.option("--var", "variables", multiple=True, help="Template variable NAME=VALUE (VALUE may be JSON).")
+@click.option("--no-generation-prompt", is_flag=True, help="Render without add_generation_prompt.")
+@click.option("--tokens", is_flag=True, help="Also print the token ids and pieces.")
+@click.option("--tokenizer", "tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.")
+@click.option("--name", "template_name", help="Which named template of a tokenizer_config.json list.")
+def render(template_path: str, messages: str | None, tools_path: str | None, now: str | None,
+           variables: tuple[str, ...], no_generation_prompt: bool, tokens: bool, tokenizer: str | None,
+           template_name: str | None) -> None:
+    """Print a prompt exactly as the serving stack renders it."""
+    from datetime import UTC, datetime
+
+    from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
+    from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
+    from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
+    from prefixlint.sources import ConfigError, templates_in_tokenizer_config
+    from prefixlint.tokens import TokenizerError
+
+    try:
+        source = read_text(template_path)
+        loaded = tokenizer_for(template_path, Options(tokenizer=tokenizer))
+        if template_path.endswith(".json"):
+            named = templates_in_tokenizer_config(source)
+            chosen = [t for t in named if template_name in (None, t.name)]
+            if not chosen:
+                _fail(f"{template_path}: no chat template named {template_name!r}")
+            source = chosen[0].source
+        msgs = conversation(USER_TURNS[0], system=True)
+        if messages:
+            data = json.loads(read_text(messages))
+            msgs = data["messages"] if isinstance(data, dict) else data
+        tools = json.loads(read_text(tools_path)) if tools_path else None
+        moment = datetime.fromisoformat(now) if now else BASE_TIME
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    except (OSError, ValueError, KeyError, ConfigError, TokenizerError) as exc:
+        _fail(f"{template_path}: {exc}")
+    template = ChatTemplate(source, template_path, special_tokens=special_tokens_for(template_path, loaded))
+    try:
+        rendered = template.render(msgs, tools=tools, add_generation_prompt=not no_generation_prompt, now=moment,
+                                   **dict(_parse_var(v) for v in variables))
+    except Exception as exc:  # any template error is the user's to see, with its line
+        _fail(f"{template_path}:{error_line(exc)}: {describe_error(exc)}")
+    click.echo(rendered.text, nl=not rendered.text.endswith("\n"))
+    if tokens:
+        enc = loaded.encode(rendered.text)
+        click.echo(f"--- {len(enc.ids)} tokens ({loaded.name})")
+        for i, (tid, piece) in enumerate(zip(enc.ids, enc.tokens, strict=True)):
+            click.echo(f"{i:>6} {tid:>8} {piece!r}")
+
+
+@cli.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules_cmd(fmt: str) -> None:
+    """List every rule."""
+    from prefixlint.rules import RULES
+
+    if fmt == "json":
+        items = [{"code": r.code, "name": r.name, "summary": r.summary, "severity": r.default_severity.label}
+                 for r in RULES.values()]
+        click.echo(json.dumps(items, indent=2))
+        return
+    for r in RULES.values():
+        click.echo(f"{r.code}  {r.name:<28} {r.default_severity.label:<8} {r.summary}")
+
+
+@cli.command("rule")
+@click.argument("code")
+def rule_cmd(code: str) -> None:
+    """Print a rule's page: what it finds, why it busts the cache, examples."""
+    from prefixlint.rules import RULES
+
+    rule = RULES.get(code.upper())
+    if rule is None:
+        _fail(f"unknown rule {code!r} (see `prefixlint rules`)")
+    click.echo(rule.page(), nl=False)
+
+
+def main() -> None:
+    """Console entry point: no traceback ever reaches the user (set PREFIXLINT_DEBUG=1 to see one)."""
+    try:
+        cli(standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("PREFIXLINT_DEBUG"):
+            raise
+        click.echo(f"prefixlint: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_ERROR)

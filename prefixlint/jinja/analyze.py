@@ -1,0 +1,417 @@
+"""The variants analysis of one chat template (DESIGN.md: analyses → variants).
+
+For each scenario an app could be in (with or without a system message, with or without tools) it
+renders a base request and variants of it that change one per-request thing at a time: the user's
+text (length, script), earlier turns, the clock (same second, next second, next day, next month)
+and request-scoped template variables. Everything that differs *before the user's own text starts*
+and is followed by static text is a finding: the static text after it is what the cache loses.
+Divergence points are measured in tokens of the model's tokenizer and traced to template lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import jinja2
+
+from prefixlint.engines import cacheable_per_engine, load_engines
+from prefixlint.jinja.inputs import (
+    ASSISTANT_REPLY,
+    BASE_TIME,
+    CLOCK_VARIANTS,
+    TOOLS,
+    USER_TURNS,
+    conversation,
+)
+from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
+from prefixlint.jinja.tracer import TracedRender
+from prefixlint.jinja.variables import provenance_code, sample_values
+from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult
+from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
+
+if TYPE_CHECKING:
+    from prefixlint.api import Options
+
+CONTEXT_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Scenario:
+    label: str
+    system: bool
+    tools: list[dict[str, Any]] | None
+
+
+SCENARIOS = (
+    Scenario("with a system message", True, None),
+    Scenario("without a system message", False, None),
+    Scenario("with tools and a system message", True, TOOLS),
+    Scenario("with tools, without a system message", False, TOOLS),
+)
+
+
+@dataclass
+class Render:
+    """One rendered request: what varied, the traced text, where the user's text starts."""
+
+    scenario: Scenario
+    variant: str  # "base", "user text", "earlier turns", a clock label, or "var:<name>"
+    traced: TracedRender
+    content_start: int
+    clock_calls: list = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)
+    offsets: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.traced.text
+
+
+@dataclass
+class Finding:
+    """A divergence ahead of static content, before it is merged across scenarios."""
+
+    code: str
+    line: int
+    column: int
+    scenario: Scenario
+    message: str
+    evidence: Evidence
+    required: bool = True  # False: optional variables (info unless the user says they vary)
+
+
+def _first_difference(a: str, b: str) -> int:
+    return common_prefix_len(a, b) if a != b else len(a)
+
+
+def _content_start(text: str, messages: list[dict[str, Any]]) -> int:
+    """Where the first user-authored text of the request appears (len(text) if nowhere)."""
+    for message in messages:
+        if message["role"] != "system":
+            at = text.find(message["content"].strip())
+            if at >= 0:
+                return at
+    return len(text)
+
+
+class _Renderer:
+    """Renders requests for one template and remembers the ones that failed, by scenario."""
+
+    def __init__(self, template: ChatTemplate) -> None:
+        self.template = template
+        self.failures: dict[tuple[int, str], list[str]] = {}
+
+    def render(self, scenario: Scenario, variant: str, messages: list[dict[str, Any]], **kwargs: Any) -> Render | None:
+        try:
+            traced = self.template.render(messages, tools=scenario.tools, **kwargs)
+        except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError, LookupError, AttributeError,
+                RecursionError, MemoryError, Exception) as exc:
+            key = (error_line(exc), describe_error(exc))
+            self.failures.setdefault(key, []).append(f"{scenario.label} ({variant})")
+            return None
+        calls = list(self.template.clock.calls)
+        return Render(scenario, variant, traced, _content_start(traced.text, messages), calls)
+
+
+def _render_variants(renderer: _Renderer, scenario: Scenario) -> list[Render]:
+    """The base request of a scenario, then one variant per per-request input."""
+    template = renderer.template
+    base_messages = conversation(USER_TURNS[0], system=scenario.system)
+    base = renderer.render(scenario, "base", base_messages)
+    if base is None:
+        return []
+    renders = [base]
+    for text in USER_TURNS[1:]:
+        r = renderer.render(scenario, "user text", conversation(text, system=scenario.system))
+        if r:
+            renders.append(r)
+    history = [
+        *conversation("Hello!", system=scenario.system),
+        {"role": "assistant", "content": ASSISTANT_REPLY},
+        {"role": "user", "content": USER_TURNS[0]},
+    ]
+    r = renderer.render(scenario, "earlier turns", history)
+    if r:
+        renders.append(r)
+    for label, moment in CLOCK_VARIANTS:
+        r = renderer.render(scenario, label, base_messages, now=moment)
+        if r:
+            renders.append(r)
+    for name in sorted(template.external_variables):
+        if provenance_code(name) is None:
+            continue
+        required = name in template.extra_kwargs
+        first, second = sample_values(name)
+        pair = []
+        for value in (first, second):
+            r = renderer.render(scenario, f"var:{name}", base_messages, **{name: value})
+            if r is None:
+                break
+            pair.append(r)
+        if len(pair) == 2:
+            # The variable pair is compared with itself, not with the base (which may lack it).
+            pair[0].variant = f"var0:{name}:{int(required)}"
+            pair[1].variant = f"var1:{name}:{int(required)}"
+            renders.extend(pair)
+    return renders
+
+
+def _context(text: str, at: int) -> str:
+    return text[max(0, at - CONTEXT_CHARS) : at] + "‖" + text[at : at + CONTEXT_CHARS]
+
+
+def _static_tail(a: Render, b: Render, d: int) -> str:
+    """The text both renders share between the divergence and the user's text: static content
+    the cache would have held, had nothing varied before it."""
+    left, right = a.text[d : a.content_start], b.text[d : b.content_start]
+    n = 0
+    while n < min(len(left), len(right)) and left[-1 - n] == right[-1 - n]:
+        n += 1
+    return left[len(left) - n :] if n else ""
+
+
+def _compare(a: Render, b: Render, template: ChatTemplate) -> tuple[int, int, str, int] | None:
+    """(char offset, token index, static text after, static tokens lost) when `b` differs from
+    `a` ahead of static content; None when the first difference is the user's own text or later."""
+    d = _first_difference(a.text, b.text)
+    if d >= min(a.content_start, b.content_start) or d >= len(a.text):
+        return None
+    tail = _static_tail(a, b, d)
+    if not tail.strip():
+        return None
+    t = common_prefix_len(a.ids, b.ids)
+    end_tok = token_at_char(a.offsets, a.content_start)
+    tail_tok = token_at_char(a.offsets, a.content_start - len(tail))
+    return d, t, tail, max(0, end_tok - tail_tok)
+
+
+def _evidence(a: Render, b: Render, d: int, t: int, lost: int) -> Evidence:
+    return Evidence(
+        token_index=t,
+        char_offset=d,
+        cacheable_tokens=t,
+        context_a=_context(a.text, d),
+        context_b=_context(b.text, d),
+        static_tokens_lost=lost,
+        engines=cacheable_per_engine(t, len(a.ids)),
+        inputs=f"{a.scenario.label}; varied: {b.variant.split(':')[0] if b.variant.startswith('var') else b.variant}",
+    )
+
+
+def _clock_finding(base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]) -> Finding:
+    d, t, _tail, lost = cmp
+    before = {(c.line, c.fmt): c.value for c in base.clock_calls}
+    changed = [c for c in other.clock_calls if before.get((c.line, c.fmt)) not in (None, c.value)]
+    call = changed[0] if changed else (other.clock_calls[0] if other.clock_calls else None)
+    origin = base.traced.origin_at(d)
+    line = call.line if call else origin.line
+    column = max(1, template.traced.line_text(line).find("strftime_now") + 1) if call else origin.column
+    fmt = call.fmt if call else "?"
+    what = "time" if any(x in fmt for x in ("%H", "%M", "%S", "%c", "%X", "%f", "%I", "%p", "%T")) else "date"
+    when = {
+        "within the same second": "every request misses the cache",
+        "every second": "every request in a new second misses the cache",
+        "after midnight": "every request after midnight misses the cache",
+        "every month": "every request in a new month misses the cache",
+    }[other.variant]
+    printed = f" (printed at {template.where(origin.line)})" if origin.line != line else ""
+    message = (
+        f'`strftime_now("{fmt}")` renders the current {what} at token {t:,}{printed}, '
+        f"ahead of {lost:,} static tokens; {when}"
+    )
+    return Finding("PFX101", line, column, base.scenario, message, _evidence(base, other, d, t, lost))
+
+
+def _variable_finding(a: Render, b: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]) -> Finding:
+    d, t, _tail, lost = cmp
+    _, name, required = a.variant.split(":")
+    code = provenance_code(name) or "PFX105"
+    origin = a.traced.origin_at(d)
+    kind = {"PFX102": "an id", "PFX104": "a per-machine value", "PFX105": "per-request input"}[code]
+    passed = "required" if required == "1" else "optional"
+    message = (
+        f"`{name}` ({passed} template variable, {kind} by its name) is rendered at token {t:,}, ahead of "
+        f"{lost:,} static tokens; a different value per request makes them all uncacheable"
+    )
+    ev = _evidence(a, b, d, t, lost)
+    return Finding(code, origin.line, origin.column, a.scenario, message, ev, required=required == "1")
+
+
+def _input_finding(
+    base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]
+) -> Finding | None:
+    d, t, tail, lost = cmp
+    origin = base.traced.origin_at(d)
+    gap_a = base.text[d : base.content_start - len(tail)]
+    gap_b = other.text[d : other.content_start - len(tail)]
+    what = "the user's text" if other.variant == "user text" else "the earlier turns"
+    whitespace = not gap_a.strip() and not gap_b.strip()
+    if other.variant == "earlier turns" and not whitespace:
+        return None  # blocks that move with the history are the multi-turn analysis's (PFX402)
+    if whitespace:
+        message = (
+            f"whitespace here depends on {what} ({gap_a!r} vs {gap_b!r}) at token {t:,}, ahead of "
+            f"{lost:,} static tokens"
+        )
+        return Finding("PFX301", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, lost))
+    message = (
+        f"the prompt changes with {what} at token {t:,}, before static content ends; {lost:,} static "
+        f"tokens after it cannot be cached ({gap_a[:30]!r} vs {gap_b[:30]!r})"
+    )
+    return Finding("PFX501", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, lost))
+
+
+def _boundary_finding(base: Render, other: Render) -> Finding | None:
+    """PFX302: the last static token spans into the user's text, so it differs per request."""
+    d = _first_difference(base.text, other.text)
+    if d != base.content_start or d == 0:
+        return None
+    t = common_prefix_len(base.ids, other.ids)
+    if t >= len(base.offsets):
+        return None
+    token_start = base.offsets[t][0]
+    if token_start >= d:
+        return None
+    merged = base.text[token_start:d]
+    origin = base.traced.origin_at(token_start)
+    message = (
+        f"the static text {merged!r} before the user's turn merges with the user's first characters "
+        f"into one token (token {t:,}); the cacheable prefix ends one token early"
+    )
+    return Finding("PFX302", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, 1))
+
+
+def _findings(renders: list[Render], template: ChatTemplate) -> list[Finding]:
+    base = renders[0]
+    findings: list[Finding] = []
+    clock_done = False
+    boundary_done = False
+    by_variant: dict[str, Render] = {}
+    for r in renders[1:]:
+        if r.variant.startswith("var0:"):
+            by_variant[r.variant] = r
+            continue
+        if r.variant.startswith("var1:"):
+            first = by_variant.get("var0:" + r.variant[5:])
+            cmp = _compare(first, r, template) if first else None
+            if cmp:
+                findings.append(_variable_finding(first, r, template, cmp))
+            continue
+        cmp = _compare(base, r, template)
+        if r.variant in ("user text", "earlier turns"):
+            finding = _input_finding(base, r, template, cmp) if cmp else None
+            if finding:
+                findings.append(finding)
+            elif r.variant == "user text" and not boundary_done:
+                boundary = _boundary_finding(base, r)
+                if boundary:
+                    findings.append(boundary)
+                    boundary_done = True
+        elif cmp and not clock_done:  # the finest clock granularity that shows is the one reported
+            findings.append(_clock_finding(base, r, template, cmp))
+            clock_done = True
+    return findings
+
+
+def _merge(findings: list[Finding], working: list[Scenario], template: ChatTemplate) -> list[Diagnostic]:
+    """One diagnostic per (code, line): an error where it happens in every scenario that renders,
+    a warning where it depends on the scenario (a conditional clock, say)."""
+    from prefixlint.rules import RULES
+
+    groups: dict[tuple[str, int], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.code, f.line), []).append(f)
+    out = []
+    for (code, line), group in groups.items():
+        first = group[0]
+        scenarios = [s for s in working if any(f.scenario == s for f in group)]
+        severity = RULES[code].default_severity
+        message = first.message
+        if len(scenarios) < len(working):
+            message += "; only " + " / ".join(s.label for s in scenarios)
+            severity = min(severity, Severity.WARNING)
+        if not first.required:
+            message += "; the template has a default, so this matters only if you pass it per request"
+            severity = Severity.INFO
+        out.append(Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence))
+    return out
+
+
+def _render_error_diagnostics(renderer: _Renderer, working: list[Scenario], template: ChatTemplate) -> list[Diagnostic]:
+    out = []
+    for (line, error), where in sorted(renderer.failures.items()):
+        scenarios = sorted({w.split(" (")[0] for w in where})
+        deliberate = error.startswith("TemplateError:")
+        severity = Severity.ERROR if not working else Severity.INFO if deliberate else Severity.WARNING
+        message = f"raises {error} when rendered {' / '.join(scenarios)}"
+        if working:
+            message += "; analysed with the inputs that render"
+        out.append(Diagnostic("PFX002", template.span(line), message, severity))
+    for note in template.setup_notes:
+        out.append(Diagnostic("PFX002", template.span(1), f"template {note}", Severity.INFO))
+    return out
+
+
+def _unconfirmed_clock(template: ChatTemplate) -> list[Diagnostic]:
+    """No input renders: report clock reads from the source alone, as warnings."""
+    out = []
+    for i, text in enumerate(template.traced.source.split("\n"), 1):
+        if "strftime_now" in text:
+            message = "`strftime_now` reads the current time; not confirmed by rendering (no input renders)"
+            out.append(Diagnostic("PFX101", template.span(i, text.find("strftime_now") + 1), message, Severity.WARNING))
+    return out
+
+
+def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options) -> SourceResult:
+    result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
+    try:
+        template.traced
+    except jinja2.TemplateSyntaxError as exc:
+        message = f"does not parse: {exc.message}" if exc.message else "does not parse"
+        result.diagnostics.append(Diagnostic("PFX001", template.span(exc.lineno or 1), message, Severity.ERROR))
+        return result
+    except (RecursionError, MemoryError, ValueError) as exc:
+        result.diagnostics.append(Diagnostic("PFX001", template.span(1), f"does not compile: {describe_error(exc)}", Severity.ERROR))
+        return result
+
+    for scenario in SCENARIOS:
+        template.supply_required_variables(conversation(USER_TURNS[0], system=scenario.system), scenario.tools)
+    renderer = _Renderer(template)
+    per_scenario = [(s, _render_variants(renderer, s)) for s in SCENARIOS]
+    per_scenario = [(s, rs) for s, rs in per_scenario if rs]
+    working = [s for s, _ in per_scenario]
+    result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
+    if not working:
+        result.diagnostics.extend(_unconfirmed_clock(template))
+        return result
+
+    all_renders = [r for _, rs in per_scenario for r in rs]
+    for r, enc in zip(all_renders, tokenizer.encode_many([r.text for r in all_renders]), strict=True):
+        r.ids, r.offsets = enc.ids, enc.offsets
+
+    findings = [f for _, rs in per_scenario for f in _findings(rs, template)]
+    result.diagnostics.extend(_merge(findings, working, template))
+
+    primary = per_scenario[0][1]
+    base = primary[0]
+    result.total_tokens = len(base.ids)
+    stable = [r for r in primary[1:] if not r.variant.startswith("var")]
+    result.cacheable_prefix_tokens = min(
+        [common_prefix_len(base.ids, r.ids) for r in stable] or [len(base.ids)]
+    )
+    engine = load_engines().get(options.engine)
+    if engine is not None and engine.minimum_tokens and result.cacheable_prefix_tokens < engine.minimum_tokens:
+        message = (
+            f"the static prefix is {result.cacheable_prefix_tokens:,} tokens {primary[0].scenario.label}; "
+            f"{engine.name} caches nothing below {engine.minimum_tokens:,} tokens"
+        )
+        result.diagnostics.append(Diagnostic("PFX502", template.span(1), message, Severity.INFO))
+
+    if options.multiturn:
+        from prefixlint.jinja.multiturn import analyze_multiturn
+
+        mt = analyze_multiturn(template, tokenizer)
+        result.diagnostics.extend(mt.diagnostics)
+        result.multiturn_reuse = mt.reuse
+    return result

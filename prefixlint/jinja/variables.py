@@ -1,0 +1,41 @@
+"""What a template variable's name says about where its value comes from.
+
+A variable the caller may pass per request (`date_string`, `user_name`, `request_id`) is not the
+template reading the clock: it is request input (PFX105), an id (PFX102) or the machine (PFX104).
+"""
+
+from __future__ import annotations
+
+import re
+
+_ID = re.compile(r"(^|_)(id|ids|uuid|guid|nonce|request|session|trace|span|conversation|thread)(_|$)", re.I)
+_ENV = re.compile(r"(^|_)(host|hostname|cwd|pid|platform|machine|os|env|environment|workdir|username)(_|$)", re.I)
+_REQUEST = re.compile(
+    r"(^|_)(date|time|now|today|timestamp|datetime|user|name|query|question|location|city|country|"
+    r"language|locale|timezone|tz|documents?|context|memory|profile)(_|$)",
+    re.I,
+)
+
+
+def provenance_code(name: str) -> str | None:
+    """The rule a per-request value of this variable would break, or None for app configuration
+    (switches like `enable_thinking`, tool lists) that stays fixed for an app."""
+    if _ID.search(name):
+        return "PFX102"
+    if _ENV.search(name):
+        return "PFX104"
+    if _REQUEST.search(name):
+        return "PFX105"
+    return None
+
+
+def sample_values(name: str) -> tuple[str, str]:
+    """Two different, plausible values for a request-scoped variable."""
+    code = provenance_code(name)
+    if code == "PFX102":
+        return "req-7f3a9c21", "req-1b2e4d08"
+    if code == "PFX104":
+        return "worker-a.internal", "worker-b.internal"
+    if re.search(r"date|time|now|today|timestamp", name, re.I):
+        return "04 Mar 2025", "05 Mar 2025"
+    return "Alice Martin", "Bo Chen"

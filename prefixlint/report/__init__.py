@@ -1,0 +1,22 @@
+"""Reporters: turn a Report into text for a terminal, a CI log or a machine."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prefixlint.api import Report
+
+
+def render_report(report: Report, fmt: str) -> str:
+    """The report in `fmt` (concise, full, json)."""
+    if fmt == "json":
+        from prefixlint.report.json import render_json
+
+        return render_json(report)
+    from prefixlint.report.text import render_concise, render_full
+
+    return render_full(report) if fmt == "full" else render_concise(report)
+
+
+FORMATS = ("concise", "full", "json")

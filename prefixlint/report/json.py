@@ -1,0 +1,20 @@
+"""The JSON report (contract: DESIGN.md "Output"); keys are stable and sorted for byte-identical runs."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prefixlint.api import Report
+
+
+def render_json(report: Report) -> str:
+    document = {
+        "version": 1,
+        "tokenizer": report.tokenizer,
+        "engine": report.engine,
+        "diagnostics": [d.to_json() for d in report.diagnostics],
+        "sources": [s.to_json() for s in report.sources],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

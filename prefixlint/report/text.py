@@ -1,0 +1,68 @@
+"""Text reporters: one line per finding (`path:line:col: CODE name: message`), or a full view with
+the source line, a caret, and the two diverging contexts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from prefixlint.model import Diagnostic
+
+if TYPE_CHECKING:
+    from prefixlint.api import Report
+
+
+def concise_line(d: Diagnostic) -> str:
+    return f"{d.span.path}:{d.span.line}:{d.span.column}: {d.code} {d.name}: {d.message}"
+
+
+def _summary(report: Report) -> str:
+    diagnostics = report.diagnostics
+    files = len({s.path for s in report.sources})
+    if not diagnostics:
+        return f"No findings in {files} file(s) (tokenizer: {report.tokenizer})."
+    counts: dict[str, int] = {}
+    for d in diagnostics:
+        counts[d.severity.label] = counts.get(d.severity.label, 0) + 1
+    parts = ", ".join(f"{n} {label}" for label, n in sorted(counts.items()))
+    return f"Found {len(diagnostics)} finding(s) in {files} file(s): {parts} (tokenizer: {report.tokenizer})."
+
+
+def render_concise(report: Report) -> str:
+    lines = [concise_line(d) for d in report.diagnostics]
+    lines.append(_summary(report))
+    return "\n".join(lines) + "\n"
+
+
+def _source_line(path: str, line: int) -> str:
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def render_full(report: Report) -> str:
+    out: list[str] = []
+    for d in report.diagnostics:
+        out.append(f"{concise_line(d)} [{d.severity.label}]")
+        text = _source_line(d.span.path, d.span.line)
+        if text and len(text) < 400:
+            gutter = f"{d.span.line:>5} | "
+            out.append(gutter + text)
+            out.append(" " * (len(gutter) + d.span.column - 1) + "^")
+        ev = d.evidence
+        if ev is not None:
+            out.append(f"      first divergent token: {ev.token_index:,} (char {ev.char_offset:,}); "
+                       f"static tokens lost: {ev.static_tokens_lost:,}")
+            out.append(f"      a: {ev.context_a!r}")
+            out.append(f"      b: {ev.context_b!r}")
+            if ev.engines:
+                out.append("      cacheable: " + ", ".join(f"{k} {v:,}" for k, v in sorted(ev.engines.items())))
+            if ev.inputs:
+                out.append(f"      inputs: {ev.inputs}")
+        if d.hint:
+            out.append(f"      hint: {d.hint}")
+        out.append("")
+    out.append(_summary(report))
+    return "\n".join(out) + "\n"
