@@ -242,9 +242,10 @@ def _input_finding(
     base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]
 ) -> Finding | None:
     d, t, tail, lost = cmp
-    origin = base.traced.origin_at(d)
     gap_a = base.text[d : base.content_start - len(tail)]
     gap_b = other.text[d : other.content_start - len(tail)]
+    # Point at the template text that appears in one render and not the other.
+    origin = (other if gap_b and not gap_a else base).traced.origin_at(d)
     what = "the user's text" if other.variant == "user text" else "the earlier turns"
     whitespace = not gap_a.strip() and not gap_b.strip()
     if other.variant == "earlier turns" and not whitespace:

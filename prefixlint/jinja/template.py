@@ -74,7 +74,9 @@ class ChatTemplate:
 
     def where(self, line: int) -> str:
         """How a message names a template line ("line 9", or "template line 9" inside a JSON file)."""
-        return f"template line {line}" if self.fixed_line is not None else f"line {line}"
+        if self.fixed_line is None:
+            return f"line {line}"
+        return f"line {line} of the chat template{f' {self.name!r}' if self.name else ''}"
 
     def context(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
                 add_generation_prompt: bool = True, **kwargs: Any) -> dict[str, Any]:
