@@ -21,6 +21,9 @@ class Options:
     ignore: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
     multiturn: bool = True
+    # Template variables this app keeps fixed, and ones it passes per request (config `variables`).
+    static_variables: tuple[str, ...] = ()
+    dynamic_variables: tuple[str, ...] = ()
 
     def enabled_codes(self) -> set[str]:
         codes = {c for s in self.select for c in resolve_selector(s)}

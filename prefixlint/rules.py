@@ -35,16 +35,27 @@ RULES: dict[str, Rule] = {
         Rule("PFX101", "clock-in-prefix", "the current date or time ahead of static content", _E),
         Rule("PFX102", "id-in-prefix", "request, session, trace or user ids ahead of static content", _E),
         Rule("PFX103", "random-in-prefix", "randomness ahead of static content", _E),
-        Rule("PFX104", "environment-in-prefix", "per-machine or per-process values ahead of static content", _E),
+        Rule(
+            "PFX104", "environment-in-prefix", "per-machine or per-process values ahead of static content", _E
+        ),
         Rule("PFX105", "request-input-in-prefix", "per-request user data ahead of static content", _W),
         Rule("PFX201", "unordered-serialization", "unordered iteration or JSON ahead of static content", _W),
-        Rule("PFX301", "unstable-whitespace", "whitespace that changes with the inputs ahead of static content", _W),
+        Rule(
+            "PFX301",
+            "unstable-whitespace",
+            "whitespace that changes with the inputs ahead of static content",
+            _W,
+        ),
         Rule("PFX302", "token-boundary-merge", "the static prefix's last tokens merge with what follows", _I),
         Rule("PFX401", "history-rewrite", "turn N+1's prompt is not a token extension of turn N's", _E),
         Rule("PFX402", "system-relocated", "the system prompt or tools move with the conversation", _E),
-        Rule("PFX403", "generation-prompt-mismatch", "the generation prompt renders differently as history", _W),
+        Rule(
+            "PFX403", "generation-prompt-mismatch", "the generation prompt renders differently as history", _W
+        ),
         Rule("PFX501", "prefix-diverges-early", "rendered variants diverge before static content ends", _E),
-        Rule("PFX502", "prefix-below-engine-minimum", "the cacheable prefix is below the engine's minimum", _I),
+        Rule(
+            "PFX502", "prefix-below-engine-minimum", "the cacheable prefix is below the engine's minimum", _I
+        ),
     ]
 }
 

@@ -124,7 +124,9 @@ def load_tokenizer_file(path: str) -> LoadedTokenizer:
         else:
             tokenizer = Tokenizer.from_file(str(p))
     except Exception as exc:  # tokenizers raises plain Exceptions for malformed files
-        raise TokenizerError(f"{path}: not a loadable tokenizer.json ({str(exc).splitlines()[0][:160]})") from exc
+        raise TokenizerError(
+            f"{path}: not a loadable tokenizer.json ({str(exc).splitlines()[0][:160]})"
+        ) from exc
     config = p.parent / "tokenizer_config.json"
     special = read_special_tokens(config) if config.is_file() else {}
     embedded = p.parent == _embedded_dir()

@@ -18,7 +18,6 @@ import jinja2
 from prefixlint.engines import cacheable_per_engine, load_engines
 from prefixlint.jinja.inputs import (
     ASSISTANT_REPLY,
-    BASE_TIME,
     CLOCK_VARIANTS,
     TOOLS,
     USER_TURNS,
@@ -102,11 +101,22 @@ class _Renderer:
         self.template = template
         self.failures: dict[tuple[int, str], list[str]] = {}
 
-    def render(self, scenario: Scenario, variant: str, messages: list[dict[str, Any]], **kwargs: Any) -> Render | None:
+    def render(
+        self, scenario: Scenario, variant: str, messages: list[dict[str, Any]], **kwargs: Any
+    ) -> Render | None:
         try:
             traced = self.template.render(messages, tools=scenario.tools, **kwargs)
-        except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError, LookupError, AttributeError,
-                RecursionError, MemoryError, Exception) as exc:
+        except (
+            jinja2.TemplateError,
+            ArithmeticError,
+            TypeError,
+            ValueError,
+            LookupError,
+            AttributeError,
+            RecursionError,
+            MemoryError,
+            Exception,
+        ) as exc:
             key = (error_line(exc), describe_error(exc))
             self.failures.setdefault(key, []).append(f"{scenario.label} ({variant})")
             return None
@@ -114,7 +124,24 @@ class _Renderer:
         return Render(scenario, variant, traced, _content_start(traced.text, messages), calls)
 
 
-def _render_variants(renderer: _Renderer, scenario: Scenario) -> list[Render]:
+def _varied_variables(template: ChatTemplate, options: Options) -> list[tuple[str, str, bool]]:
+    """(name, code, surely per request) of the template variables to vary: those the config says
+    are dynamic, and those whose names say request, id or machine, unless the config says static."""
+    out = []
+    for name in sorted(template.external_variables):
+        if name in options.static_variables:
+            continue
+        code = provenance_code(name)
+        if name in options.dynamic_variables:
+            out.append((name, code or "PFX105", True))
+        elif code is not None:
+            out.append((name, code, False))
+    return out
+
+
+def _render_variants(
+    renderer: _Renderer, scenario: Scenario, variables: list[tuple[str, str, bool]]
+) -> list[Render]:
     """The base request of a scenario, then one variant per per-request input."""
     template = renderer.template
     base_messages = conversation(USER_TURNS[0], system=scenario.system)
@@ -138,10 +165,9 @@ def _render_variants(renderer: _Renderer, scenario: Scenario) -> list[Render]:
         r = renderer.render(scenario, label, base_messages, now=moment)
         if r:
             renders.append(r)
-    for name in sorted(template.external_variables):
-        if provenance_code(name) is None:
-            continue
-        required = name in template.extra_kwargs
+    for name, code, declared in variables:
+        # A variable the template cannot do without, or one the config says varies, is passed per request.
+        required = declared or name in template.extra_kwargs
         first, second = sample_values(name)
         pair = []
         for value in (first, second):
@@ -151,8 +177,8 @@ def _render_variants(renderer: _Renderer, scenario: Scenario) -> list[Render]:
             pair.append(r)
         if len(pair) == 2:
             # The variable pair is compared with itself, not with the base (which may lack it).
-            pair[0].variant = f"var0:{name}:{int(required)}"
-            pair[1].variant = f"var1:{name}:{int(required)}"
+            pair[0].variant = f"var0:{name}:{code}:{int(required)}"
+            pair[1].variant = f"var1:{name}:{code}:{int(required)}"
             renders.extend(pair)
     return renders
 
@@ -186,6 +212,10 @@ def _compare(a: Render, b: Render, template: ChatTemplate) -> tuple[int, int, st
     return d, t, tail, max(0, end_tok - tail_tok)
 
 
+def _variant_label(r: Render) -> str:
+    return f"template variable `{r.variant.split(':')[1]}`" if r.variant.startswith("var") else r.variant
+
+
 def _evidence(a: Render, b: Render, d: int, t: int, lost: int) -> Evidence:
     return Evidence(
         token_index=t,
@@ -195,11 +225,13 @@ def _evidence(a: Render, b: Render, d: int, t: int, lost: int) -> Evidence:
         context_b=_context(b.text, d),
         static_tokens_lost=lost,
         engines=cacheable_per_engine(t, len(a.ids)),
-        inputs=f"{a.scenario.label}; varied: {b.variant.split(':')[0] if b.variant.startswith('var') else b.variant}",
+        inputs=f"{a.scenario.label}; varied: {_variant_label(b)}",
     )
 
 
-def _clock_finding(base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]) -> Finding:
+def _clock_finding(
+    base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]
+) -> Finding:
     d, t, _tail, lost = cmp
     before = {(c.line, c.fmt): c.value for c in base.clock_calls}
     changed = [c for c in other.clock_calls if before.get((c.line, c.fmt)) not in (None, c.value)]
@@ -223,10 +255,11 @@ def _clock_finding(base: Render, other: Render, template: ChatTemplate, cmp: tup
     return Finding("PFX101", line, column, base.scenario, message, _evidence(base, other, d, t, lost))
 
 
-def _variable_finding(a: Render, b: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]) -> Finding:
+def _variable_finding(
+    a: Render, b: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]
+) -> Finding:
     d, t, _tail, lost = cmp
-    _, name, required = a.variant.split(":")
-    code = provenance_code(name) or "PFX105"
+    _, name, code, required = a.variant.split(":")
     origin = a.traced.origin_at(d)
     kind = {"PFX102": "an id", "PFX104": "a per-machine value", "PFX105": "per-request input"}[code]
     passed = "required" if required == "1" else "optional"
@@ -255,12 +288,16 @@ def _input_finding(
             f"whitespace here depends on {what} ({gap_a!r} vs {gap_b!r}) at token {t:,}, ahead of "
             f"{lost:,} static tokens"
         )
-        return Finding("PFX301", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, lost))
+        return Finding(
+            "PFX301", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, lost)
+        )
     message = (
         f"the prompt changes with {what} at token {t:,}, before static content ends; {lost:,} static "
         f"tokens after it cannot be cached ({gap_a[:30]!r} vs {gap_b[:30]!r})"
     )
-    return Finding("PFX501", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, lost))
+    return Finding(
+        "PFX501", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, lost)
+    )
 
 
 def _boundary_finding(base: Render, other: Render) -> Finding | None:
@@ -280,7 +317,9 @@ def _boundary_finding(base: Render, other: Render) -> Finding | None:
         f"the static text {merged!r} before the user's turn merges with the user's first characters "
         f"into one token (token {t:,}); the cacheable prefix ends one token early"
     )
-    return Finding("PFX302", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, 1))
+    return Finding(
+        "PFX302", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, 1)
+    )
 
 
 def _findings(renders: list[Render], template: ChatTemplate) -> list[Finding]:
@@ -335,11 +374,15 @@ def _merge(findings: list[Finding], working: list[Scenario], template: ChatTempl
         if not first.required:
             message += "; the template has a default, so this matters only if you pass it per request"
             severity = Severity.INFO
-        out.append(Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence))
+        out.append(
+            Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence)
+        )
     return out
 
 
-def _render_error_diagnostics(renderer: _Renderer, working: list[Scenario], template: ChatTemplate) -> list[Diagnostic]:
+def _render_error_diagnostics(
+    renderer: _Renderer, working: list[Scenario], template: ChatTemplate
+) -> list[Diagnostic]:
     out = []
     for (line, error), where in sorted(renderer.failures.items()):
         scenarios = sorted({w.split(" (")[0] for w in where})
@@ -360,26 +403,37 @@ def _unconfirmed_clock(template: ChatTemplate) -> list[Diagnostic]:
     for i, text in enumerate(template.traced.source.split("\n"), 1):
         if "strftime_now" in text:
             message = "`strftime_now` reads the current time; not confirmed by rendering (no input renders)"
-            out.append(Diagnostic("PFX101", template.span(i, text.find("strftime_now") + 1), message, Severity.WARNING))
+            out.append(
+                Diagnostic(
+                    "PFX101", template.span(i, text.find("strftime_now") + 1), message, Severity.WARNING
+                )
+            )
     return out
 
 
 def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options) -> SourceResult:
     result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
     try:
-        template.traced
+        _ = template.traced  # compile first: a template that does not parse is PFX001
     except jinja2.TemplateSyntaxError as exc:
         message = f"does not parse: {exc.message}" if exc.message else "does not parse"
-        result.diagnostics.append(Diagnostic("PFX001", template.span(exc.lineno or 1), message, Severity.ERROR))
+        result.diagnostics.append(
+            Diagnostic("PFX001", template.span(exc.lineno or 1), message, Severity.ERROR)
+        )
         return result
     except (RecursionError, MemoryError, ValueError) as exc:
-        result.diagnostics.append(Diagnostic("PFX001", template.span(1), f"does not compile: {describe_error(exc)}", Severity.ERROR))
+        result.diagnostics.append(
+            Diagnostic("PFX001", template.span(1), f"does not compile: {describe_error(exc)}", Severity.ERROR)
+        )
         return result
 
     for scenario in SCENARIOS:
-        template.supply_required_variables(conversation(USER_TURNS[0], system=scenario.system), scenario.tools)
+        template.supply_required_variables(
+            conversation(USER_TURNS[0], system=scenario.system), scenario.tools
+        )
     renderer = _Renderer(template)
-    per_scenario = [(s, _render_variants(renderer, s)) for s in SCENARIOS]
+    variables = _varied_variables(template, options)
+    per_scenario = [(s, _render_variants(renderer, s, variables)) for s in SCENARIOS]
     per_scenario = [(s, rs) for s, rs in per_scenario if rs]
     working = [s for s, _ in per_scenario]
     result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
@@ -402,7 +456,11 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
         [common_prefix_len(base.ids, r.ids) for r in stable] or [len(base.ids)]
     )
     engine = load_engines().get(options.engine)
-    if engine is not None and engine.minimum_tokens and result.cacheable_prefix_tokens < engine.minimum_tokens:
+    if (
+        engine is not None
+        and engine.minimum_tokens
+        and result.cacheable_prefix_tokens < engine.minimum_tokens
+    ):
         message = (
             f"the static prefix is {result.cacheable_prefix_tokens:,} tokens {primary[0].scenario.label}; "
             f"{engine.name} caches nothing below {engine.minimum_tokens:,} tokens"

@@ -1,17 +1,386 @@
-"""Placeholder until the multi-turn analysis lands (being written now)."""
+"""The multi-turn analysis (DESIGN.md: analyses → multi-turn; PFX401–PFX403).
+
+An engine that served turn N holds the KV cache of turn N's prompt and of the reply it generated.
+Turn N+1 reuses it only if its prompt starts with those exact tokens. For each conversation
+scenario this renders every turn with the generation prompt, tokenizes all renders in one batch
+and checks, for each step N → N+1:
+
+1. turn N's tokens are a prefix of turn N+1's;
+2. turn N + the reply as the model emitted it (its tokens, then the end-of-turn token) is too.
+
+A break is classified by where it happens: the reasoning of the reply is gone from turn N+1
+(PFX401), a block of turn N's history reappears further on in turn N+1 (PFX402), the break lies
+in turn N's generation prompt or at the reply's boundary (PFX403), or an earlier turn is rendered
+differently (PFX401). Switch-like template variables (`enable_thinking`, `preserve_thinking`) are
+then tried to say which setting, if any, keeps the prefix stable.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
 
-from prefixlint.model import Diagnostic
+import jinja2.meta
+
+from prefixlint.engines import cacheable_per_engine
+from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
+from prefixlint.jinja.multiturn_scenarios import (
+    TOOL_CALL_SHAPES,
+    Scenario,
+    Step,
+    agentic,
+    chat_scenarios,
+    mentions_reasoning,
+)
+from prefixlint.jinja.template import ChatTemplate
+from prefixlint.jinja.tracer import TracedRender
+from prefixlint.model import Diagnostic, Evidence, Severity
+from prefixlint.rules import RULES
+from prefixlint.tokens import LoadedTokenizer, common_prefix_len
+
+CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
+BOUNDARY_TOKENS = 8  # a break that loses at most this many of turn N's tokens is a boundary one
+MOVED_MIN_CHARS = 24  # a shorter run of history text reappearing later is not a moved block
+_SWITCH = re.compile(r"think|reason", re.IGNORECASE)
+_CAUSE_ORDER = {"PFX401": 0, "PFX402": 1, "PFX403": 2}
 
 
 @dataclass
 class MultiTurnResult:
     diagnostics: list[Diagnostic]
-    reuse: float | None
+    reuse: float | None  # fraction of turn N's tokens that turn N+1 reuses (worst over scenarios); None if nothing rendered
 
 
-def analyze_multiturn(template, tokenizer) -> MultiTurnResult:  # noqa: ANN001
-    return MultiTurnResult([], None)
+@dataclass
+class _Render:
+    traced: TracedRender
+    ids: list[int] = field(default_factory=list)
+    offsets: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.traced.text
+
+
+@dataclass
+class _Break:
+    """One step N → N+1 whose prompt is not an extension of the one before."""
+
+    code: str
+    cause: str  # what a message says happened
+    scenario: Scenario
+    turn: int  # N
+    a: _Render
+    b: _Render
+    char_a: int  # where turn N (or N + reply) diverges
+    char_b: int  # the same place in turn N+1
+    token_index: int
+    reused: int
+    total: int
+
+    @property
+    def reuse(self) -> float:
+        return self.reused / self.total if self.total else 1.0
+
+
+class _Renderer:
+    """Renders each distinct request once; a request the template raises for gives None."""
+
+    def __init__(self, template: ChatTemplate) -> None:
+        self.template = template
+        self.cache: dict[str, _Render | None] = {}
+
+    def render(self, messages: list[dict[str, Any]], tools: list | None, gen: bool = True,
+               kwargs: dict[str, Any] | None = None) -> _Render | None:
+        key = json.dumps([messages, tools is not None, gen, kwargs or {}], sort_keys=True, default=str)
+        if key not in self.cache:
+            try:
+                traced = self.template.render(messages, tools=tools, add_generation_prompt=gen, **(kwargs or {}))
+                self.cache[key] = _Render(traced)
+            except Exception:  # render errors are reported by the variants analysis
+                self.cache[key] = None
+        return self.cache[key]
+
+    def turns(self, scenario: Scenario, kwargs: dict[str, Any] | None = None) -> list[_Render | None]:
+        return [self.render(scenario.turn(k), scenario.tools, True, kwargs) for k in range(1, scenario.turns + 1)]
+
+
+def _reads(template: ChatTemplate) -> frozenset[str]:
+    return frozenset(jinja2.meta.find_undeclared_variables(template.env.parse(template.traced.source)))
+
+
+def _scenarios(template: ChatTemplate, renderer: _Renderer) -> list[Scenario]:
+    """The scenarios that apply to this template, each rendering at least its first turn."""
+    source = template.traced.source
+    reads_tools = "tools" in _reads(template)
+    first = chat_scenarios(reads_tools=False, tools_required=False, reads_reasoning=False)[0]
+    tools_required = (
+        reads_tools
+        and renderer.render(first.turn(1), None) is None
+        and renderer.render(first.turn(1), TOOLS) is not None
+    )
+    scenarios = chat_scenarios(
+        reads_tools=reads_tools, tools_required=tools_required, reads_reasoning=mentions_reasoning(source)
+    )
+    if reads_tools and "tool_calls" in source:
+        for reasoning in (False, True) if mentions_reasoning(source) else (False,):
+            for arguments_as, content in TOOL_CALL_SHAPES:
+                candidate = agentic(arguments_as, content, reasoning)
+                if all(r is not None for r in renderer.turns(candidate)):
+                    scenarios.append(candidate)
+                    break
+    return scenarios
+
+
+def _special_strings(tokenizer: LoadedTokenizer, template: ChatTemplate) -> list[str]:
+    """Texts that encode to one special token (longest first): end-of-turn candidates."""
+    added = {t.content for t in tokenizer.tokenizer.get_added_tokens_decoder().values() if t.content}
+    added |= {v for v in template.special_tokens.values() if v and v in added}
+    return sorted(added, key=len, reverse=True)
+
+
+@dataclass
+class _Emitted:
+    """Turn N + the reply as the model generated it, to compare with turn N+1."""
+
+    text: str  # the reply text after turn N's prompt, up to the end-of-turn token
+    eot: str  # the end-of-turn token's text ("" when none follows: the last token is not compared)
+    ids: list[int] = field(default_factory=list)
+
+
+def _emitted(a: _Render, b: _Render, step: Step, specials: list[str]) -> _Emitted | None:
+    """What the model generated after turn N's prompt, as turn N+1 renders it."""
+    if not step.reply_text or not b.text.startswith(a.text):
+        return None
+    at = b.text.find(step.reply_text, len(a.text))
+    if at < 0:
+        return None
+    end = at + len(step.reply_text)
+    rest = b.text[end:]
+    skipped = len(rest) - len(rest.lstrip())
+    for special in specials:
+        if rest.startswith(special, skipped):
+            return _Emitted(b.text[len(a.text) : end + skipped], special)
+    return _Emitted(b.text[len(a.text) : end], "")
+
+
+def _check(scenario: Scenario, k: int, a: _Render, b: _Render, emitted: _Emitted | None,
+           eot_ids: dict[str, int]) -> _Break | None:
+    """The break between turn k and turn k+1, unclassified (code ""), or None if the prefix holds."""
+    common = common_prefix_len(a.ids, b.ids)
+    if common < len(a.ids):
+        char_a = common_prefix_len(a.text, b.text)
+        if char_a >= len(a.text):  # same text, different tokens: the boundary re-tokenizes
+            char_a = a.offsets[common][0]
+        return _Break("", "", scenario, k, a, b, char_a, char_a, common, common, len(a.ids))
+    if emitted is None:
+        return None
+    held = a.ids + emitted.ids
+    compared = len(held)
+    if emitted.eot:
+        held.append(eot_ids[emitted.eot])
+        compared += 1
+    elif emitted.ids:
+        compared -= 1  # without a special end-of-turn token the last token may merge with what follows
+    same = common_prefix_len(held, b.ids)
+    if same >= compared:
+        return None
+    # Where the generated tokens and turn N+1's tokens part, in turn N+1's text.
+    char_b = b.offsets[same][0] if same < len(b.offsets) else len(b.text)
+    return _Break("PFX403", "boundary", scenario, k, a, b, char_b, char_b, same, same, compared)
+
+
+def _moved_block(a: _Render, b: _Render, char: int, end: int, step: Step) -> str | None:
+    """The text of turn N's history at the divergence, if it reappears in turn N+1 after the reply."""
+    block = a.text[char:end][:60]
+    if len(block.strip()) < MOVED_MIN_CHARS:
+        return None
+    marker = step.reply_text or "Paris"
+    after = b.text.find(marker, char)
+    found = b.text.find(block, char + 1)
+    return block if found >= 0 and after >= 0 and found > after else None
+
+
+def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, Any] | None) -> _Break:
+    if brk.code:
+        return brk
+    if step.reasoning and step.reasoning not in brk.b.text:
+        brk.code, brk.cause = "PFX401", "reasoning"
+        return brk
+    history = renderer.render(brk.scenario.turn(brk.turn), brk.scenario.tools, False, kwargs)
+    gen_start = common_prefix_len(history.text, brk.a.text) if history else len(brk.a.text)
+    if brk.char_a >= gen_start:
+        boundary = brk.b.text.startswith(brk.a.text)  # same text, other tokens
+        brk.code, brk.cause = "PFX403", "boundary" if boundary else "generation-prompt"
+        return brk
+    block = _moved_block(brk.a, brk.b, brk.char_a, gen_start, step)
+    if block is not None:
+        brk.code = "PFX402"
+        if SYSTEM_PROMPT[:30] in block or brk.a.text.find(SYSTEM_PROMPT[:30], brk.char_a) >= 0:
+            brk.cause = "system"
+        elif any(t["function"]["description"] in brk.a.text[brk.char_a :] for t in TOOLS):
+            brk.cause = "tools"
+        else:
+            brk.cause = "block"
+        return brk
+    brk.code, brk.cause = "PFX401", "re-rendered"
+    return brk
+
+
+def _pairs(renderer: _Renderer, scenarios: list[Scenario], kwargs: dict[str, Any] | None,
+           tokenizer: LoadedTokenizer, specials: list[str]) -> list[tuple[Scenario, int, _Render, _Render, _Emitted | None]]:
+    """Every renderable step of every scenario, tokenized in one batch."""
+    pairs = []
+    for scenario in scenarios:
+        turns = renderer.turns(scenario, kwargs)
+        for k in range(1, scenario.turns):
+            a, b = turns[k - 1], turns[k]
+            if a is not None and b is not None:
+                pairs.append((scenario, k, a, b, _emitted(a, b, scenario.steps[k - 1], specials)))
+    renders = {id(r): r for _, _, a, b, _ in pairs for r in (a, b) if not r.ids and r.text}
+    emitted = [e for *_, e in pairs if e is not None and e.text]
+    texts = sorted({r.text for r in renders.values()} | {e.text for e in emitted})
+    if texts:
+        encoded = dict(zip(texts, tokenizer.encode_many(texts), strict=True))
+        for r in renders.values():
+            r.ids, r.offsets = encoded[r.text].ids, encoded[r.text].offsets
+        for e in emitted:
+            e.ids = list(encoded[e.text].ids)
+    return pairs
+
+
+def _breaks(renderer: _Renderer, scenarios: list[Scenario], tokenizer: LoadedTokenizer,
+            specials: list[str], kwargs: dict[str, Any] | None = None) -> tuple[list[_Break], float | None]:
+    pairs = _pairs(renderer, scenarios, kwargs, tokenizer, specials)
+    eot_ids = {s: tokenizer.tokenizer.token_to_id(s) for s in {e.eot for *_, e in pairs if e and e.eot}}
+    breaks, reuse = [], []
+    for scenario, k, a, b, emitted in pairs:
+        brk = _check(scenario, k, a, b, emitted, eot_ids)
+        if brk is None:
+            reuse.append(1.0)
+            continue
+        breaks.append(_classify(brk, scenario.steps[k - 1], renderer, kwargs))
+        reuse.append(brk.reuse)
+    return breaks, (min(reuse) if reuse else None)
+
+
+def _context(text: str, at: int) -> str:
+    return text[max(0, at - CONTEXT_CHARS) : at] + "‖" + text[at : at + CONTEXT_CHARS]
+
+
+def _origin(render: _Render, char: int) -> tuple[int, int]:
+    if not render.text:
+        return 1, 1
+    origin = render.traced.origin_at(min(char, len(render.text) - 1))
+    return origin.line, origin.column
+
+
+_WHAT = {
+    "reasoning": "the reasoning of turn {k}'s reply is dropped from turn {k1}'s prompt",
+    "re-rendered": "an earlier turn renders differently in turn {k1}'s prompt than in turn {k}'s",
+    "system": "the system prompt moves with the conversation: it is rendered after the newest messages",
+    "tools": "the tool list moves with the conversation: it is rendered next to the newest messages",
+    "block": "a block of instructions moves with the conversation: it is rendered after the newest messages",
+    "generation-prompt": "the generation prompt of turn {k} renders differently once it is history in turn {k1}",
+    "boundary": "the reply's boundary re-tokenizes: the tokens the model generated after turn {k}'s prompt "
+    "are not the tokens turn {k1} renders there",
+}
+
+_HINTS = {
+    "PFX401": "render every earlier turn exactly as it was rendered when it was the newest "
+    "(keep reasoning in history, or never show it); make history independent of what comes after",
+    "PFX402": "render the system prompt and the tools once, at the start of the prompt, never next to the "
+    "last message",
+    "PFX403": "make the generation prompt the exact text that opens an assistant turn in history, "
+    "with nothing that merges with the reply's first token",
+}
+
+
+def _severity(brk: _Break) -> Severity:
+    lost = brk.total - brk.reused
+    if lost <= BOUNDARY_TOKENS:
+        return Severity.WARNING
+    if brk.reuse < 0.5:
+        return Severity.ERROR
+    return RULES[brk.code].default_severity
+
+
+def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Diagnostic:
+    brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
+    k, k1 = brk.turn, brk.turn + 1
+    line_a, col_a = _origin(brk.a, brk.char_a)
+    line_b, _ = _origin(brk.b, brk.char_b)
+    what = _WHAT[brk.cause].format(k=k, k1=k1)
+    where_b = template.where(line_b)
+    message = (
+        f"{what} ({brk.scenario.label}): turn {k1} diverges at token {brk.token_index} (char {brk.char_a}); "
+        f"turn {k} renders «{_context(brk.a.text, brk.char_a)}» here, turn {k1} «{_context(brk.b.text, brk.char_b)}» "
+        f"from {where_b}; turn {k1} reuses {brk.reused:,} of {brk.total:,} tokens ({brk.reuse:.0%})"
+    )
+    others = len(group) - 1
+    if others:
+        worst = min(b.reuse for b in group)
+        message += f"; {others} more step{'s' if others > 1 else ''} break the same way (worst reuse {worst:.0%})"
+    if setting:
+        message += f"; {setting}"
+    evidence = Evidence(
+        token_index=brk.token_index,
+        char_offset=brk.char_a,
+        cacheable_tokens=brk.reused,
+        context_a=_context(brk.a.text, brk.char_a),
+        context_b=_context(brk.b.text, brk.char_b),
+        static_tokens_lost=brk.total - brk.reused,
+        engines=cacheable_per_engine(brk.reused, len(brk.b.ids)),
+        inputs=f"{brk.scenario.name}, turn {k} -> {k1}",
+    )
+    return Diagnostic(brk.code, template.span(line_a, col_a), message, _severity(brk), _HINTS[brk.code], evidence)
+
+
+def _settings(template: ChatTemplate, renderer: _Renderer, breaks: list[_Break], tokenizer: LoadedTokenizer,
+              specials: list[str]) -> dict[str, str]:
+    """For each code, the switch setting under which its broken steps all hold (or what was tried)."""
+    switches = sorted(v for v in template.external_variables if _SWITCH.search(v))
+    if not switches:
+        return {}
+    scenarios = list({b.scenario.name: b.scenario for b in breaks}.values())
+    fixed: dict[str, list[str]] = {}
+    for name in switches:
+        for value in (True, False):
+            if template.extra_kwargs.get(name) is value:
+                continue
+            still, _ = _breaks(renderer, scenarios, tokenizer, specials, {name: value})
+            still_broken = {(b.scenario.name, b.turn) for b in still}
+            for code in {b.code for b in breaks}:
+                steps = {(b.scenario.name, b.turn) for b in breaks if b.code == code}
+                if not steps & still_broken:
+                    fixed.setdefault(code, []).append(f"`{name}={value}`")
+    tried = ", ".join(f"`{n}`" for n in switches)
+    return {
+        code: (f"{' or '.join(fixed[code])} keeps the prefix stable" if code in fixed
+               else f"no setting of {tried} keeps it stable")
+        for code in {b.code for b in breaks}
+    }
+
+
+def analyze_multiturn(template: ChatTemplate, tokenizer: LoadedTokenizer) -> MultiTurnResult:
+    """Check every scenario's turns extend one another; one diagnostic per cause found."""
+    renderer = _Renderer(template)
+    try:
+        scenarios = _scenarios(template, renderer)
+    except Exception:  # a template that does not even compile is reported elsewhere
+        return MultiTurnResult([], None)
+    specials = _special_strings(tokenizer, template)
+    breaks, reuse = _breaks(renderer, scenarios, tokenizer, specials)
+    if not breaks:
+        return MultiTurnResult([], reuse)
+    settings = _settings(template, renderer, breaks, tokenizer, specials)
+    groups: dict[str, list[_Break]] = {}
+    for brk in breaks:
+        groups.setdefault(brk.code, []).append(brk)
+    diagnostics = [
+        _diagnostic(template, group, settings.get(code, ""))
+        for code, group in sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
+    ]
+    return MultiTurnResult(diagnostics, reuse)

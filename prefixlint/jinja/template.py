@@ -62,8 +62,11 @@ class ChatTemplate:
         """Variables the template reads that neither the stack nor the environment provides."""
         names = jinja2.meta.find_undeclared_variables(self.env.parse(self.traced.source))
         return frozenset(
-            n for n in names
-            if n not in STACK_INPUTS and n not in ENV_GLOBALS and not n.endswith("_token")
+            n
+            for n in names
+            if n not in STACK_INPUTS
+            and n not in ENV_GLOBALS
+            and not n.endswith("_token")
             and n != "additional_special_tokens"
         )
 
@@ -78,8 +81,14 @@ class ChatTemplate:
             return f"line {line}"
         return f"line {line} of the chat template{f' {self.name!r}' if self.name else ''}"
 
-    def context(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-                add_generation_prompt: bool = True, **kwargs: Any) -> dict[str, Any]:
+    def context(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
         """The variables `apply_chat_template` passes: special tokens, then the request."""
         return {
             **self.special_tokens,
@@ -91,8 +100,15 @@ class ChatTemplate:
             "add_generation_prompt": add_generation_prompt,
         }
 
-    def render(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
-               add_generation_prompt: bool = True, now: datetime = BASE_TIME, **kwargs: Any) -> TracedRender:
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        now: datetime = BASE_TIME,
+        **kwargs: Any,
+    ) -> TracedRender:
         """Render as the serving stack would, with the clock set to `now`."""
         self.clock.now = now
         self.clock.calls.clear()
@@ -112,7 +128,9 @@ class ChatTemplate:
                     return
                 name = m.group(1)
                 self.extra_kwargs[name] = placeholder_value(name)
-                self.setup_notes.append(f"raises without `{name}`; analysed with {name}={self.extra_kwargs[name]!r:.40}")
+                self.setup_notes.append(
+                    f"raises without `{name}`; analysed with {name}={self.extra_kwargs[name]!r:.40}"
+                )
             except Exception:
                 return
 

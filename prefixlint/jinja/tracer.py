@@ -55,7 +55,9 @@ class _Piece:
 
 def _is_generation_block(node: nodes.Node) -> bool:
     call = getattr(node, "call", None)
-    return isinstance(node, nodes.CallBlock) and isinstance(getattr(call, "node", None), nodes.ExtensionAttribute)
+    return isinstance(node, nodes.CallBlock) and isinstance(
+        getattr(call, "node", None), nodes.ExtensionAttribute
+    )
 
 
 def _outputs(node: nodes.Node, opaque: bool = False) -> Iterator[tuple[nodes.Output, bool]]:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 
 _ID = re.compile(r"(^|_)(id|ids|uuid|guid|nonce|request|session|trace|span|conversation|thread)(_|$)", re.I)
-_ENV = re.compile(r"(^|_)(host|hostname|cwd|pid|platform|machine|os|env|environment|workdir|username)(_|$)", re.I)
+_ENV = re.compile(
+    r"(^|_)(host|hostname|cwd|pid|platform|machine|os|env|environment|workdir|username)(_|$)", re.I
+)
 _REQUEST = re.compile(
     r"(^|_)(date|time|now|today|timestamp|datetime|user|name|query|question|location|city|country|"
     r"language|locale|timezone|tz|documents?|context|memory|profile)(_|$)",

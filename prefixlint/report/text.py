@@ -53,12 +53,16 @@ def render_full(report: Report) -> str:
             out.append(" " * (len(gutter) + d.span.column - 1) + "^")
         ev = d.evidence
         if ev is not None:
-            out.append(f"      first divergent token: {ev.token_index:,} (char {ev.char_offset:,}); "
-                       f"static tokens lost: {ev.static_tokens_lost:,}")
+            out.append(
+                f"      first divergent token: {ev.token_index:,} (char {ev.char_offset:,}); "
+                f"static tokens lost: {ev.static_tokens_lost:,}"
+            )
             out.append(f"      a: {ev.context_a!r}")
             out.append(f"      b: {ev.context_b!r}")
             if ev.engines:
-                out.append("      cacheable: " + ", ".join(f"{k} {v:,}" for k, v in sorted(ev.engines.items())))
+                out.append(
+                    "      cacheable: " + ", ".join(f"{k} {v:,}" for k, v in sorted(ev.engines.items()))
+                )
             if ev.inputs:
                 out.append(f"      inputs: {ev.inputs}")
         if d.hint:
