@@ -25,6 +25,7 @@ from typing import Any
 import jinja2.meta
 
 from prefixlint.engines import cacheable_per_engine
+from prefixlint.jinja.environment import REASONING_FIELDS
 from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
 from prefixlint.jinja.multiturn_scenarios import (
     TOOL_CALL_SHAPES,
@@ -41,16 +42,20 @@ from prefixlint.rules import RULES
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
-BOUNDARY_TOKENS = 8  # a break that loses at most this many of turn N's tokens is a boundary one
+BOUNDARY_TOKENS = 16  # a break that loses at most this many of turn N's tokens is a boundary one
 MOVED_MIN_CHARS = 24  # a shorter run of history text reappearing later is not a moved block
 _SWITCH = re.compile(r"think|reason", re.IGNORECASE)
+# Message fields a template may `set` at top level: not switches.
+_MESSAGE_FIELDS = frozenset({*REASONING_FIELDS, "content"})
 _CAUSE_ORDER = {"PFX401": 0, "PFX402": 1, "PFX403": 2}
 
 
 @dataclass
 class MultiTurnResult:
     diagnostics: list[Diagnostic]
-    reuse: float | None  # fraction of turn N's tokens that turn N+1 reuses (worst over scenarios); None if nothing rendered
+    reuse: (
+        float | None
+    )  # fraction of turn N's tokens that turn N+1 reuses (worst over scenarios); None if nothing rendered
 
 
 @dataclass
@@ -92,19 +97,28 @@ class _Renderer:
         self.template = template
         self.cache: dict[str, _Render | None] = {}
 
-    def render(self, messages: list[dict[str, Any]], tools: list | None, gen: bool = True,
-               kwargs: dict[str, Any] | None = None) -> _Render | None:
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list | None,
+        gen: bool = True,
+        kwargs: dict[str, Any] | None = None,
+    ) -> _Render | None:
         key = json.dumps([messages, tools is not None, gen, kwargs or {}], sort_keys=True, default=str)
         if key not in self.cache:
             try:
-                traced = self.template.render(messages, tools=tools, add_generation_prompt=gen, **(kwargs or {}))
+                traced = self.template.render(
+                    messages, tools=tools, add_generation_prompt=gen, **(kwargs or {})
+                )
                 self.cache[key] = _Render(traced)
             except Exception:  # render errors are reported by the variants analysis
                 self.cache[key] = None
         return self.cache[key]
 
     def turns(self, scenario: Scenario, kwargs: dict[str, Any] | None = None) -> list[_Render | None]:
-        return [self.render(scenario.turn(k), scenario.tools, True, kwargs) for k in range(1, scenario.turns + 1)]
+        return [
+            self.render(scenario.turn(k), scenario.tools, True, kwargs) for k in range(1, scenario.turns + 1)
+        ]
 
 
 def _reads(template: ChatTemplate) -> frozenset[str]:
@@ -166,14 +180,18 @@ def _emitted(a: _Render, b: _Render, step: Step, specials: list[str]) -> _Emitte
     return _Emitted(b.text[len(a.text) : end], "")
 
 
-def _check(scenario: Scenario, k: int, a: _Render, b: _Render, emitted: _Emitted | None,
-           eot_ids: dict[str, int]) -> _Break | None:
+def _check(
+    scenario: Scenario, k: int, a: _Render, b: _Render, emitted: _Emitted | None, eot_ids: dict[str, int]
+) -> _Break | None:
     """The break between turn k and turn k+1, unclassified (code ""), or None if the prefix holds."""
     common = common_prefix_len(a.ids, b.ids)
+    same_text = b.text.startswith(a.text)
+    if same_text and common == len(a.ids) - 1:
+        # Only turn N's last token merges with the reply's first characters: engines recompute the
+        # last prompt token anyway, and the merge is a property of the tokenizer more than the template.
+        return None
     if common < len(a.ids):
-        char_a = common_prefix_len(a.text, b.text)
-        if char_a >= len(a.text):  # same text, different tokens: the boundary re-tokenizes
-            char_a = a.offsets[common][0]
+        char_a = a.offsets[common][0] if same_text else common_prefix_len(a.text, b.text)
         return _Break("", "", scenario, k, a, b, char_a, char_a, common, common, len(a.ids))
     if emitted is None:
         return None
@@ -209,28 +227,37 @@ def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, An
     if step.reasoning and step.reasoning not in brk.b.text:
         brk.code, brk.cause = "PFX401", "reasoning"
         return brk
+    if brk.b.text.startswith(brk.a.text):  # same text, other tokens
+        brk.code, brk.cause = "PFX403", "boundary"
+        return brk
     history = renderer.render(brk.scenario.turn(brk.turn), brk.scenario.tools, False, kwargs)
     gen_start = common_prefix_len(history.text, brk.a.text) if history else len(brk.a.text)
-    if brk.char_a >= gen_start:
-        boundary = brk.b.text.startswith(brk.a.text)  # same text, other tokens
-        brk.code, brk.cause = "PFX403", "boundary" if boundary else "generation-prompt"
-        return brk
     block = _moved_block(brk.a, brk.b, brk.char_a, gen_start, step)
     if block is not None:
         brk.code = "PFX402"
-        if SYSTEM_PROMPT[:30] in block or brk.a.text.find(SYSTEM_PROMPT[:30], brk.char_a) >= 0:
+        if SYSTEM_PROMPT[:30] in block:
             brk.cause = "system"
-        elif any(t["function"]["description"] in brk.a.text[brk.char_a :] for t in TOOLS):
+        elif any(t["function"]["name"] in block for t in TOOLS):
             brk.cause = "tools"
         else:
             brk.cause = "block"
+        return brk
+    # In the generation prompt, or in what the template writes after the last message (only
+    # whitespace left): the opening of the reply differs from its rendering as history.
+    if brk.char_a >= gen_start or not brk.a.text[brk.char_a :].strip():
+        brk.code, brk.cause = "PFX403", "generation-prompt"
         return brk
     brk.code, brk.cause = "PFX401", "re-rendered"
     return brk
 
 
-def _pairs(renderer: _Renderer, scenarios: list[Scenario], kwargs: dict[str, Any] | None,
-           tokenizer: LoadedTokenizer, specials: list[str]) -> list[tuple[Scenario, int, _Render, _Render, _Emitted | None]]:
+def _pairs(
+    renderer: _Renderer,
+    scenarios: list[Scenario],
+    kwargs: dict[str, Any] | None,
+    tokenizer: LoadedTokenizer,
+    specials: list[str],
+) -> list[tuple[Scenario, int, _Render, _Render, _Emitted | None]]:
     """Every renderable step of every scenario, tokenized in one batch."""
     pairs = []
     for scenario in scenarios:
@@ -251,8 +278,13 @@ def _pairs(renderer: _Renderer, scenarios: list[Scenario], kwargs: dict[str, Any
     return pairs
 
 
-def _breaks(renderer: _Renderer, scenarios: list[Scenario], tokenizer: LoadedTokenizer,
-            specials: list[str], kwargs: dict[str, Any] | None = None) -> tuple[list[_Break], float | None]:
+def _breaks(
+    renderer: _Renderer,
+    scenarios: list[Scenario],
+    tokenizer: LoadedTokenizer,
+    specials: list[str],
+    kwargs: dict[str, Any] | None = None,
+) -> tuple[list[_Break], float | None]:
     pairs = _pairs(renderer, scenarios, kwargs, tokenizer, specials)
     eot_ids = {s: tokenizer.tokenizer.token_to_id(s) for s in {e.eot for *_, e in pairs if e and e.eot}}
     breaks, reuse = [], []
@@ -270,6 +302,10 @@ def _context(text: str, at: int) -> str:
     return text[max(0, at - CONTEXT_CHARS) : at] + "‖" + text[at : at + CONTEXT_CHARS]
 
 
+def _shown(text: str) -> str:
+    return text.replace("\n", "\\n")
+
+
 def _origin(render: _Render, char: int) -> tuple[int, int]:
     if not render.text:
         return 1, 1
@@ -283,7 +319,7 @@ _WHAT = {
     "system": "the system prompt moves with the conversation: it is rendered after the newest messages",
     "tools": "the tool list moves with the conversation: it is rendered next to the newest messages",
     "block": "a block of instructions moves with the conversation: it is rendered after the newest messages",
-    "generation-prompt": "the generation prompt of turn {k} renders differently once it is history in turn {k1}",
+    "generation-prompt": "turn {k}'s generation prompt renders differently once it is history in turn {k1}",
     "boundary": "the reply's boundary re-tokenizes: the tokens the model generated after turn {k}'s prompt "
     "are not the tokens turn {k1} renders there",
 }
@@ -316,13 +352,16 @@ def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Di
     where_b = template.where(line_b)
     message = (
         f"{what} ({brk.scenario.label}): turn {k1} diverges at token {brk.token_index} (char {brk.char_a}); "
-        f"turn {k} renders «{_context(brk.a.text, brk.char_a)}» here, turn {k1} «{_context(brk.b.text, brk.char_b)}» "
+        f"turn {k} renders «{_shown(_context(brk.a.text, brk.char_a))}» here, "
+        f"turn {k1} «{_shown(_context(brk.b.text, brk.char_b))}» "
         f"from {where_b}; turn {k1} reuses {brk.reused:,} of {brk.total:,} tokens ({brk.reuse:.0%})"
     )
     others = len(group) - 1
     if others:
         worst = min(b.reuse for b in group)
-        message += f"; {others} more step{'s' if others > 1 else ''} break the same way (worst reuse {worst:.0%})"
+        message += (
+            f"; {others} more step{'s' if others > 1 else ''} break the same way (worst reuse {worst:.0%})"
+        )
     if setting:
         message += f"; {setting}"
     evidence = Evidence(
@@ -335,13 +374,22 @@ def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Di
         engines=cacheable_per_engine(brk.reused, len(brk.b.ids)),
         inputs=f"{brk.scenario.name}, turn {k} -> {k1}",
     )
-    return Diagnostic(brk.code, template.span(line_a, col_a), message, _severity(brk), _HINTS[brk.code], evidence)
+    return Diagnostic(
+        brk.code, template.span(line_a, col_a), message, _severity(brk), _HINTS[brk.code], evidence
+    )
 
 
-def _settings(template: ChatTemplate, renderer: _Renderer, breaks: list[_Break], tokenizer: LoadedTokenizer,
-              specials: list[str]) -> dict[str, str]:
+def _settings(
+    template: ChatTemplate,
+    renderer: _Renderer,
+    breaks: list[_Break],
+    tokenizer: LoadedTokenizer,
+    specials: list[str],
+) -> dict[str, str]:
     """For each code, the switch setting under which its broken steps all hold (or what was tried)."""
-    switches = sorted(v for v in template.external_variables if _SWITCH.search(v))
+    switches = sorted(
+        v for v in template.external_variables if _SWITCH.search(v) and v not in _MESSAGE_FIELDS
+    )
     if not switches:
         return {}
     scenarios = list({b.scenario.name: b.scenario for b in breaks}.values())
@@ -358,8 +406,11 @@ def _settings(template: ChatTemplate, renderer: _Renderer, breaks: list[_Break],
                     fixed.setdefault(code, []).append(f"`{name}={value}`")
     tried = ", ".join(f"`{n}`" for n in switches)
     return {
-        code: (f"{' or '.join(fixed[code])} keeps the prefix stable" if code in fixed
-               else f"no setting of {tried} keeps it stable")
+        code: (
+            f"{' or '.join(fixed[code])} keeps the prefix stable"
+            if code in fixed
+            else f"no setting of {tried} keeps it stable"
+        )
         for code in {b.code for b in breaks}
     }
 

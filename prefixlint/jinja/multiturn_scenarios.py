@@ -1,0 +1,164 @@
+"""The conversations the multi-turn analysis replays: fixed data, so findings are reproducible.
+
+A scenario is a first request and a list of steps; each step is the assistant message the model
+generated for the request before it and the message that comes next (a user turn or a tool
+result). Turn k's request is the system message (if any), the first messages and k-1 steps.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from prefixlint.jinja.inputs import ASSISTANT_REPLY, FOLLOW_UP, SYSTEM_PROMPT, TOOLS, USER_TURNS
+
+REPLIES = (ASSISTANT_REPLY, "The capital of Germany is Berlin.")
+USERS = (USER_TURNS[0], FOLLOW_UP, "And what about Japan?")
+# Distinct per reply, so that a reasoning missing from the next turn can be found by its text.
+REASONING = (
+    "The user asks for the capital of France; that is Paris.",
+    "Now Germany: its capital is Berlin.",
+)
+WEATHER_QUESTION = "What is the weather in Paris right now?"
+TOOL_CALL_ID = "call00001"  # Mistral templates want 9 alphanumeric characters
+TOOL_ARGUMENTS = {"city": "Paris"}
+TOOL_RESULT = '{"temperature": 18, "condition": "sunny"}'
+FINAL_REPLY = "It is 18 degrees and sunny in Paris."
+TOOL_CALL_REASONING = "The user wants live weather; I should call get_weather for Paris."
+FINAL_REASONING = "The tool says 18 degrees and sunny."
+
+_REASONING_WORDS = re.compile(r"think|reasoning", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Step:
+    reply: dict[str, Any]  # what the model generated for the previous request
+    follow: dict[str, Any]  # the next user turn or tool result
+    reply_text: str  # the plain text of the reply, to find where it ends ("" for a tool call)
+    reasoning: str  # the reasoning the reply carries ("" if none)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # short, used in messages
+    label: str  # how a message describes it
+    system: bool
+    tools: list[dict[str, Any]] | None
+    first: tuple[dict[str, Any], ...]
+    steps: tuple[Step, ...]
+
+    def turn(self, k: int) -> list[dict[str, Any]]:
+        """The messages of turn k (1-based)."""
+        messages = [{"role": "system", "content": SYSTEM_PROMPT}] if self.system else []
+        messages.extend(self.first)
+        for step in self.steps[: k - 1]:
+            messages.extend((step.reply, step.follow))
+        return messages
+
+    @property
+    def turns(self) -> int:
+        return len(self.steps) + 1
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def _plain(i: int) -> dict[str, Any]:
+    return {"role": "assistant", "content": REPLIES[i]}
+
+
+def _inline(i: int) -> dict[str, Any]:
+    return {"role": "assistant", "content": f"<think>\n{REASONING[i]}\n</think>\n\n{REPLIES[i]}"}
+
+
+def _field(i: int) -> dict[str, Any]:
+    return {"role": "assistant", "content": REPLIES[i], "reasoning_content": REASONING[i]}
+
+
+def _chat(name: str, label: str, system: bool, tools: list | None, reply: Any, reasoning: bool) -> Scenario:
+    steps = tuple(
+        Step(reply(i), _user(USERS[i + 1]), REPLIES[i], REASONING[i] if reasoning else "") for i in range(2)
+    )
+    return Scenario(name, label, system, tools, (_user(USERS[0]),), steps)
+
+
+def tool_call_message(arguments_as: str, content: str | None, reasoning: str) -> dict[str, Any]:
+    arguments: Any = TOOL_ARGUMENTS if arguments_as == "dict" else json.dumps(TOOL_ARGUMENTS)
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {
+                "id": TOOL_CALL_ID,
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": arguments},
+            }
+        ],
+    }
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    return message
+
+
+def agentic(arguments_as: str, content: str | None, reasoning: bool) -> Scenario:
+    """Ask → tool call → tool result → final answer → next user turn."""
+    call = tool_call_message(arguments_as, content, TOOL_CALL_REASONING if reasoning else "")
+    result = {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": TOOL_RESULT}
+    final: dict[str, Any] = {"role": "assistant", "content": FINAL_REPLY}
+    if reasoning:
+        final["reasoning_content"] = FINAL_REASONING
+    steps = (
+        Step(call, result, "", TOOL_CALL_REASONING if reasoning else ""),
+        Step(final, _user(FOLLOW_UP), FINAL_REPLY, FINAL_REASONING if reasoning else ""),
+    )
+    name = "agentic+reasoning" if reasoning else "agentic"
+    label = "agent loop with tool calls" + (" and reasoning" if reasoning else "")
+    return Scenario(
+        f"{name}[arguments={arguments_as}, content={content!r}]",
+        label,
+        True,
+        TOOLS,
+        (_user(WEATHER_QUESTION),),
+        steps,
+    )
+
+
+# Tool-call shapes differ between templates: the first that renders is kept.
+TOOL_CALL_SHAPES = (("dict", ""), ("dict", None), ("str", ""), ("str", None))
+
+
+def chat_scenarios(*, reads_tools: bool, tools_required: bool, reads_reasoning: bool) -> list[Scenario]:
+    """The chat scenarios that apply to a template (agent loops are built by the caller, which
+    needs to try the tool-call shapes)."""
+    forced = TOOLS if tools_required else None
+    out = [
+        _chat("plain+sys", "plain chat with a system message", True, forced, _plain, False),
+        _chat("plain-nosys", "plain chat without a system message", False, forced, _plain, False),
+    ]
+    if reads_tools and not tools_required:
+        out += [
+            _chat("tools+sys", "chat with tools and a system message", True, TOOLS, _plain, False),
+            _chat("tools-nosys", "chat with tools, without a system message", False, TOOLS, _plain, False),
+        ]
+    if reads_reasoning:
+        out += [
+            _chat(
+                "reasoning-inline+sys",
+                "replies with <think> reasoning in the content",
+                True,
+                forced,
+                _inline,
+                True,
+            ),
+            _chat(
+                "reasoning-field+sys", "replies with a reasoning_content field", True, forced, _field, True
+            ),
+        ]
+    return out
+
+
+def mentions_reasoning(source: str) -> bool:
+    return bool(_REASONING_WORDS.search(source))
