@@ -1,0 +1,80 @@
+"""From prompts to diagnostics: a volatile hole is a finding when static content follows it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prefixlint.model import Diagnostic, Severity, Span
+from prefixlint.python.segments import Hole, Open, Provenance, Text
+from prefixlint.python.sinks import Prompt
+from prefixlint.rules import RULES
+
+_WHAT = {
+    Provenance.CLOCK: "the current date/time",
+    Provenance.ID: "an identifier",
+    Provenance.RANDOM: "a random choice",
+    Provenance.ENVIRONMENT: "a per-machine value",
+    Provenance.REQUEST: "a per-request input",
+    Provenance.UNORDERED: "an unordered iteration",
+}
+_HINT = {
+    Provenance.CLOCK: "move the date to the end of the last message, or round it to the day and put it last",
+    Provenance.ID: "keep ids out of the prompt, or send them as metadata / after all static content",
+    Provenance.RANDOM: "fix the selection (a seed or a stable order), or put the varying part last",
+    Provenance.ENVIRONMENT: "move per-machine values after the static instructions, or into a later message",
+    Provenance.REQUEST: "put per-request data after the static instructions (e.g. in the user message)",
+    Provenance.UNORDERED: "sort it (`sorted()`, `json.dumps(sort_keys=True)`) before it reaches the prompt",
+}
+
+
+@dataclass
+class _Candidate:
+    hole: Hole
+    prompt: Prompt
+    static_after: str  # the static text that follows the hole ("" when only unknown content follows)
+
+
+def _candidates(prompt: Prompt) -> list[_Candidate]:
+    out = []
+    segments = prompt.value
+    for i, seg in enumerate(segments):
+        if not (isinstance(seg, Hole) and seg.provenance.volatile):
+            continue
+        after = segments[i + 1 :]
+        static = "".join(s.text for s in after if isinstance(s, Text))
+        if static.strip():
+            out.append(_Candidate(seg, prompt, static))
+        elif prompt.open_tail or any(isinstance(s, Open) for s in after):
+            out.append(_Candidate(seg, prompt, ""))
+    return out
+
+
+def diagnostics(path: str, prompts: list[Prompt], count_tokens: Callable[[str], int]) -> list[Diagnostic]:
+    """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches."""
+    best: dict[tuple[str, int, int], _Candidate] = {}
+    for prompt in prompts:
+        for cand in _candidates(prompt):
+            key = (cand.hole.provenance.value, cand.hole.line, cand.hole.column)
+            kept = best.get(key)
+            if kept is None or len(cand.static_after) > len(kept.static_after):
+                best[key] = cand
+    out = []
+    for (code, line, column), cand in sorted(best.items()):
+        prov = cand.hole.provenance
+        where = f"{cand.prompt.what} (line {cand.prompt.line})"
+        if cand.static_after:
+            tokens = count_tokens(cand.static_after)
+            message = (
+                f"{_WHAT[prov]} (`{cand.hole.label}`) is ahead of {tokens} static tokens of {where}: "
+                "they cannot be served from the prefix cache"
+            )
+            severity = RULES[code].default_severity
+        else:
+            message = (
+                f"{_WHAT[prov]} (`{cand.hole.label}`) goes into {where}, and what follows it is built "
+                "elsewhere: any static text after it cannot be served from the prefix cache"
+            )
+            severity = min(RULES[code].default_severity, Severity.WARNING)
+        out.append(Diagnostic(code, Span(path, line, column), message, severity, hint=_HINT[prov]))
+    return out

@@ -1,0 +1,194 @@
+"""An index of one module: its functions, classes and, per scope, where each name is bound.
+
+Flow-insensitive on purpose (no import, no execution): a name read at a position takes its last
+binding before that position in the same function, else the module's last binding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import PositionProvider, QualifiedNameProvider
+
+Pos = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """`kind`: assign (`x = e`), aug (`x += e`), append/extend (`x.append(e)`), shuffle (`random.shuffle(x)`),
+    loop (`for x in e`: `expr` is the iterable), unknown (anything else that binds)."""
+
+    kind: str
+    pos: Pos
+    expr: cst.BaseExpression | None
+    loop_iter: cst.BaseExpression | None = None  # the innermost `for` iterable around the binding
+
+
+@dataclass
+class Scope:
+    node: cst.CSTNode
+    parent: Scope | None
+    cls: cst.ClassDef | None = None
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    params: list[str] = field(default_factory=list)
+
+    def bind(self, name: str, binding: Binding) -> None:
+        self.bindings.setdefault(name, []).append(binding)
+
+
+@dataclass
+class ModuleIndex:
+    module: cst.Module
+    wrapper: cst.MetadataWrapper
+    positions: dict
+    qualified: dict
+    module_scope: Scope
+    scopes: dict[cst.CSTNode, Scope] = field(default_factory=dict)  # FunctionDef/ClassDef -> scope
+    scope_of: dict[cst.CSTNode, Scope] = field(default_factory=dict)  # statement/expression -> scope
+    functions: dict[str, cst.FunctionDef] = field(default_factory=dict)  # module-level
+    methods: dict[tuple[str, str], cst.FunctionDef] = field(default_factory=dict)  # (class, name)
+    class_of: dict[cst.FunctionDef, cst.ClassDef] = field(default_factory=dict)
+
+    def pos(self, node: cst.CSTNode) -> Pos:
+        p = self.positions.get(node)
+        return (p.start.line, p.start.column + 1) if p else (1, 1)
+
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        found = self.qualified.get(node, ())
+        if callable(found):  # libcst resolves qualified names lazily
+            found = found()
+        return {q.name for q in found}
+
+    def scope_for(self, node: cst.CSTNode) -> Scope:
+        return self.scope_of.get(node, self.module_scope)
+
+
+def _names_in_target(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for el in target.elements for n in _names_in_target(el.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in_target(target.value)
+    return []
+
+
+class _Indexer(cst.CSTVisitor):
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.stack: list[Scope] = [index.module_scope]
+        self.loops: list[cst.BaseExpression] = []
+        self.saved_loops: list[list[cst.BaseExpression]] = []
+        self.classes: list[cst.ClassDef] = []
+
+    @property
+    def scope(self) -> Scope:
+        return self.stack[-1]
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.index.scope_of[node] = self.scope
+        return super().on_visit(node)
+
+    def _binding(self, kind: str, node: cst.CSTNode, expr: cst.BaseExpression | None) -> Binding:
+        return Binding(kind, self.index.pos(node), expr, self.loops[-1] if self.loops else None)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scope.bind(node.name.value, self._binding("unknown", node, None))
+        scope = Scope(node, self.index.module_scope, cls=node)
+        self.index.scopes[node] = scope
+        self.stack.append(scope)
+        self.classes.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.pop()
+        self.classes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        name = node.name.value
+        if isinstance(self.scope.node, cst.Module):
+            self.index.functions[name] = node
+        elif isinstance(self.scope.node, cst.ClassDef):
+            self.index.methods[(self.scope.node.name.value, name)] = node
+            self.index.class_of[node] = self.scope.node
+        cls = self.classes[-1] if self.classes else None
+        scope = Scope(node, self.index.module_scope, cls=cls)
+        p = node.params
+        for param in [*p.posonly_params, *p.params, *p.kwonly_params]:
+            scope.params.append(param.name.value)
+        for star in (p.star_arg, p.star_kwarg):
+            if isinstance(star, cst.Param):
+                scope.params.append(star.name.value)
+        self.index.scopes[node] = scope
+        self.stack.append(scope)
+        self.saved_loops.append(self.loops)
+        self.loops = []  # an enclosing function's loop does not repeat this function's body
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.pop()
+        self.loops = self.saved_loops.pop()
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in _names_in_target(node.target):
+            self.scope.bind(name, Binding("loop", self.index.pos(node), node.iter))
+
+    def visit_For_body(self, node: cst.For) -> None:
+        self.loops.append(node.iter)
+
+    def leave_For_body(self, node: cst.For) -> None:
+        self.loops.pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self.scope.bind(target.target.value, self._binding("assign", node, node.value))
+            else:
+                for name in _names_in_target(target.target):
+                    self.scope.bind(name, self._binding("unknown", node, None))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            kind = "assign" if node.value is not None else "unknown"
+            if node.value is not None:
+                self.scope.bind(node.target.value, self._binding(kind, node, node.value))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name) and isinstance(node.operator, cst.AddAssign):
+            self.scope.bind(node.target.value, self._binding("aug", node, node.value))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        if isinstance(node.target, cst.Name):
+            self.scope.bind(node.target.value, self._binding("assign", node, node.value))
+
+    def visit_With(self, node: cst.With) -> None:
+        for item in node.items:
+            if item.asname is not None:
+                for name in _names_in_target(item.asname.name):
+                    self.scope.bind(name, self._binding("unknown", node, None))
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not (isinstance(call, cst.Call) and call.args):
+            return
+        func = call.func
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.attr.value in ("append", "extend", "insert")
+        ):
+            kind = "extend" if func.attr.value == "extend" else "append"
+            arg = call.args[-1].value
+            self.scope.bind(func.value.value, self._binding(kind, node, arg))
+        elif isinstance(call.args[0].value, cst.Name) and {
+            "random.shuffle",
+            "numpy.random.shuffle",
+        } & self.index.qualified_names(func):
+            self.scope.bind(call.args[0].value.value, self._binding("shuffle", node, call))
+
+
+def index_module(module: cst.Module) -> ModuleIndex:
+    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    qualified = wrapper.resolve(QualifiedNameProvider)
+    index = ModuleIndex(module, wrapper, positions, qualified, Scope(module, None))
+    module.visit(_Indexer(index))
+    return index

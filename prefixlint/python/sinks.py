@@ -1,0 +1,142 @@
+"""Prompt sinks: the places in a module where a string or a message list becomes (part of) a prompt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from prefixlint.python.evaluate import Env, Evaluator, _message_role, _role_of, func_name
+from prefixlint.python.scopes import ModuleIndex
+from prefixlint.python.segments import Value, concat
+from prefixlint.python.volatile import says_prompt, says_prompt_attribute
+
+# Keyword arguments that carry prompt text or messages, in the order the request puts them.
+SYSTEM_KWARGS = ("instructions", "system", "system_prompt", "system_message", "preamble")
+TEXT_KWARGS = ("prompt", "template")
+MESSAGE_KWARGS = ("messages", "input")
+# Methods whose first positional argument is the whole prompt (LangChain, Gemini, LlamaIndex).
+PROMPT_METHODS = {
+    "invoke",
+    "ainvoke",
+    "predict",
+    "generate_content",
+    "complete",
+    "acomplete",
+    "from_template",
+}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt (or part of one) built at `line`. `open_tail`: more text, possibly static, is appended
+    to it elsewhere (e.g. it is stored on another module's object)."""
+
+    value: Value
+    line: int
+    what: str
+    open_tail: bool = False
+
+
+def _is_message_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Dict):
+        return any(
+            isinstance(e, cst.DictElement)
+            and isinstance(e.key, cst.SimpleString)
+            and e.key.evaluated_value == "role"
+            for e in node.elements
+        )
+    if isinstance(node, cst.Call):
+        return _message_role(node, func_name(node.func)) is not None
+    if isinstance(node, cst.Tuple):
+        return len(node.elements) == 2 and _role_of(node.elements[0].value) is not None
+    return False
+
+
+class _SinkFinder(cst.CSTVisitor):
+    def __init__(self, index: ModuleIndex, evaluator: Evaluator) -> None:
+        self.index = index
+        self.ev = evaluator
+        self.prompts: list[Prompt] = []
+        self.depth = 0  # function nesting: constants are module or class level
+
+    def add(self, node: cst.CSTNode, value: Value, what: str, open_tail: bool = False) -> None:
+        self.prompts.append(Prompt(value, self.index.pos(node)[0], what, open_tail))
+
+    def value(self, node: cst.BaseExpression) -> Value:
+        return self.ev.value(node, Env())
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth += 1
+        if says_prompt(node.name.value):
+            self.add(node, self.ev.function_output(node, None, Env()), f"what `{node.name.value}()` builds")
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = func_name(node.func)
+        if _message_role(node, name) is not None:
+            self.add(node, self.value(node), f"the `{name}` message")
+            return
+        kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        # Each text argument is a prompt of its own; the system part also precedes the messages.
+        system = [k for k in SYSTEM_KWARGS if k in kwargs]
+        for k in (*SYSTEM_KWARGS, *TEXT_KWARGS):
+            if k in kwargs:
+                value = self.value(kwargs[k])
+                if k == "template":
+                    value = self.ev.placeholders(value, kwargs[k], Env())
+                self.add(node, value, f"`{k}=` of `{name}()`")
+        for k in MESSAGE_KWARGS:
+            # `input=` is a prompt only beside instructions (OpenAI Responses); alone it is too common
+            if k in kwargs and (k != "input" or system):
+                head = self.value(kwargs[system[0]]) if system else ()
+                self.add(node, concat(head, self.value(kwargs[k])), f"the request of `{name}()`")
+        positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        if isinstance(node.func, cst.Attribute) and positional:
+            if name in PROMPT_METHODS:
+                self.add(
+                    node,
+                    self.value(node if name == "from_template" else positional[0]),
+                    f"the prompt passed to `{name}()`",
+                )
+            elif name == "from_messages":
+                self.add(node, self.value(positional[0]), "the messages of `from_messages()`")
+
+    def visit_List(self, node: cst.List) -> None:
+        if any(_is_message_literal(e.value) for e in node.elements):
+            self.add(node, self.value(node), "the message list")
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        if _is_message_literal(node):
+            self.add(node, self.value(node), "the message")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._assigned(node, target.target, node.value, augmented=False)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._assigned(node, node.target, node.value, augmented=False)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, cst.AddAssign):
+            self._assigned(node, node.target, node.value, augmented=True)
+
+    def _assigned(
+        self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool
+    ) -> None:
+        if isinstance(target, cst.Name) and self.depth == 0 and says_prompt(target.value) and not augmented:
+            # A prompt constant: its `{placeholders}` are filled later by whoever formats it.
+            self.add(node, self.ev.placeholders(self.value(value), value, Env()), f"`{target.value}`")
+        elif isinstance(target, cst.Attribute) and says_prompt_attribute(target.attr.value):
+            # Text stored on an object is read elsewhere: what follows it there is unknown.
+            owner = self.index.module.code_for_node(target)
+            self.add(node, self.value(value), f"`{owner}`", open_tail=True)
+
+
+def find_prompts(index: ModuleIndex, evaluator: Evaluator) -> list[Prompt]:
+    finder = _SinkFinder(index, evaluator)
+    index.module.visit(finder)
+    return finder.prompts

@@ -1,0 +1,152 @@
+"""What makes a value volatile: library calls by qualified name, and names of inputs."""
+
+from __future__ import annotations
+
+import re
+
+from prefixlint.python.segments import Provenance
+
+_C, _I, _R, _E, _Q = (
+    Provenance.CLOCK,
+    Provenance.ID,
+    Provenance.RANDOM,
+    Provenance.ENVIRONMENT,
+    Provenance.REQUEST,
+)
+
+# Exact qualified names (as libcst's QualifiedNameProvider spells them, whatever the import alias).
+QUALIFIED: dict[str, Provenance] = {
+    **dict.fromkeys(
+        [
+            "datetime.datetime.now",
+            "datetime.datetime.utcnow",
+            "datetime.datetime.today",
+            "datetime.date.today",
+            "time.time",
+            "time.time_ns",
+            "time.strftime",
+            "time.ctime",
+            "time.localtime",
+            "time.gmtime",
+            "time.asctime",
+            "pendulum.now",
+            "pendulum.today",
+            "arrow.now",
+            "arrow.utcnow",
+        ],
+        _C,
+    ),
+    **dict.fromkeys(["secrets.token_hex", "secrets.token_urlsafe", "secrets.token_bytes"], _I),
+    **dict.fromkeys(["secrets.choice", "secrets.randbelow", "secrets.randbits", "os.urandom"], _R),
+    **dict.fromkeys(
+        [
+            "os.getpid",
+            "os.getppid",
+            "os.getcwd",
+            "os.getcwdb",
+            "os.getlogin",
+            "os.uname",
+            "os.environ",
+            "os.getenv",
+            "socket.gethostname",
+            "socket.getfqdn",
+            "getpass.getuser",
+            "pathlib.Path.cwd",
+            "pathlib.Path.home",
+            "os.path.expanduser",
+            "sys.platform",
+            "sys.version",
+        ],
+        _E,
+    ),
+}
+# Whole modules whose every function is volatile.
+MODULES: dict[str, Provenance] = {
+    "uuid.": _I,
+    "random.": _R,
+    "numpy.random.": _R,
+    "platform.": _E,
+    "os.environ.": _E,
+}
+
+# Words in input names (parameters, placeholders, attributes).
+_ID_WORDS = {"id", "ids", "uuid", "guid", "nonce"}
+_ID_NAMES = {"request", "session", "trace", "user", "uid", "requestid", "sessionid", "traceid", "userid"}
+_CLOCK_WORDS = {
+    "now",
+    "today",
+    "utcnow",
+    "current_date",
+    "current_time",
+    "current_datetime",
+    "current_timestamp",
+}
+_DATE_WORDS = {"date", "time", "datetime", "timestamp", "ts", "day", "today", "now"}
+_REQUEST_NAMES = {
+    "user_input",
+    "user_query",
+    "user_message",
+    "user_question",
+    "query",
+    "question",
+    "user_name",
+    "username",
+    "retrieved",
+    "retrieved_docs",
+    "documents",
+    "search_results",
+}
+
+_WORD = re.compile(r"[a-z]+|[0-9]+")
+
+
+def qualified_provenance(names: set[str]) -> Provenance | None:
+    """The provenance of a call or attribute given its qualified names, if it is volatile."""
+    for name in sorted(names):
+        if name in QUALIFIED:
+            return QUALIFIED[name]
+        for prefix, prov in MODULES.items():
+            if name.startswith(prefix):
+                return prov
+    return None
+
+
+def _words(name: str) -> list[str]:
+    # split snake_case and camelCase alike
+    return _WORD.findall(re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower())
+
+
+def name_provenance(name: str, attribute: bool = False) -> Provenance | None:
+    """The provenance an input (parameter, placeholder, attribute) has by its name, if volatile.
+
+    A clock is only assumed when the name says "now"/"current"; a plain `date` is something the
+    caller passes, i.e. a request input. For attributes (`config.user`), a bare `user`/`request`
+    names an object, not an id."""
+    lowered = name.lower().strip("_")
+    words = _words(name)
+    if not words:
+        return None
+    if lowered in _CLOCK_WORDS or (words[0] == "current" and set(words[1:]) & _DATE_WORDS):
+        return _C
+    if words[-1] in _ID_WORDS or (not attribute and lowered.replace("_", "") in _ID_NAMES):
+        return _I
+    if set(words) & _DATE_WORDS and words[-1] not in {"format", "fmt", "zone", "out", "limit"}:
+        return _Q
+    if lowered in _REQUEST_NAMES:
+        return _Q
+    return None
+
+
+PROMPT_WORDS = {"prompt", "prompts", "system", "instruction", "instructions", "preamble", "persona"}
+# Attributes that hold prompt text owned by another object (e.g. crewAI's `task.description`).
+PROMPT_ATTRIBUTES = PROMPT_WORDS | {"description", "backstory", "content", "template", "system_message"}
+ROLES = {"system", "user", "assistant", "human", "ai", "developer", "tool", "function", "model"}
+
+
+def says_prompt(name: str) -> bool:
+    """Names like SYSTEM_PROMPT, build_instructions, promptSystem."""
+    return bool(set(_words(name)) & PROMPT_WORDS)
+
+
+def says_prompt_attribute(name: str) -> bool:
+    return says_prompt(name) or bool(set(_words(name)) & PROMPT_ATTRIBUTES)
