@@ -103,6 +103,8 @@ class SourceResult:
         }
         if self.name:
             out["name"] = self.name
+        if self.tokenizer:
+            out["tokenizer"] = self.tokenizer
         if self.kind != "python":
             out["multiturn_reuse"] = self.multiturn_reuse
         return out
