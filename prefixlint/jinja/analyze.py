@@ -248,8 +248,9 @@ def _clock_finding(
         "every month": "every request in a new month misses the cache",
     }[other.variant]
     printed = f" (printed at {template.where(origin.line)})" if origin.line != line else ""
+    called = f" at {template.where(line)}" if template.fixed_line is not None else ""
     message = (
-        f'`strftime_now("{fmt}")` renders the current {what} at token {t:,}{printed}, '
+        f'`strftime_now("{fmt}")`{called} renders the current {what} at token {t:,}{printed}, '
         f"ahead of {lost:,} static tokens; {when}"
     )
     return Finding("PFX101", line, column, base.scenario, message, _evidence(base, other, d, t, lost))
