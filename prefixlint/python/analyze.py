@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -35,11 +36,20 @@ class _LazyTokenizer:
         return self.get().count(text)
 
 
-def syntax_error(path: str, exc: cst.ParserSyntaxError) -> Diagnostic:
-    first = str(exc.message).strip().splitlines()[0] if str(exc.message).strip() else "invalid syntax"
+def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
+    """PFX003 where CPython's own parser puts the error (libcst's position can be a line late);
+    `compile` only parses, it runs nothing."""
+    line, column, message = exc.raw_line, exc.raw_column + 1, str(exc.message).strip()
+    try:
+        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as err:
+        line, column, message = err.lineno or line, err.offset or column, err.msg or message
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    first = message.splitlines()[0] if message else "invalid syntax"
     return Diagnostic(
         "PFX003",
-        Span(path, exc.raw_line, exc.raw_column + 1),
+        Span(path, line, column),
         f"does not parse as Python: {first}",
         Severity.ERROR,
         hint="fix the syntax error; nothing else in this file was analysed",
@@ -51,7 +61,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return SourceResult(path, "python", diagnostics=[syntax_error(path, exc)])
+        return SourceResult(path, "python", diagnostics=[syntax_error(path, text, exc)])
     index = index_module(module)
     evaluator = Evaluator(index)
     tokenizer = _LazyTokenizer(path, options)

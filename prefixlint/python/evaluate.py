@@ -48,9 +48,16 @@ class Env:
     args: dict[cst.CSTNode, dict[str, Value]] = field(default_factory=dict)
     shadow: dict[str, Value] = field(default_factory=dict)
     depth: int = 0
+    template: bool = False  # string literals are templates whose `{placeholders}` are filled later
 
     def deeper(self, **changes: object) -> Env:
-        return Env(**{"args": self.args, "shadow": self.shadow, "depth": self.depth + 1, **changes})
+        fields = {
+            "args": self.args,
+            "shadow": self.shadow,
+            "depth": self.depth + 1,
+            "template": self.template,
+        }
+        return Env(**{**fields, **changes})
 
 
 def _message_role(call: cst.Call, func_name: str) -> str | None:
@@ -169,7 +176,8 @@ class Evaluator:
 
     def _v_SimpleString(self, node: cst.SimpleString, env: Env) -> Value:
         v = node.evaluated_value
-        return text(v) if isinstance(v, str) else text(v.decode("latin-1"))
+        value = text(v) if isinstance(v, str) else text(v.decode("latin-1"))
+        return self.fill(value, node, [], {}) if env.template else value
 
     def _v_ConcatenatedString(self, node: cst.ConcatenatedString, env: Env) -> Value:
         return concat(self.value(node.left, env), self.value(node.right, env))
@@ -252,6 +260,15 @@ class Evaluator:
     _v_ListComp = _v_List
     _v_GeneratorExp = _v_List
 
+    def _v_DictComp(self, node: cst.DictComp, env: Env) -> Value:
+        # Built in the order of what it iterates: volatile if that is (a set, a sample).
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            if (h := first_volatile(self.value(comp.iter, env.deeper()))) is not None and not h.by_name:
+                return (h,)
+            comp = comp.inner_for_in
+        return self.unknown(node)
+
     def _v_Tuple(self, node: cst.Tuple, env: Env) -> Value:
         elements = [e.value for e in node.elements]
         if len(elements) == 2 and (role := _role_of(elements[0])):  # ("system", "...") in LangChain
@@ -282,7 +299,7 @@ class Evaluator:
         if (prov := qualified_provenance(qnames)) is not None:
             return self.hole(prov, node)
         name = func_name(node.func)
-        deeper = env.deeper()
+        deeper = env.deeper(template=False)  # a call's arguments are not the template
         args = [a for a in node.args if a.keyword is None and not a.star]
         kwargs = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
         if (role := _message_role(node, name)) is not None:
@@ -326,8 +343,8 @@ class Evaluator:
                 return map_text(receiver, _CASE_METHODS[method])
             if method == "replace" and len(args) >= 2 and first is not None and is_static(first):
                 return self.replace(receiver, static_text(first), self.value(args[1].value, deeper))
-            if method in ("from_template", "from_messages") and first is not None:
-                return self.placeholders(first, args[0].value, env) if method == "from_template" else first
+            if method in ("from_template", "from_messages") and args:
+                return self.value(args[0].value, env.deeper(template=True))
             parts = [receiver] + [self.value(a.value, deeper) for a in node.args]
             out = self.propagate(node, parts)
             return self._opaque_prompt(node, name, out)
@@ -541,10 +558,6 @@ class Evaluator:
                     value = self.propagate(where, [value])
                 out.append(value)
         return concat(*out)
-
-    def placeholders(self, template: Value, where: cst.CSTNode, env: Env) -> Value:
-        """A template string whose `{name}` placeholders are filled later (PromptTemplate, constants)."""
-        return self.fill(template, where, [], {})
 
     def percent(self, left: Value, right: cst.BaseExpression, env: Env, node: cst.CSTNode) -> Value:
         if isinstance(right, cst.Tuple):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,6 +29,11 @@ _HINT = {
 }
 
 
+# Request inputs are meant to vary; they matter only when at least one cache block (16 tokens for
+# vLLM) of static text follows them, not for a few words after the user's question.
+MIN_TOKENS_AFTER_INPUT = 16
+
+
 @dataclass
 class _Candidate:
     hole: Hole
@@ -43,7 +49,7 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             continue
         after = segments[i + 1 :]
         static = "".join(s.text for s in after if isinstance(s, Text))
-        if static.strip():
+        if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
             out.append(_Candidate(seg, prompt, static))
         elif prompt.open_tail or any(isinstance(s, Open) for s in after):
             out.append(_Candidate(seg, prompt, ""))
@@ -65,6 +71,8 @@ def diagnostics(path: str, prompts: list[Prompt], count_tokens: Callable[[str], 
         where = f"{cand.prompt.what} (line {cand.prompt.line})"
         if cand.static_after:
             tokens = count_tokens(cand.static_after)
+            if prov is Provenance.REQUEST and tokens < MIN_TOKENS_AFTER_INPUT:
+                continue
             message = (
                 f"{_WHAT[prov]} (`{cand.hole.label}`) is ahead of {tokens} static tokens of {where}: "
                 "they cannot be served from the prefix cache"

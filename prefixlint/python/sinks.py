@@ -63,8 +63,8 @@ class _SinkFinder(cst.CSTVisitor):
     def add(self, node: cst.CSTNode, value: Value, what: str, open_tail: bool = False) -> None:
         self.prompts.append(Prompt(value, self.index.pos(node)[0], what, open_tail))
 
-    def value(self, node: cst.BaseExpression) -> Value:
-        return self.ev.value(node, Env())
+    def value(self, node: cst.BaseExpression, template: bool = False) -> Value:
+        return self.ev.value(node, Env(template=template))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
@@ -84,10 +84,7 @@ class _SinkFinder(cst.CSTVisitor):
         system = [k for k in SYSTEM_KWARGS if k in kwargs]
         for k in (*SYSTEM_KWARGS, *TEXT_KWARGS):
             if k in kwargs:
-                value = self.value(kwargs[k])
-                if k == "template":
-                    value = self.ev.placeholders(value, kwargs[k], Env())
-                self.add(node, value, f"`{k}=` of `{name}()`")
+                self.add(node, self.value(kwargs[k], template=k == "template"), f"`{k}=` of `{name}()`")
         for k in MESSAGE_KWARGS:
             # `input=` is a prompt only beside instructions (OpenAI Responses); alone it is too common
             if k in kwargs and (k != "input" or system):
@@ -102,7 +99,7 @@ class _SinkFinder(cst.CSTVisitor):
                     f"the prompt passed to `{name}()`",
                 )
             elif name == "from_messages":
-                self.add(node, self.value(positional[0]), "the messages of `from_messages()`")
+                self.add(node, self.value(positional[0], template=True), "the messages of `from_messages()`")
 
     def visit_List(self, node: cst.List) -> None:
         if any(_is_message_literal(e.value) for e in node.elements):
@@ -129,7 +126,7 @@ class _SinkFinder(cst.CSTVisitor):
     ) -> None:
         if isinstance(target, cst.Name) and self.depth == 0 and says_prompt(target.value) and not augmented:
             # A prompt constant: its `{placeholders}` are filled later by whoever formats it.
-            self.add(node, self.ev.placeholders(self.value(value), value, Env()), f"`{target.value}`")
+            self.add(node, self.value(value, template=True), f"`{target.value}`")
         elif isinstance(target, cst.Attribute) and says_prompt_attribute(target.attr.value):
             # Text stored on an object is read elsewhere: what follows it there is unknown.
             owner = self.index.module.code_for_node(target)

@@ -1,0 +1,118 @@
+"""The Python frontend on its fixtures: every `# expect: CODE` marker is reported at its line, and
+nothing else from the families the frontend owns (PFX0xx, PFX1xx, PFX2xx)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from prefixlint.api import Options, lint_paths
+from prefixlint.model import Severity
+from prefixlint.python import analyze_python
+
+PY_FIXTURES = sorted((FIXTURES / "python").glob("*.py"))
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
+OWNED = ("PFX0", "PFX1", "PFX2")
+
+
+def expected(path: Path) -> set[tuple[str, int]]:
+    out = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if m := _EXPECT.search(line):
+            out |= {(code.strip(), number) for code in m.group(1).split(",") if code.strip()}
+    return out
+
+
+def found(path: Path, text: str | None = None) -> set[tuple[str, int]]:
+    text = path.read_text(encoding="utf-8") if text is None else text
+    result = analyze_python(str(path), text, Options())
+    assert result.kind == "python"
+    return {(d.code, d.span.line) for d in result.diagnostics if d.code.startswith(OWNED)}
+
+
+@pytest.mark.parametrize("path", PY_FIXTURES, ids=lambda p: p.name)
+def test_fixture(path: Path) -> None:
+    assert found(path) == expected(path)
+
+
+def test_fixtures_cover_every_rule() -> None:
+    codes = {code for path in PY_FIXTURES for code, _ in expected(path)}
+    assert {"PFX003", "PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201"} <= codes
+    assert any(not expected(p) for p in PY_FIXTURES), "a clean fixture must stay silent"
+
+
+def test_clean_file_is_silent_and_loads_no_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    import prefixlint.api
+
+    def boom(*args: object) -> None:
+        raise AssertionError("the tokenizer is only needed for a finding")
+
+    monkeypatch.setattr(prefixlint.api, "tokenizer_for", boom)
+    assert found(FIXTURES / "python" / "clean.py") == set()
+
+
+def test_unknown_follower_is_a_warning() -> None:
+    path = FIXTURES / "python" / "attribute_append.py"
+    [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
+    assert diag.severity is Severity.WARNING and "built elsewhere" in diag.message
+
+
+def test_message_counts_static_tokens_after_the_hole() -> None:
+    path = FIXTURES / "python" / "openai_alias_clock.py"
+    [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
+    assert re.search(r"ahead of \d+ static tokens", diag.message)
+    assert diag.severity is Severity.ERROR
+
+
+@pytest.mark.parametrize(
+    ("source", "want"),
+    [
+        # The same clock under every import spelling.
+        (
+            "import datetime\nPROMPT = f'{datetime.datetime.now()} static text follows here'\n",
+            {("PFX101", 2)},
+        ),
+        (
+            "from datetime import datetime as D\nPROMPT = f'{D.utcnow()} static text follows here'\n",
+            {("PFX101", 2)},
+        ),
+        ("import time as t\nSYSTEM = t.ctime() + ' static text follows here'\n", {("PFX101", 2)}),
+        ("from uuid import uuid4\nPROMPT = f'{uuid4()} static text follows here'\n", {("PFX102", 2)}),
+        ("import os\nPROMPT = f\"{os.environ['HOME']} static text follows here\"\n", {("PFX104", 2)}),
+        ("import getpass\nPROMPT = f'{getpass.getuser()} static text follows here'\n", {("PFX104", 2)}),
+        # Sorted, or at the very end: nothing.
+        ("import time\nPROMPT = 'static text first, then ' + time.ctime()\n", set()),
+        ("import json\nT = {'a', 'b'}\nPROMPT = json.dumps(sorted(T)) + ' static text follows'\n", set()),
+        # A local variable that is not a prompt and never reaches one.
+        ("import time\ndef f():\n    label = f'{time.time()} static text follows'\n    return 1\n", set()),
+    ],
+)
+def test_sources(source: str, want: set[tuple[str, int]], tmp_path: Path) -> None:
+    assert found(tmp_path / "m.py", source) == want
+
+
+def test_syntax_error_is_a_finding_not_a_traceback() -> None:
+    path = FIXTURES / "python" / "broken.py"
+    [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX003", 6, Severity.ERROR)
+
+
+def test_one_run_mixes_python_and_templates(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(
+        (FIXTURES / "python" / "openai_alias_clock.py").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    (tmp_path / "chat.jinja").write_text(
+        "{{ 'Today is ' + strftime_now('%Y-%m-%d') + '. You are a helpful assistant of a big hotel chain.' }}\n"
+        "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}",
+        encoding="utf-8",
+    )
+    report = lint_paths([str(tmp_path)], Options())
+    kinds = {s.kind for s in report.sources}
+    assert kinds == {"python", "jinja"}
+    assert {(Path(d.span.path).name, d.code) for d in report.diagnostics} >= {
+        ("app.py", "PFX101"),
+        ("chat.jinja", "PFX101"),
+    }
