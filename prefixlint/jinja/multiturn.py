@@ -84,6 +84,7 @@ class _Break:
     token_index: int
     reused: int
     total: int
+    held_text: str = ""  # turn N + the generated reply, when that is what breaks (no template line)
 
     @property
     def reuse(self) -> float:
@@ -159,25 +160,46 @@ def _special_strings(tokenizer: LoadedTokenizer, template: ChatTemplate) -> list
 class _Emitted:
     """Turn N + the reply as the model generated it, to compare with turn N+1."""
 
-    text: str  # the reply text after turn N's prompt, up to the end-of-turn token
+    text: str  # what the model generated after turn N's prompt, up to the end-of-turn token
     eot: str  # the end-of-turn token's text ("" when none follows: the last token is not compared)
     ids: list[int] = field(default_factory=list)
 
 
-def _emitted(a: _Render, b: _Render, step: Step, specials: list[str]) -> _Emitted | None:
-    """What the model generated after turn N's prompt, as turn N+1 renders it."""
-    if not step.reply_text or not b.text.startswith(a.text):
+def _generated_text(a: _Render, step: Step, thinking: bool) -> str | None:
+    """The reply as a reasoning model writes it after turn N's prompt; None for a plain reply."""
+    if not (step.reasoning and thinking):
+        return None
+    if a.text.rstrip().endswith("</think>"):
+        return step.reply_text  # the prompt closed the think block: the model answers directly
+    full = f"<think>\n{step.reasoning}\n</think>\n\n{step.reply_text}"
+    # The generation prompt may already open the think block ("<think>\n").
+    overlap = next((n for n in range(min(len(full), len(a.text)), 0, -1) if a.text.endswith(full[:n])), 0)
+    return full[overlap:]
+
+
+def _emitted(a: _Render, b: _Render, step: Step, specials: list[str], thinking: bool) -> _Emitted | None:
+    """What the model generated after turn N's prompt: for plain replies, the text turn N+1 renders
+    up to the end-of-turn token; for reasoning replies, the think block and the answer."""
+    if not step.reply_text:
+        return None
+    generated = _generated_text(a, step, thinking)
+    if generated is None and not b.text.startswith(a.text):
         return None
     at = b.text.find(step.reply_text, len(a.text))
     if at < 0:
-        return None
+        return _Emitted(generated, "") if generated is not None else None
     end = at + len(step.reply_text)
     rest = b.text[end:]
     skipped = len(rest) - len(rest.lstrip())
-    for special in specials:
-        if rest.startswith(special, skipped):
-            return _Emitted(b.text[len(a.text) : end + skipped], special)
-    return _Emitted(b.text[len(a.text) : end], "")
+    eot = next((special for special in specials if rest.startswith(special, skipped)), "")
+    if generated is not None:
+        return _Emitted(generated + (rest[:skipped] if eot else ""), eot)
+    return _Emitted(b.text[len(a.text) : end + skipped] if eot else b.text[len(a.text) : end], eot)
+
+
+def _has_word(render: _Render, index: int) -> bool:
+    start, end = render.offsets[index]
+    return any(c.isalnum() for c in render.text[start:end])
 
 
 def _check(
@@ -186,11 +208,11 @@ def _check(
     """The break between turn k and turn k+1, unclassified (code ""), or None if the prefix holds."""
     common = common_prefix_len(a.ids, b.ids)
     same_text = b.text.startswith(a.text)
-    if same_text and common == len(a.ids) - 1:
-        # Only turn N's last token merges with the reply's first characters: engines recompute the
-        # last prompt token anyway, and the merge is a property of the tokenizer more than the template.
-        return None
-    if common < len(a.ids):
+    # Turn N's last token merging with markup or whitespace that follows is tolerated: engines
+    # recompute the last prompt token anyway, and such merges are the tokenizer's more than the
+    # template's. A merge into the reply's first word (a trailing space) is not.
+    merged_last = same_text and common == len(a.ids) - 1 and not _has_word(b, common)
+    if common < len(a.ids) and not merged_last:
         char_a = a.offsets[common][0] if same_text else common_prefix_len(a.text, b.text)
         return _Break("", "", scenario, k, a, b, char_a, char_a, common, common, len(a.ids))
     if emitted is None:
@@ -203,11 +225,17 @@ def _check(
     elif emitted.ids:
         compared -= 1  # without a special end-of-turn token the last token may merge with what follows
     same = common_prefix_len(held, b.ids)
-    if same >= compared:
+    expected = a.text + emitted.text
+    if b.text.startswith(expected) and (same >= compared or merged_last):
         return None
-    # Where the generated tokens and turn N+1's tokens part, in turn N+1's text.
-    char_b = b.offsets[same][0] if same < len(b.offsets) else len(b.text)
-    return _Break("PFX403", "boundary", scenario, k, a, b, char_b, char_b, same, same, compared)
+    # Where what the engine holds (turn N + the generated reply) and turn N+1 part.
+    if b.text.startswith(expected):
+        char, code = (b.offsets[same][0] if same < len(b.offsets) else len(b.text)), "PFX403"
+    else:
+        char, code = common_prefix_len(expected, b.text), ""
+    brk = _Break(code, "boundary" if code else "", scenario, k, a, b, char, char, same, same, compared)
+    brk.held_text = expected + emitted.eot
+    return brk
 
 
 def _moved_block(a: _Render, b: _Render, char: int, end: int, step: Step) -> str | None:
@@ -226,6 +254,9 @@ def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, An
         return brk
     if step.reasoning and step.reasoning not in brk.b.text:
         brk.code, brk.cause = "PFX401", "reasoning"
+        return brk
+    if brk.held_text:  # turn N+1 renders the reply other than the model wrote it
+        brk.code, brk.cause = "PFX401", "reply-re-rendered"
         return brk
     if brk.b.text.startswith(brk.a.text):  # same text, other tokens
         brk.code, brk.cause = "PFX403", "boundary"
@@ -259,13 +290,14 @@ def _pairs(
     specials: list[str],
 ) -> list[tuple[Scenario, int, _Render, _Render, _Emitted | None]]:
     """Every renderable step of every scenario, tokenized in one batch."""
+    thinking = "</think>" in renderer.template.traced.source  # a reasoning model's template
     pairs = []
     for scenario in scenarios:
         turns = renderer.turns(scenario, kwargs)
         for k in range(1, scenario.turns):
             a, b = turns[k - 1], turns[k]
             if a is not None and b is not None:
-                pairs.append((scenario, k, a, b, _emitted(a, b, scenario.steps[k - 1], specials)))
+                pairs.append((scenario, k, a, b, _emitted(a, b, scenario.steps[k - 1], specials, thinking)))
     renders = {id(r): r for _, _, a, b, _ in pairs for r in (a, b) if not r.ids and r.text}
     emitted = [e for *_, e in pairs if e is not None and e.text]
     texts = sorted({r.text for r in renders.values()} | {e.text for e in emitted})
@@ -315,6 +347,7 @@ def _origin(render: _Render, char: int) -> tuple[int, int]:
 
 _WHAT = {
     "reasoning": "the reasoning of turn {k}'s reply is dropped from turn {k1}'s prompt",
+    "reply-re-rendered": "turn {k1} renders turn {k}'s reply other than the model wrote it",
     "re-rendered": "an earlier turn renders differently in turn {k1}'s prompt than in turn {k}'s",
     "system": "the system prompt moves with the conversation: it is rendered after the newest messages",
     "tools": "the tool list moves with the conversation: it is rendered next to the newest messages",
@@ -346,37 +379,39 @@ def _severity(brk: _Break) -> Severity:
 def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Diagnostic:
     brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
     k, k1 = brk.turn, brk.turn + 1
-    line_a, col_a = _origin(brk.a, brk.char_a)
-    line_b, _ = _origin(brk.b, brk.char_b)
+    text_a = brk.held_text or brk.a.text
+    line_b, col_b = _origin(brk.b, brk.char_b)
+    context_a, context_b = _context(text_a, brk.char_a), _context(brk.b.text, brk.char_b)
+    if brk.held_text:  # turn N's side is the model's own output: report turn N+1's line
+        line, col = line_b, col_b
+        side_a = f"turn {k} + the reply as generated has «{_shown(context_a)}»"
+    else:
+        line, col = _origin(brk.a, brk.char_a)
+        side_a = f"turn {k} renders «{_shown(context_a)}» here"
     what = _WHAT[brk.cause].format(k=k, k1=k1)
-    where_b = template.where(line_b)
     message = (
         f"{what} ({brk.scenario.label}): turn {k1} diverges at token {brk.token_index} (char {brk.char_a}); "
-        f"turn {k} renders «{_shown(_context(brk.a.text, brk.char_a))}» here, "
-        f"turn {k1} «{_shown(_context(brk.b.text, brk.char_b))}» "
-        f"from {where_b}; turn {k1} reuses {brk.reused:,} of {brk.total:,} tokens ({brk.reuse:.0%})"
+        f"{side_a}, turn {k1} «{_shown(context_b)}» from {template.where(line_b)}; "
+        f"turn {k1} reuses {brk.reused:,} of {brk.total:,} tokens ({brk.reuse:.0%})"
     )
     others = len(group) - 1
     if others:
         worst = min(b.reuse for b in group)
-        message += (
-            f"; {others} more step{'s' if others > 1 else ''} break the same way (worst reuse {worst:.0%})"
-        )
+        steps = "steps break" if others > 1 else "step breaks"
+        message += f"; {others} more {steps} the same way (worst reuse {worst:.0%})"
     if setting:
         message += f"; {setting}"
     evidence = Evidence(
         token_index=brk.token_index,
         char_offset=brk.char_a,
         cacheable_tokens=brk.reused,
-        context_a=_context(brk.a.text, brk.char_a),
-        context_b=_context(brk.b.text, brk.char_b),
+        context_a=context_a,
+        context_b=context_b,
         static_tokens_lost=brk.total - brk.reused,
         engines=cacheable_per_engine(brk.reused, len(brk.b.ids)),
         inputs=f"{brk.scenario.name}, turn {k} -> {k1}",
     )
-    return Diagnostic(
-        brk.code, template.span(line_a, col_a), message, _severity(brk), _HINTS[brk.code], evidence
-    )
+    return Diagnostic(brk.code, template.span(line, col), message, _severity(brk), _HINTS[brk.code], evidence)
 
 
 def _settings(
