@@ -105,7 +105,7 @@ def test_one_run_mixes_python_and_templates(tmp_path: Path) -> None:
         (FIXTURES / "python" / "openai_alias_clock.py").read_text(encoding="utf-8"), encoding="utf-8"
     )
     (tmp_path / "chat.jinja").write_text(
-        "{{ 'Today is ' + strftime_now('%Y-%m-%d') + '. You are a helpful assistant of a big hotel chain.' }}\n"
+        "{{ 'Today is ' + strftime_now('%Y-%m-%d') + '. You are the assistant of a big hotel chain.' }}\n"
         "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}",
         encoding="utf-8",
     )
