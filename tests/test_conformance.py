@@ -46,7 +46,10 @@ class _FixedDatetime(datetime):
 
 
 def _templates() -> list[Path]:
-    return corpus_templates() + sorted(FIXTURES.rglob("*.jinja"))
+    # fixtures/hostile/ is where prefixlint deliberately differs: an attribute walk that HF prints
+    # as '' raises in ours, so it is reported (tests/test_sandbox.py).
+    own = [p for p in sorted(FIXTURES.rglob("*.jinja")) if "hostile" not in p.relative_to(FIXTURES).parts]
+    return corpus_templates() + own
 
 
 def _reference(source: str, messages, tools, gen: bool) -> str:

@@ -4,17 +4,24 @@ The environment mirrors `transformers.utils.chat_template_utils._cached_compile_
 `ImmutableSandboxedEnvironment(trim_blocks, lstrip_blocks)`, the `loopcontrols` and `generation`
 extensions, HF's `tojson`, `raise_exception`, `strftime_now`, a safe `dict` and `namespace`. The one
 difference is on purpose: `strftime_now` reads a clock the linter sets, never the machine's.
-Limits (time, output size) stop hostile templates; a render over a limit raises `RenderLimitError`.
+Limits stop hostile templates (tests/test_sandbox.py, tests/test_limits.py): time per render and per
+template, output size, the size of any value built while rendering (strings, lists, integers), memory,
+recursion depth. A render over a limit raises `RenderLimitError`; attribute walks to `__class__` and
+the like raise `SecurityError` where they happen instead of rendering as an empty string.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import signal
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,19 +29,28 @@ import jinja2
 import jinja2.ext
 import jinja2.nodes
 import jinja2.utils
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 TEMPLATE_FILENAME = "<template>"
 
 
-class RenderLimitError(Exception):
-    """A render ran over the time or output-size limit."""
+class RenderLimitError(ValueError):
+    """A render (or a compile) ran over a limit. A ValueError, so that code handling a bad
+    template handles it too."""
 
 
 @dataclass(frozen=True)
 class Limits:
-    seconds: float = 5.0
-    output_chars: int = 2_000_000
+    """What one template may cost; `Options.limits` sets them for a run (0 turns a limit off)."""
+
+    seconds: float = 5.0  # one render (and the compile)
+    template_seconds: float = 20.0  # all renders of one template together
+    output_chars: int = 2_000_000  # one render's output, and any string or list built while rendering
+    int_bits: int = 65_536  # any integer built while rendering (~20,000 digits)
+    memory_bytes: int = 1 << 30  # address space one render may add (POSIX; a 1 GB string fails fast)
+    recursion: int = 600  # Python frames a render may add (recursive macros)
+    file_bytes: int = 16 << 20  # a template, tokenizer_config.json or .py read; larger is a finding
 
 
 @dataclass(frozen=True)
@@ -123,36 +139,140 @@ class _TemplateNamespace(jinja2.utils.Namespace):
     def _check_name(name: Any) -> None:
         if isinstance(name, str) and name.startswith("_"):
             raise jinja2.exceptions.SecurityError(
-                f"Chat templates cannot store underscore-prefixed attributes on a namespace, but got {name!r}."
+                "Chat templates cannot store underscore-prefixed attributes on a namespace, "
+                f"but got {name!r}."
             )
 
 
-class _LimitedSandbox(ImmutableSandboxedEnvironment):
-    """HF's sandbox, plus a cap on the size of strings and lists built by `*` and `+`."""
+_FORMAT_NUMBER = re.compile(r"\d+")
+_WIDTH_METHODS = frozenset({"center", "ljust", "rjust", "zfill"})
 
-    intercepted_binops = frozenset({"*", "**", "+"})
+
+class _LimitedSandbox(ImmutableSandboxedEnvironment):
+    """HF's sandbox, plus caps on every value a template builds: the results of operators, calls,
+    filters and `~`, checked before a known amplifier runs (a width, a replace, a join) and after
+    anything else, so growth stops at the cap instead of at the machine's memory."""
+
+    intercepted_binops = frozenset({"*", "**", "+", "%", "//"})
     max_value_len = 2_000_000
+    max_int_bits = 65_536
+
+    def check_value(self, value: Any) -> Any:
+        if isinstance(value, (str, list, tuple, dict, bytes)) and len(value) > self.max_value_len:
+            raise RenderLimitError(f"a value longer than {self.max_value_len:,} items")
+        if isinstance(value, int) and value.bit_length() > self.max_int_bits:
+            raise RenderLimitError(f"an integer larger than {self.max_int_bits:,} bits")
+        return value
+
+    def _check_size(self, size: int) -> None:
+        if size > self.max_value_len:
+            raise RenderLimitError(f"a value longer than {self.max_value_len:,} items")
+
+    def _check_format(self, fmt: str, args: Any = ()) -> None:
+        # Widths and precisions in a format string allocate before anything can be checked.
+        if any(int(n) > self.max_value_len for n in _FORMAT_NUMBER.findall(fmt) if len(n) < 40):
+            raise RenderLimitError("a format width beyond the value limit")
+        values = args if isinstance(args, (tuple, list)) else (args,)
+        if "*" in fmt and any(isinstance(v, int) and abs(v) > self.max_value_len for v in values):
+            raise RenderLimitError("a format width beyond the value limit")
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**" and isinstance(right, int) and right > 4096:
-            raise RenderLimitError("exponent too large")
-        if operator == "*" and isinstance(left, (str, list, tuple)) and isinstance(right, int):
-            if len(left) * right > self.max_value_len:
-                raise RenderLimitError("value too large")
-        if operator == "*" and isinstance(right, (str, list, tuple)) and isinstance(left, int):
-            if len(right) * left > self.max_value_len:
-                raise RenderLimitError("value too large")
-        result = super().call_binop(context, operator, left, right)
-        if isinstance(result, (str, list)) and len(result) > self.max_value_len:
-            raise RenderLimitError("value too large")
-        return result
+        if (
+            operator == "**"
+            and isinstance(left, int)
+            and isinstance(right, int)
+            and right > 1
+            and (right > self.max_int_bits or max(left.bit_length(), 1) * right > self.max_int_bits * 2)
+        ):
+            raise RenderLimitError("an exponent beyond the integer limit")
+        if operator == "*":
+            for seq, n in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(n, int):
+                    self._check_size(len(seq) * n)
+        if operator == "%" and isinstance(left, str):
+            self._check_format(left, right)
+        return self.check_value(super().call_binop(context, operator, left, right))
+
+    def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, str):
+            __self._precheck_str_method(owner, getattr(__obj, "__name__", ""), args, kwargs)
+        return __self.check_value(super().call(__context, __obj, *args, **kwargs))
+
+    def _precheck_str_method(self, s: str, name: str, args: tuple, kwargs: dict) -> None:
+        first = args[0] if args else next(iter(kwargs.values()), None)
+        if name in _WIDTH_METHODS and isinstance(first, int):
+            self._check_size(first)
+        elif name == "expandtabs":
+            self._check_size(len(s) + s.count("\t") * (first if isinstance(first, int) else 8))
+        elif name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+            self._check_size(len(s) + s.count(args[0]) * max(0, len(args[1]) - len(args[0])))
+        elif name == "join" and isinstance(first, (list, tuple)):
+            self._check_size(len(s) * len(first) + sum(len(x) for x in first if isinstance(x, str)))
+        elif name in ("format", "format_map"):
+            self._check_format(s, args)
+
+    def format_string(self, s: str, args: tuple, kwargs: dict, format_func: Any = None) -> str:
+        self._check_format(s, args)
+        return self.check_value(super().format_string(s, args, kwargs, format_func))
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
+        # HF renders `''.__class__` alone as an empty string; a linter says what the template tried.
+        raise SecurityError(f"access to attribute {attribute!r} of {type(obj).__name__!r} object is unsafe.")
+
+    def checked_join(self, join: Callable[[Any], str]) -> Callable[[Any], str]:
+        """`~` and block bodies (`{% set %}…`, macros): join, then check the size."""
+
+        def checked(parts: Any) -> str:
+            return self.check_value(join(parts))
+
+        return checked
+
+    def checked_filter(self, func: Callable[..., Any], name: str) -> Callable[..., Any]:
+        @functools.wraps(func)  # keeps `jinja_pass_arg`, so the filter still gets its context
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            values = [a for a in args if isinstance(a, str)]
+            if name in ("center", "indent") and len(args) >= 2 and isinstance(args[-1], int):
+                self._check_size(args[-1] * max(1, values[-1].count("\n") + 1 if values else 1))
+            if name == "replace" and len(values) >= 3:
+                s, old, new = values[-3:]
+                self._check_size(len(s) + s.count(old) * max(0, len(new) - len(old)))
+            if name == "tojson" and isinstance(kwargs.get("indent", args[2] if len(args) > 2 else 0), int):
+                self._check_size(kwargs.get("indent", args[2] if len(args) > 2 else 0))
+            if name == "format" and values:
+                self._check_format(values[0], args[1:])
+            return self.check_value(func(*args, **kwargs))
+
+        return checked
 
 
-def make_environment(clock: RenderClock) -> ImmutableSandboxedEnvironment:
+class _LimitedTemplate(jinja2.Template):
+    """Compiled templates join strings with runtime helpers the sandbox never sees; swap in
+    size-checked ones."""
+
+    @classmethod
+    def _from_namespace(
+        cls, environment: jinja2.Environment, namespace: Any, globals: Any
+    ) -> jinja2.Template:
+        if isinstance(environment, _LimitedSandbox):
+            for name in ("concat", "str_join", "markup_join"):
+                if name in namespace:
+                    namespace[name] = environment.checked_join(namespace[name])
+        return super()._from_namespace(environment, namespace, globals)
+
+
+_LimitedSandbox.template_class = _LimitedTemplate
+
+
+def make_environment(clock: RenderClock, limits: Limits | None = None) -> ImmutableSandboxedEnvironment:
+    limits = limits or Limits()
     env = _LimitedSandbox(
         trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag, jinja2.ext.loopcontrols]
     )
+    env.max_value_len = limits.output_chars or sys.maxsize  # 0: no limit
+    env.max_int_bits = limits.int_bits or sys.maxsize
     env.filters["tojson"] = _tojson
+    env.filters = {name: env.checked_filter(f, name) for name, f in env.filters.items()}
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = clock.strftime_now
     env.globals["dict"] = _TemplateDict()
@@ -176,16 +296,14 @@ def alias_reasoning_fields(messages: list[dict[str, Any]]) -> list[dict[str, Any
 
 
 @contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise RenderLimitError after `seconds` (main thread only; elsewhere no limit)."""
-    import threading
-
+def time_limit(seconds: float, what: str = "render") -> Iterator[None]:
+    """Raise RenderLimitError after `seconds` (main thread only; elsewhere no limit). Not nestable."""
     if threading.current_thread() is not threading.main_thread() or seconds <= 0:
         yield
         return
 
     def on_alarm(signum: int, frame: Any) -> None:
-        raise RenderLimitError(f"render took longer than {seconds:g} s")
+        raise RenderLimitError(f"{what} took longer than {seconds:g} s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -196,14 +314,105 @@ def time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def _address_space() -> int | None:
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            import resource
+
+            return int(fh.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, ImportError, IndexError):
+        return None
+
+
+@contextmanager
+def memory_limit(extra_bytes: int) -> Iterator[None]:
+    """Let the process grow by at most `extra_bytes` of address space (Linux; elsewhere no limit),
+    so a single huge allocation (`'a'|center(10**10)`) fails with MemoryError instead of swapping."""
+    current = _address_space() if extra_bytes > 0 else None
+    if current is None:
+        yield
+        return
+    import resource
+
+    previous = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = current + extra_bytes
+    if previous[1] != resource.RLIM_INFINITY:
+        wanted = min(wanted, previous[1])
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (wanted, previous[1]))
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, previous)
+
+
+@contextmanager
+def recursion_limit(frames: int) -> Iterator[None]:
+    """Allow `frames` more Python frames than the caller has: deep recursion (macros, nested
+    expressions) stops with RecursionError well before the C stack does."""
+    if frames <= 0:
+        yield
+        return
+    depth = 0
+    frame = sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    previous = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(depth + frames, 100))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(previous)
+
+
 def render_limited(template: jinja2.Template, context: dict[str, Any], limits: Limits) -> str:
-    """Render under the time and output-size limits."""
+    """Render under the time, output-size, memory and recursion limits."""
     parts: list[str] = []
     size = 0
-    with time_limit(limits.seconds):
-        for chunk in template.generate(**context):
-            size += len(chunk)
-            if size > limits.output_chars:
-                raise RenderLimitError(f"output longer than {limits.output_chars:,} characters")
-            parts.append(chunk)
+    try:
+        with time_limit(limits.seconds), memory_limit(limits.memory_bytes), recursion_limit(limits.recursion):
+            for chunk in template.generate(**context):
+                size += len(chunk)
+                if limits.output_chars and size > limits.output_chars:
+                    raise RenderLimitError(f"output longer than {limits.output_chars:,} characters")
+                parts.append(chunk)
+    except MemoryError:
+        parts.clear()
+        raise RenderLimitError(
+            f"render needed more than {limits.memory_bytes / 2**20:,.0f} MB of memory"
+        ) from None
     return "".join(parts)
+
+
+class RenderBudget:
+    """What one template may still spend. Once a render runs over a limit, later renders of the
+    same template fail at once with the same error: a bomb costs one time limit, not one per
+    scenario and variant."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.spent = 0.0
+        self.tripped: str | None = None
+
+    def run(self, render: Callable[[Limits], Any]) -> Any:
+        """Call `render` with the limits that remain (its time limit never exceeds the budget)."""
+        if self.tripped is not None:
+            raise RenderLimitError(self.tripped)
+        seconds = self.limits.seconds
+        if self.limits.template_seconds > 0:
+            remaining = self.limits.template_seconds - self.spent
+            if remaining <= 0:
+                self.tripped = f"renders took longer than {self.limits.template_seconds:g} s in total"
+                raise RenderLimitError(self.tripped)
+            seconds = min(seconds, remaining) if seconds > 0 else remaining
+        start = time.monotonic()  # spends a budget; never decides a finding
+        try:
+            return render(replace(self.limits, seconds=seconds))
+        except RenderLimitError as exc:
+            self.tripped = str(exc)
+            raise
+        finally:
+            self.spent += time.monotonic() - start

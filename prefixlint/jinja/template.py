@@ -17,9 +17,12 @@ import jinja2.meta
 from prefixlint.jinja.environment import (
     TEMPLATE_FILENAME,
     Limits,
+    RenderBudget,
     RenderClock,
     alias_reasoning_fields,
     make_environment,
+    recursion_limit,
+    time_limit,
 )
 from prefixlint.jinja.inputs import BASE_TIME, TOOLS
 from prefixlint.jinja.tracer import TracedRender, TracedTemplate
@@ -50,12 +53,18 @@ class ChatTemplate:
 
     def __post_init__(self) -> None:
         self.clock = RenderClock(BASE_TIME)
-        self.env = make_environment(self.clock)
+        self.env = make_environment(self.clock, self.limits)
+        self.budget = RenderBudget(self.limits)
+
+    def _compile(self) -> TracedTemplate:
+        with time_limit(self.limits.seconds, "compiling"), recursion_limit(self.limits.recursion):
+            return TracedTemplate(self.env, self.source)
 
     @cached_property
     def traced(self) -> TracedTemplate:
-        """Compile once (raises jinja2.TemplateSyntaxError)."""
-        return TracedTemplate(self.env, self.source)
+        """Compile once (raises jinja2.TemplateSyntaxError; RenderLimitError, a ValueError, when
+        compiling runs over the time limit)."""
+        return self._compile()
 
     @cached_property
     def external_variables(self) -> frozenset[str]:
@@ -113,7 +122,7 @@ class ChatTemplate:
         self.clock.now = now
         self.clock.calls.clear()
         context = self.context(messages, tools=tools, add_generation_prompt=add_generation_prompt, **kwargs)
-        return self.traced.render(context, self.limits)
+        return self.budget.run(lambda limits: self.traced.render(context, limits))
 
     def supply_required_variables(self, messages: list[dict[str, Any]], tools: list | None) -> None:
         """Give values to variables the template cannot render without (e.g. `functions`), so the
