@@ -62,7 +62,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         return SourceResult(path, "python", diagnostics=[syntax_error(path, text, exc)])
-    index = index_module(module)
+    index = index_module(module, text)
     evaluator = Evaluator(index)
     tokenizer = _LazyTokenizer(path, options)
     found = diagnostics(path, find_prompts(index, evaluator), tokenizer.count)

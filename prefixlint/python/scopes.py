@@ -5,6 +5,7 @@ binding before that position in the same function, else the module's last bindin
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -185,10 +186,20 @@ class _Indexer(cst.CSTVisitor):
             self.scope.bind(call.args[0].value.value, self._binding("shuffle", node, call))
 
 
-def index_module(module: cst.Module) -> ModuleIndex:
+# Modules whose names the analysis looks up; a file importing none of them needs no scope analysis,
+# the costliest step (libcst's QualifiedNameProvider resolves every scope of the module).
+_RELEVANT_IMPORT = re.compile(
+    r"^[ \t]*(?:from|import)[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*"
+    r"(?:datetime|time|uuid|random|secrets|os|socket|platform|getpass|pathlib|numpy|pendulum|arrow|json|textwrap|"
+    r"inspect|jinja2|sys)\b",
+    re.M,
+)
+
+
+def index_module(module: cst.Module, source: str) -> ModuleIndex:
     wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
     positions = wrapper.resolve(PositionProvider)
-    qualified = wrapper.resolve(QualifiedNameProvider)
+    qualified = wrapper.resolve(QualifiedNameProvider) if _RELEVANT_IMPORT.search(source) else {}
     index = ModuleIndex(module, wrapper, positions, qualified, Scope(module, None))
     module.visit(_Indexer(index))
     return index

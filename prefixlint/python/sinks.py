@@ -60,16 +60,24 @@ class _SinkFinder(cst.CSTVisitor):
         self.prompts: list[Prompt] = []
         self.depth = 0  # function nesting: constants are module or class level
 
-    def add(self, node: cst.CSTNode, value: Value, what: str, open_tail: bool = False) -> None:
-        self.prompts.append(Prompt(value, self.index.pos(node)[0], what, open_tail))
+    def add(self, node: cst.CSTNode, value: Value | None, what: str, open_tail: bool = False) -> None:
+        if value is not None:
+            self.prompts.append(Prompt(value, self.index.pos(node)[0], what, open_tail))
 
-    def value(self, node: cst.BaseExpression, template: bool = False) -> Value:
-        return self.ev.value(node, Env(template=template))
+    def value(self, node: cst.BaseExpression, template: bool = False) -> Value | None:
+        try:
+            return self.ev.value(node, Env(template=template))
+        except RecursionError:  # pathologically deep code: skip this prompt, not the file
+            return None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
         if says_prompt(node.name.value):
-            self.add(node, self.ev.function_output(node, None, Env()), f"what `{node.name.value}()` builds")
+            try:
+                output = self.ev.function_output(node, None, Env())
+            except RecursionError:
+                return
+            self.add(node, output, f"what `{node.name.value}()` builds")
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth -= 1
@@ -89,7 +97,9 @@ class _SinkFinder(cst.CSTVisitor):
             # `input=` is a prompt only beside instructions (OpenAI Responses); alone it is too common
             if k in kwargs and (k != "input" or system):
                 head = self.value(kwargs[system[0]]) if system else ()
-                self.add(node, concat(head, self.value(kwargs[k])), f"the request of `{name}()`")
+                body = self.value(kwargs[k])
+                if head is not None and body is not None:
+                    self.add(node, concat(head, body), f"the request of `{name}()`")
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
         if isinstance(node.func, cst.Attribute) and positional:
             if name in PROMPT_METHODS:
