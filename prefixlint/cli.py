@@ -159,6 +159,36 @@ def rule_cmd(code: str) -> None:
     click.echo(rule.page(), nl=False)
 
 
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=False))
+@click.option("--log", "log", type=click.Path(exists=True, dir_okay=False),
+              help="JSONL request log (bodies or {\"prompt\": …}; gzip accepted).")
+@click.option("--template", type=click.Path(exists=True, dir_okay=False),
+              help="Chat template (.jinja or tokenizer_config.json).")
+@click.option("--model-dir", type=click.Path(exists=True, file_okay=False),
+              help="Model folder: tokenizer and chat template.")
+@click.option("--tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id.")
+@click.option("--engine", "engines", multiple=True, help="Engines to simulate (default: vllm sglang openai).")
+@click.option("--cache-tokens", type=click.IntRange(min=1), help="Also simulate an LRU of this many tokens.")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Causes to report.")
+@click.option("--what-if", "what_if", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Top causes to re-simulate moved after the static content.")
+@click.option("--interval", type=float, default=1.0, show_default=True,
+              help="Seconds between requests that carry no timestamp (the clock templates read).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML page.")
+def explain(paths: tuple[str, ...], **kw: Any) -> None:
+    """Why the prefix cache misses: two requests (A B), a request log (--log), or a TEMPLATE."""
+    from prefixlint.explain.command import ExplainError, run
+    from prefixlint.tokens import TokenizerError
+
+    try:
+        click.echo(run(paths, **kw), nl=False)
+    except (ExplainError, TokenizerError) as exc:
+        _fail(str(exc))
+
+
+
 def main() -> None:
     """Console entry point: no traceback ever reaches the user (set PREFIXLINT_DEBUG=1 to see one)."""
     try:

@@ -1,0 +1,156 @@
+"""Why a request shares less with the cache than it could: find where it leaves an earlier request,
+whether static content follows (the tokens lost), and cluster those points into ranked causes.
+
+A divergence costs tokens when the two prompts fall back into step after a short differing span (a
+timestamp, an id, a name): everything shared after it is what the cache loses. Where they never
+fall back into step, the requests simply differ from there on (their own content): no loss.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from prefixlint.explain.simulate import RadixCache, common_bytes_prefix, unpack
+
+MAX_SKIP = 48  # tokens a volatile span may take before the prompts fall back into step
+RESYNC = 4  # tokens that must agree again to call it falling back into step
+MIN_LOST = 32  # below this, what agrees again is template glue (role tags), not static content
+WINDOW = 16384  # tokens of the earlier request's continuation to compare
+MAX_CLUSTERS = 512
+
+_DIGITS = re.compile(r"\d+")
+_TIMESTAMP = re.compile(r"\d{1,4}[-/.:]\d{1,2}|\d{1,2}:\d{2}|\b(19|20)\d{2}\b")
+_HEX_ID = re.compile(r"\b[0-9a-fA-F-]{8,}\b")
+_TRAILING = "#-:./ ,+\t"
+
+
+@dataclass
+class Divergence:
+    """Where a request leaves the longest prefix it shares with an earlier one."""
+
+    token_index: int
+    skip_a: int | None  # tokens of the differing span in this request (None: never back in step)
+    skip_b: int | None
+    lost: int  # tokens shared again after the span: static content the cache cannot reuse
+    other: bytes  # the earlier request's tokens from the divergence on (packed)
+
+
+def diverge(seq: bytes, shared: int, cache: RadixCache, found: Any) -> Divergence | None:
+    """The divergence of packed `seq` given its match `found` in `cache` (None: nothing differs)."""
+    n = len(seq) // 4
+    if shared >= n:
+        return None
+    other = cache.continuation(found, min(n - shared + MAX_SKIP, WINDOW))
+    if not other:
+        return None  # an earlier request was a prefix of this one: a plain extension
+    rest = seq[shared * 4 :]
+    grams: dict[bytes, int] = {}
+    for j in range(min(MAX_SKIP, len(other) // 4 - RESYNC) + 1):
+        grams.setdefault(other[j * 4 : (j + RESYNC) * 4], j)
+    for i in range(min(MAX_SKIP, len(rest) // 4 - RESYNC) + 1):
+        j = grams.get(rest[i * 4 : (i + RESYNC) * 4])
+        if j is not None and (i or j):
+            lost = common_bytes_prefix(rest[i * 4 :], other, j * 4)
+            if lost >= MIN_LOST:
+                return Divergence(shared, i, j, lost, other)
+            break
+    return Divergence(shared, None, None, 0, other)
+
+
+def line_anchor(text: str, char: int) -> str:
+    """The text of the divergence's line before it, digits as `#`, volatile-looking tail removed:
+    "Current time: 2025-03-31 23:59:" and "Current time: " both give "Current time:"."""
+    start = text.rfind("\n", 0, char) + 1
+    return _DIGITS.sub("#", text[start:char]).rstrip(_TRAILING)[-80:]
+
+
+def anchor_pattern(anchor: str) -> re.Pattern[str] | None:
+    """A regex finding the anchor at a line start in any prompt (`#` matches any digits); the rest
+    of that line is the volatile span."""
+    if not anchor.strip():
+        return None
+    body = r"\d+".join(re.escape(part) for part in anchor.split("#"))
+    return re.compile(rf"(?m)^({body})([^\n]*)")
+
+
+def classify(a: str, b: str) -> str:
+    """What the differing text looks like."""
+    if _TIMESTAMP.search(a) and _TIMESTAMP.search(b):
+        return "timestamp"
+    if _HEX_ID.search(a) and _HEX_ID.search(b):
+        return "identifier"
+    if _DIGITS.sub("#", a) == _DIGITS.sub("#", b):
+        return "number"
+    return "text"
+
+
+@dataclass
+class Cause:
+    """A cluster of divergence points: same template line (or section) and same line anchor."""
+
+    key: tuple[Any, ...]
+    anchor: str
+    section: str
+    template_line: int | None
+    template_text: str
+    token_index: int
+    char_offset: int
+    example_a: str
+    example_b: str
+    kind: str
+    request: int  # line number of the example request in the log (or 1/2 for a pair)
+    example_ids: list[int] = field(default_factory=list)  # the example request's tokens (for the page)
+    count: int = 0
+    tokens_lost: int = 0
+    what_if: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self, requests: int, primary: str) -> dict[str, Any]:
+        return {
+            "section": self.section,
+            "token_index": self.token_index,
+            "char_offset": self.char_offset,
+            "share": round(self.count / requests, 6) if requests else 0.0,
+            "requests": self.count,
+            "tokens_lost": self.tokens_lost,
+            "kind": self.kind,
+            "anchor": self.anchor,
+            "example": {"a": self.example_a, "b": self.example_b, "request": self.request},
+            "template_line": self.template_line,
+            "template_text": self.template_text or None,
+            "what_if_hit_rate": self.what_if.get(primary),
+            "what_if": dict(self.what_if),
+        }
+
+
+class Clusters:
+    """Causes keyed by (template line or section, anchor); bounded: past MAX_CLUSTERS the half that
+    lost the fewest tokens is dropped, so memory does not grow with the log."""
+
+    def __init__(self) -> None:
+        self.causes: dict[tuple[Any, ...], Cause] = {}
+
+    def add(self, key: tuple[Any, ...], lost: int, make: Any) -> None:
+        cause = self.causes.get(key)
+        if cause is None:
+            if len(self.causes) >= MAX_CLUSTERS:
+                keep = sorted(self.causes.values(), key=lambda c: (c.tokens_lost, c.count), reverse=True)
+                self.causes = {c.key: c for c in keep[: MAX_CLUSTERS // 2]}
+            cause = self.causes[key] = make()
+        cause.count += 1
+        cause.tokens_lost += lost
+
+    def ranked(self) -> list[Cause]:
+        return sorted(self.causes.values(), key=lambda c: (-c.tokens_lost, -c.count, c.token_index))
+
+
+def example_texts(decode: Any, seq: bytes, div: Divergence, before: int = 6) -> tuple[str, str]:
+    """The two prompts around the divergence: a few shared tokens, the differing span, a few more."""
+    start = max(0, div.token_index - before)
+    head = unpack(seq[start * 4 : div.token_index * 4])
+    span_a = div.skip_a + RESYNC if div.skip_a is not None else 12
+    span_b = div.skip_b + RESYNC if div.skip_b is not None else 12
+    a = head + unpack(seq[div.token_index * 4 : (div.token_index + span_a) * 4])
+    b = head + unpack(div.other[: span_b * 4])
+    return decode(a), decode(b)

@@ -1,0 +1,269 @@
+"""`prefixlint explain --log`: stream a request log through the renderer, the tokenizer (batched)
+and the cache simulation; cluster divergences into causes; re-simulate the top ones moved."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from prefixlint.engines import Engine
+from prefixlint.explain.causes import (
+    Cause,
+    Clusters,
+    Divergence,
+    classify,
+    diverge,
+    example_texts,
+    line_anchor,
+)
+from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
+from prefixlint.explain.simulate import Simulation, pack
+from prefixlint.tokens import LoadedTokenizer
+
+BATCH = 256  # requests per encode_batch call: enough to use every core, little to hold
+
+
+class Progress:
+    """A progress bar on stderr, only when stderr is a terminal; driven by the raw file position."""
+
+    def __init__(self, raw: Any, total: int, enabled: bool | None = None) -> None:
+        self.raw, self.total = raw, max(total, 1)
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.last = 0.0
+
+    def update(self, requests: int, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()  # display only, never part of a result
+        if not final and now - self.last < 0.2:
+            return
+        self.last = now
+        done = min(self.raw.tell() / self.total, 1.0) if not final else 1.0
+        bar = "#" * int(done * 30)
+        sys.stderr.write(f"\rexplain [{bar:<30}] {done:6.1%} {requests:,} requests")
+        if final:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+@dataclass
+class LogReport:
+    requests: int
+    tokens: int
+    engines: dict[str, dict[str, object]]
+    causes: list[Cause]
+    skipped: int
+    skip_reasons: list[str]
+    primary: str
+    representative: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "requests": self.requests,
+            "tokens": self.tokens,
+            "skipped": self.skipped,
+            "skip_reasons": self.skip_reasons,
+            "engine": self.primary,
+            "engines": self.engines,
+            "causes": [c.to_json(self.requests, self.primary) for c in self.causes],
+        }
+
+
+def _batches(
+    path: str, renderer: Renderer, interval: float, errors: list[str], progress: Progress | None = None
+) -> Iterator[list[tuple[int, Rendered]]]:
+    """Rendered requests in batches; unusable lines are counted in `errors` (first few kept)."""
+    lines, raw = open_log(path)
+    try:
+        if progress is not None:
+            progress.raw = raw
+        batch: list[tuple[int, Rendered]] = []
+        for number, item in iter_log(lines, interval):
+            if isinstance(item, RequestError):
+                errors.append(f"line {number}: {item}")
+                continue
+            try:
+                batch.append((number, renderer.render(item)))
+            except Exception as exc:  # the user's template raising for this request
+                errors.append(f"line {number}: the template raised {type(exc).__name__}: {str(exc)[:120]}")
+                continue
+            if len(batch) >= BATCH:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+    finally:
+        lines.close()
+        raw.close()
+
+
+def explain_log(
+    path: str,
+    renderer: Renderer,
+    tokenizer: LoadedTokenizer,
+    engines: list[Engine],
+    *,
+    capacity: int | None = None,
+    top: int = 10,
+    what_ifs: int = 3,
+    interval: float = 1.0,
+    progress: bool | None = None,
+) -> LogReport:
+    """Simulate the log, cluster its divergences, and re-simulate the top causes moved."""
+    import os
+
+    sim = Simulation(engines, capacity, counts=True)
+    clusters = Clusters()
+    errors: list[str] = []
+    bar = Progress(None, os.path.getsize(path), progress)
+
+    def decode(ids: list[int]) -> str:
+        return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
+
+    first: tuple[Rendered, list[int]] | None = None
+    for batch in _batches(path, renderer, interval, errors, bar):
+        encodings = tokenizer.encode_many([r.text for _, r in batch])
+        for (number, rendered), enc in zip(batch, encodings, strict=True):
+            seq = pack(enc.ids)
+            seen: list[Divergence | None] = []
+            sim.feed(
+                seq,
+                lambda found, seq=seq, seen=seen: seen.append(
+                    diverge(seq, found.length, sim.unbounded, found)
+                ),
+            )
+            if first is None:
+                first = (rendered, enc.ids)
+            div = seen[0]
+            if div is None:
+                continue
+            char, line = key_char_line(rendered, enc, div)
+            anchor = line_anchor(rendered.text, char)
+            key = (line if line is not None else rendered.request.prompt is None, anchor)
+
+            make = partial(_new_cause, key, renderer, rendered, enc, seq, div, number, decode)
+            clusters.add(key, div.lost, make)
+        bar.update(sim.requests)
+    bar.update(sim.requests, final=True)
+    causes = clusters.ranked()[:top]
+    primary = engines[0].name
+    movable = [c for c in causes if c.tokens_lost > 0 and c.anchor.strip()][:what_ifs]
+    if movable:
+        _what_if(path, renderer, tokenizer, engines, movable, capacity, interval)
+    report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, len(errors), errors[:5], primary)
+    shown = causes[0].example_ids if causes else first[1] if first else []
+    report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
+    return report
+
+
+def _new_cause(
+    key: tuple[Any, ...],
+    renderer: Renderer,
+    rendered: Rendered,
+    enc: Any,
+    seq: bytes,
+    div: Divergence,
+    number: int,
+    decode: Callable[[list[int]], str],
+) -> Cause:
+    """A cluster's first member becomes its example (sections and lines are worked out only here)."""
+    char, line = key_char_line(rendered, enc, div)
+    a, b = example_texts(decode, seq, div)
+    return Cause(
+        key=key,
+        anchor=key[1],
+        section=rendered.section_at(char),
+        template_line=line,
+        template_text=renderer.template.traced.line_text(line).strip() if line else "",
+        token_index=div.token_index,
+        char_offset=char,
+        example_a=a,
+        example_b=b,
+        kind=classify(a, b),
+        request=number,
+        example_ids=list(enc.ids),
+    )
+
+
+def key_char_line(rendered: Rendered, enc: Any, div: Divergence) -> tuple[int, int | None]:
+    char = enc.offsets[div.token_index][0]
+    return char, rendered.template_line(char)
+
+
+def _what_if(
+    path: str,
+    renderer: Renderer,
+    tokenizer: LoadedTokenizer,
+    engines: list[Engine],
+    causes: list[Cause],
+    capacity: int | None,
+    interval: float,
+) -> None:
+    """One more pass: every cause's span moved to the end of each prompt, all simulated at once."""
+    from prefixlint.explain.whatif import move_span
+
+    sims = [Simulation(engines) for _ in causes]
+    for batch in _batches(path, renderer, interval, []):
+        texts = [move_span(r.text, c.anchor) for c in causes for _, r in batch]
+        encodings = tokenizer.encode_many(texts)
+        for k, sim in enumerate(sims):
+            for enc in encodings[k * len(batch) : (k + 1) * len(batch)]:
+                sim.feed(enc.ids)
+    for cause, sim in zip(causes, sims, strict=True):
+        cause.what_if = {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
+
+
+def _representative(
+    sim: Simulation, ids: list[int], decode: Callable[[list[int]], str], cause: Cause | None
+) -> dict[str, Any]:
+    """One prompt as tokens with how many requests shared the prefix up to each, for the page."""
+    counts = sim.unbounded.counts_along(pack(ids))
+    return {
+        "tokens": [decode([t]) for t in ids],
+        "shared_by": counts,
+        "divergence": cause.token_index if cause else None,
+    }
+
+
+__all__ = ["LogReport", "Request", "explain_log"]
+
+
+def log_text(report: LogReport) -> str:
+    """The log explanation as plain lines: hit rates, then causes with their what-ifs."""
+    out = [f"{report.requests:,} requests, {report.tokens:,} prompt tokens"]
+    if report.skipped:
+        out.append(f"{report.skipped:,} lines skipped (first: {report.skip_reasons[0]})")
+    for name, v in report.engines.items():
+        line = (
+            f"  {name:<10} hit rate {float(v['hit_rate']):7.2%}  ({int(v['hit_tokens']):,} tokens from cache)"  # type: ignore[arg-type]
+        )
+        lru = v.get("lru")
+        if isinstance(lru, dict):
+            line += f"; LRU {lru['capacity_tokens']:,} tokens: {lru['hit_rate']:.2%}"
+        out.append(line)
+    if not report.causes:
+        out.append("No request diverges from an earlier one: nothing to explain.")
+    for rank, c in enumerate(report.causes, 1):
+        share = c.count / report.requests if report.requests else 0.0
+        where = c.section + (
+            f", template line {c.template_line}: {c.template_text}" if c.template_line else ""
+        )
+        out.append(f"{rank}. {share:.1%} of requests diverge at token {c.token_index} in {where}")
+        out.append(f"   {c.kind}: {c.example_a!r} vs {c.example_b!r}")
+        if c.tokens_lost:
+            out.append(f"   {c.tokens_lost:,} static tokens after it recomputed")
+        else:
+            out.append("   nothing static follows: the requests' own content differs from here")
+        if c.what_if:
+            before = float(report.engines[report.primary]["hit_rate"])  # type: ignore[arg-type]
+            after = c.what_if.get(report.primary, 0.0)
+            out.append(
+                f"   what if the rest of the `{c.anchor}` line moved to the end of the prompt: "
+                f"{report.primary} hit rate {before:.1%} → {after:.1%}"
+            )
+    return "\n".join(out) + "\n"
