@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.jinja.environment import Limits
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES, resolve_selector
@@ -44,9 +45,10 @@ class Report:
         return max((d.severity for d in self.diagnostics), default=None)
 
 
-def read_text(path: str) -> str:
-    """A source's text; raises ValueError with a reason for binary or non-UTF-8 files."""
-    data = Path(path).read_bytes()
+def read_text(path: str, max_bytes: int = MAX_SOURCE_BYTES) -> str:
+    """A source's text; raises ValueError with a reason for binary, non-UTF-8, too large or
+    non-regular files (prefixlint.files), OSError for unreadable ones and symlink loops."""
+    data = read_limited(path, max_bytes)
     if b"\x00" in data[:8192]:
         raise ValueError("binary file (NUL bytes), not a text source")
     try:
@@ -81,7 +83,7 @@ def _lint_source(source: Source, options: Options) -> list[SourceResult]:
 
     bad_input_code = "PFX003" if source.kind == "python" else "PFX001"
     try:
-        text = read_text(source.path)
+        text = read_text(source.path, options.limits.file_bytes)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         diag = Diagnostic(bad_input_code, Span(source.path), f"cannot read: {reason}", Severity.ERROR)

@@ -11,6 +11,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file, read_limited
+
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
@@ -66,8 +68,8 @@ def _hf_cache_dir(model_id: str) -> Path | None:
 def read_special_tokens(config_path: Path) -> dict[str, str]:
     """`bos_token`, `eos_token`, … from a tokenizer_config.json, as the strings templates see."""
     try:
-        data = json.loads(config_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_limited(config_path).decode("utf-8"))
+    except (OSError, ValueError):  # InputError (too large, not a file) is a ValueError
         return {}
     if not isinstance(data, dict):
         return {}
@@ -118,9 +120,18 @@ def load_tokenizer_file(path: str) -> LoadedTokenizer:
 
     p = Path(path)
     try:
+        check_input_file(p, MAX_TOKENIZER_BYTES)
+    except (OSError, InputError) as exc:
+        raise TokenizerError(
+            f"{path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
+        ) from exc
+    try:
         if p.name.endswith(".gz"):
             with gzip.open(p, "rb") as fh:
-                tokenizer = Tokenizer.from_str(fh.read().decode("utf-8"))
+                data = fh.read(MAX_TOKENIZER_BYTES + 1)  # a gzip bomb stops at the limit
+            if len(data) > MAX_TOKENIZER_BYTES:
+                raise InputError(f"too large once decompressed: over {MAX_TOKENIZER_BYTES >> 20} MB")
+            tokenizer = Tokenizer.from_str(data.decode("utf-8"))
         else:
             tokenizer = Tokenizer.from_file(str(p))
     except Exception as exc:  # tokenizers raises plain Exceptions for malformed files

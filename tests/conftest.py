@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,3 +23,19 @@ def corpus_templates() -> list[Path]:
     if not (CORPUS / "templates").is_dir():
         return []
     return sorted((CORPUS / "templates").rglob("*.jinja"))
+
+
+def run_prefixlint(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """`python -m prefixlint ARGS` as a user runs it (a fresh process: real exit code, real stderr)."""
+    full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "prefixlint", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
