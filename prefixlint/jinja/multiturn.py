@@ -273,9 +273,12 @@ def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, An
         else:
             brk.cause = "block"
         return brk
-    # In the generation prompt, or in what the template writes after the last message (only
-    # whitespace left): the opening of the reply differs from its rendering as history.
-    if brk.char_a >= gen_start or not brk.a.text[brk.char_a :].strip():
+    # In what turn N renders after its last message (the generation prompt, a closing tag, text
+    # after the loop): the opening of the reply differs from its rendering as history.
+    last = str(brk.scenario.turn(brk.turn)[-1].get("content") or "")
+    at = brk.a.text.rfind(last) if last else -1
+    tail_start = min(gen_start, at + len(last)) if at >= 0 else gen_start
+    if brk.char_a >= tail_start:
         brk.code, brk.cause = "PFX403", "generation-prompt"
         return brk
     brk.code, brk.cause = "PFX401", "re-rendered"
@@ -352,7 +355,8 @@ _WHAT = {
     "system": "the system prompt moves with the conversation: it is rendered after the newest messages",
     "tools": "the tool list moves with the conversation: it is rendered next to the newest messages",
     "block": "a block of instructions moves with the conversation: it is rendered after the newest messages",
-    "generation-prompt": "turn {k}'s generation prompt renders differently once it is history in turn {k1}",
+    "generation-prompt": "the end of turn {k} (its generation prompt and what follows its last message) "
+    "renders differently once it is history in turn {k1}",
     "boundary": "the reply's boundary re-tokenizes: the tokens the model generated after turn {k}'s prompt "
     "are not the tokens turn {k1} renders there",
 }
