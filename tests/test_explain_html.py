@@ -1,0 +1,103 @@
+"""The `--html` page, loaded in a real headless Chromium: the DOM it builds is asserted."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from prefixlint.cli import cli
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "explain"
+CHROMIUM = shutil.which("chromium")
+
+
+def _log(tmp_path: Path, n: int) -> str:
+    lines = [
+        {
+            "timestamp": f"2025-03-31T23:59:{10 + i:02d}Z",
+            "body": {"messages": [{"role": "user", "content": f"Order {i}: where is it?"}]},
+        }
+        for i in range(n)
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return str(path)
+
+
+def _page(tmp_path: Path) -> tuple[Path, dict]:
+    page = tmp_path / "report.html"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "explain",
+            "--log",
+            _log(tmp_path, 8),
+            "--template",
+            str(FIX / "timestamp_head.jinja"),
+            "--html",
+            str(page),
+            "--format",
+            "json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    return page, json.loads(result.stdout)
+
+
+def test_page_is_self_contained(tmp_path):
+    page, data = _page(tmp_path)
+    text = page.read_text(encoding="utf-8")
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)  # nothing fetched from anywhere
+    assert text.count('class="cause"') == len(data["causes"])
+    assert 'id="divergence"' in text and "line 3: <code>Current time:" in text
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed")
+def test_page_in_headless_chromium(tmp_path):
+    page, data = _page(tmp_path)
+    profile = tmp_path / "profile"
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+    ]
+    dom = subprocess.run(
+        cmd + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120
+    ).stdout
+    # The page's script ran and counted what it shows.
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body, dom[:500]
+    attrs = dict(re.findall(r'data-([a-z]+)="([^"]*)"', body.group(1)))
+    assert attrs["rendered"] == "1"
+    tokens = int(attrs["tokens"])
+    assert tokens * data["requests"] == data["tokens"]  # the requests are all the same length
+    assert int(attrs["blocks"]) == (tokens + 15) // 16  # a vLLM block boundary every 16 tokens
+    # The divergence point is the token the top cause names, and it sits in the timestamp.
+    div = re.search(
+        r'<span class="tok[^"]*" id="divergence" data-i="(\d+)" data-shared="(\d+)"[^>]*>([^<]*)<', dom
+    )
+    assert div and int(div.group(1)) == data["causes"][0]["token_index"]
+    assert int(div.group(2)) == 1  # only its own request has this second
+    shared = [int(x) for x in re.findall(r'data-shared="(\d+)"', dom)]
+    assert shared[0] == data["requests"]  # every request starts with `<`
+    assert dom.count('<tr class="cause">') == len(data["causes"])
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        cmd + [f"--screenshot={shot}", "--window-size=1200,900", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+    )
+    assert shot.is_file() and shot.stat().st_size > 10_000
