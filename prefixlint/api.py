@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.jinja.environment import Limits
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
-from prefixlint.rules import RULES, resolve_selector
+from prefixlint.rules import RULES
 from prefixlint.sources import ConfigError, Source, discover, templates_in_tokenizer_config
-from prefixlint.tokens import LoadedTokenizer, TokenizerError, find_tokenizer_file, load_tokenizer, read_special_tokens
+from prefixlint.tokens import (
+    LoadedTokenizer,
+    TokenizerError,
+    find_tokenizer_file,
+    load_tokenizer,
+    read_special_tokens,
+    resolve_tokenizer_path,
+)
 
 
 @dataclass
@@ -25,10 +33,20 @@ class Options:
     # Template variables this app keeps fixed, and ones it passes per request (config `variables`).
     static_variables: tuple[str, ...] = ()
     dynamic_variables: tuple[str, ...] = ()
+    # From the config (prefixlint/config.py); `root` is the folder its paths are relative to.
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] | None = None  # gitignore patterns; None: the built-in defaults
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False  # apply excludes to files named explicitly too (pre-commit)
+    root: str | None = None  # None: the current folder
+    suppressions: bool = True
+    cache_dir: str | None = None  # None: no result cache (the CLI sets one unless --no-cache)
 
     def enabled_codes(self) -> set[str]:
-        codes = {c for s in self.select for c in resolve_selector(s)}
-        return codes - {c for s in self.ignore for c in resolve_selector(s)}
+        from prefixlint.config import enabled_codes
+
+        return enabled_codes(self.select + self.extend_select, self.ignore)
 
 
 @dataclass
@@ -77,13 +95,14 @@ def special_tokens_for(source_path: str, tokenizer: LoadedTokenizer) -> dict[str
     return tokens or dict(tokenizer.special_tokens)
 
 
-def _lint_source(source: Source, options: Options) -> list[SourceResult]:
+def _lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
+    """The raw results of one source; `text` stands in for the file's (the diff gate's old blob)."""
     from prefixlint.jinja.analyze import analyze_template
     from prefixlint.jinja.template import ChatTemplate
 
     bad_input_code = "PFX003" if source.kind == "python" else "PFX001"
     try:
-        text = read_text(source.path, options.limits.file_bytes)
+        text = read_text(source.path, options.limits.file_bytes) if text is None else text
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         diag = Diagnostic(bad_input_code, Span(source.path), f"cannot read: {reason}", Severity.ERROR)
@@ -118,20 +137,68 @@ def _lint_source(source: Source, options: Options) -> list[SourceResult]:
     return results
 
 
+def _filter(
+    source: Source, results: list[SourceResult], options: Options, enabled: set[str], text: str | None = None
+) -> None:
+    """Apply inline suppressions (reporting unused ones), per-file ignores and select/ignore."""
+    from prefixlint.config import per_file_ignored
+
+    if options.suppressions and results:
+        from prefixlint.suppress import directives_for, suppress, unused_suppressions
+
+        try:
+            text = read_text(source.path, options.limits.file_bytes) if text is None else text
+            directives = directives_for(source.kind, text)
+        except (OSError, ValueError):
+            directives = []
+        for result in results:
+            result.diagnostics = suppress(result.diagnostics, directives)
+        skipped = () if options.multiturn else ("PFX4",)
+        results[0].diagnostics += unused_suppressions(directives, source.path, skipped)
+    keep = enabled - per_file_ignored(Path(options.root or "."), options.per_file_ignores, source.path)
+    for result in results:
+        kept = (d for d in result.diagnostics if d.code in keep)
+        result.diagnostics = sorted(kept, key=Diagnostic.sort_key)
+
+
+def iter_sources(paths: list[str], options: Options) -> Iterator[Source]:
+    """The sources under `paths`, less the built-in, command-line and config excludes."""
+    from prefixlint.config import PathMatcher
+    from prefixlint.sources import DEFAULT_EXCLUDES
+
+    matcher = PathMatcher(Path(options.root or "."), (options.exclude or ()) + options.extend_exclude)
+    defaults = DEFAULT_EXCLUDES if options.exclude is None else ()
+    return discover(
+        paths, options.excludes, skip=matcher.matches, defaults=defaults, force_exclude=options.force_exclude
+    )
+
+
 def lint_paths(paths: list[str], options: Options) -> Report:
     """Analyse every source under `paths`; raises TokenizerError for an unusable `--tokenizer`."""
     if options.tokenizer is not None:
-        default_name = load_tokenizer(options.tokenizer).name  # fail early, before any output
-    else:
-        default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
+        resolve_tokenizer_path(options.tokenizer)  # fail early on a missing one, before any output
+    cache = None
+    if options.cache_dir is not None:
+        from prefixlint.cache import ResultCache
+
+        cache = ResultCache(Path(options.cache_dir))
     enabled = options.enabled_codes()
     results: list[SourceResult] = []
-    for source in discover(paths, options.excludes):
-        for result in _lint_source(source, options):
-            result.diagnostics = sorted(
-                (d for d in result.diagnostics if d.code in enabled), key=Diagnostic.sort_key
-            )
-            results.append(result)
+    for source in iter_sources(paths, options):
+        key = cache.key(source, options) if cache is not None else None
+        found = cache.get(key) if cache is not None else None
+        if found is None:
+            found = _lint_source(source, options)
+            if cache is not None:
+                cache.put(key, found)
+        _filter(source, found, options, enabled)
+        results.extend(found)
+    if options.tokenizer is not None:
+        # Named by the results when every source came from the cache (no tokenizer load at all).
+        cached_name = next((r.tokenizer for r in results if r.tokenizer), None)
+        default_name = cached_name or load_tokenizer(options.tokenizer).name
+    else:
+        default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
     return Report(tokenizer=default_name, engine=options.engine, sources=results)
 
 

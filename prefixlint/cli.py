@@ -24,47 +24,120 @@ def cli() -> None:
     """Find what breaks prefix (KV) caching in chat templates and prompt code."""
 
 
-@cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True), required=True)
-@click.option("--tokenizer", "tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.")
-@click.option("--engine", default="vllm", show_default=True, help="Engine whose caching rules PFX502 applies.")
-@click.option("--format", "fmt", type=click.Choice(["concise", "full", "json"]), default="concise", show_default=True)
-@click.option("--select", multiple=True, help="Rule codes or prefixes to report (default: all).")
-@click.option("--ignore", multiple=True, help="Rule codes or prefixes not to report.")
-@click.option("--exclude", multiple=True, help="Glob patterns of paths to skip.")
-@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), default="warning", show_default=True)
-@click.option("--no-multiturn", is_flag=True, help="Skip the multi-turn analysis.")
-@click.option("--output-file", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
-def check(paths: tuple[str, ...], tokenizer: str | None, engine: str, fmt: str, select: tuple[str, ...],
-          ignore: tuple[str, ...], exclude: tuple[str, ...], fail_on: str, no_multiturn: bool,
-          output_file: str | None) -> None:
-    """Lint chat templates (.jinja, .j2, tokenizer_config.json) and Python prompt code."""
-    from prefixlint.api import Options, lint_paths
-    from prefixlint.engines import load_engines
-    from prefixlint.model import Severity
-    from prefixlint.report import render_report
-    from prefixlint.rules import resolve_selector
-    from prefixlint.tokens import TokenizerError
+def _lint_options(func: Any) -> Any:
+    """The options `check` and `diff` share (the config file supplies what is not given)."""
+    options = [
+        click.option("--tokenizer", "tokenizer",
+                     help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache."),
+        click.option("--engine", help="Engine whose caching rules PFX502 applies (default: vllm)."),
+        click.option("--select", multiple=True, help="Rule codes or prefixes to report (default: all)."),
+        click.option("--extend-select", multiple=True, help="Rule codes or prefixes to add to `select`."),
+        click.option("--ignore", multiple=True, help="Rule codes or prefixes not to report."),
+        click.option("--exclude", multiple=True, help="Glob patterns of paths to skip."),
+        click.option("--force-exclude", is_flag=True,
+                     help="Apply the config's excludes to files named explicitly too (pre-commit)."),
+        click.option("--fail-on", type=click.Choice(["info", "warning", "error"]),
+                     help="Lowest severity that fails the run (default: warning)."),
+        click.option("--no-multiturn", is_flag=True, help="Skip the multi-turn analysis."),
+        click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
+                     help="Config file (default: the nearest prefixlint.toml or pyproject.toml with "
+                     "[tool.prefixlint])."),
+        click.option("--no-cache", is_flag=True, help="Analyse every source again (no result cache)."),
+        click.option("--output-file", type=click.Path(dir_okay=False),
+                     help="Write the report here instead of stdout."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
-    for selector in select + ignore:
+
+def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str]:
+    """(Options, fail-on) from the config file and the command line; exits 2 on a bad config."""
+    from prefixlint.config import ConfigError, build_options, discover_config
+    from prefixlint.engines import load_engines
+    from prefixlint.rules import resolve_selector
+
+    for selector in kw["select"] + kw["extend_select"] + kw["ignore"]:
         if not resolve_selector(selector):
             _fail(f"unknown rule code or prefix {selector!r} (see `prefixlint rules`)")
-    if engine not in load_engines():
-        _fail(f"unknown engine {engine!r}; known: {', '.join(sorted(load_engines()))}")
-    options = Options(tokenizer=tokenizer, engine=engine, excludes=exclude, select=select or ("ALL",),
-                      ignore=ignore, multiturn=not no_multiturn)
+    if kw["engine"] is not None and kw["engine"] not in load_engines():
+        _fail(f"unknown engine {kw['engine']!r}; known: {', '.join(sorted(load_engines()))}")
     try:
-        report = lint_paths(list(paths), options)
-    except TokenizerError as exc:
-        _fail(str(exc))
-    text = render_report(report, fmt)
+        config = discover_config(paths, kw["config_file"])
+    except ConfigError as exc:
+        _fail(f"config: {exc}")
+    options = build_options(
+        config, tokenizer=kw["tokenizer"], engine=kw["engine"], select=kw["select"],
+        extend_select=kw["extend_select"], ignore=kw["ignore"], excludes=kw["exclude"],
+        multiturn=not kw["no_multiturn"], force_exclude=kw["force_exclude"], use_cache=not kw["no_cache"],
+    )
+    return options, kw["fail_on"] or config.fail_on or "warning"
+
+
+def _write(text: str, output_file: str | None) -> None:
     if output_file:
         with open(output_file, "w", encoding="utf-8") as fh:
             fh.write(text)
     else:
         click.echo(text, nl=False)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(exists=True), required=True)
+@click.option("--format", "fmt", type=click.Choice(["concise", "full", "json", "github", "sarif"]),
+              default="concise", show_default=True)
+@click.option("--diff", "diff_ref", metavar="REF",
+              help="Gate on changes: compare each template with its version at git REF (`prefixlint diff`).")
+@click.option("--max-prefix-loss", type=click.IntRange(min=0), metavar="TOKENS",
+              help="With --diff: tokens the cacheable prefix may lose (default: any whole vLLM block).")
+@_lint_options
+def check(paths: tuple[str, ...], fmt: str, diff_ref: str | None, max_prefix_loss: int | None,
+          **kw: Any) -> None:
+    """Lint chat templates (.jinja, .j2, tokenizer_config.json) and Python prompt code."""
+    if diff_ref is not None:
+        _run_diff(diff_ref, paths, "json" if fmt == "json" else "text", max_prefix_loss, kw)
+    from prefixlint.api import lint_paths
+    from prefixlint.model import Severity
+    from prefixlint.report import render_report
+    from prefixlint.tokens import TokenizerError
+
+    options, fail_on = _setup(paths, kw)
+    try:
+        report = lint_paths(list(paths), options)
+    except TokenizerError as exc:
+        _fail(str(exc))
+    _write(render_report(report, fmt), kw["output_file"])
     worst = report.worst()
     sys.exit(EXIT_FINDINGS if worst is not None and worst >= Severity.parse(fail_on) else EXIT_OK)
+
+
+def _run_diff(
+    ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | None, kw: dict[str, Any]
+) -> None:
+    from prefixlint.diffgate import DiffError, diff_gate, render_diff
+    from prefixlint.model import Severity
+    from prefixlint.tokens import TokenizerError
+
+    options, fail_on = _setup(paths or (".",), kw)
+    try:
+        result = diff_gate(ref, list(paths or (".",)), options, max_prefix_loss, Severity.parse(fail_on))
+    except (DiffError, TokenizerError) as exc:
+        _fail(str(exc))
+    _write(render_diff(result, fmt), kw["output_file"])
+    sys.exit(EXIT_FINDINGS if result.failed else EXIT_OK)
+
+
+@cli.command("diff")
+@click.argument("ref")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--max-prefix-loss", type=click.IntRange(min=0), metavar="TOKENS",
+              help="Tokens the cacheable prefix may lose (default: any whole vLLM block).")
+@_lint_options
+def diff_cmd(ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | None, **kw: Any) -> None:
+    """Fail when a change since git REF shortens a template's cacheable prefix, adds findings, or
+    changes its static prefix; prints before/after cacheable tokens per template (PATHS default: .)."""
+    _run_diff(ref, paths, fmt, max_prefix_loss, kw)
 
 
 def _parse_var(text: str) -> tuple[str, Any]:
@@ -186,7 +259,6 @@ def explain(paths: tuple[str, ...], **kw: Any) -> None:
         click.echo(run(paths, **kw), nl=False)
     except (ExplainError, TokenizerError) as exc:
         _fail(str(exc))
-
 
 
 def main() -> None:

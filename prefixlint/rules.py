@@ -32,6 +32,7 @@ RULES: dict[str, Rule] = {
         Rule("PFX001", "template-syntax-error", "the template does not parse", _E),
         Rule("PFX002", "template-render-error", "the template raises for the inputs tried", _W),
         Rule("PFX003", "python-syntax-error", "a Python source does not parse", _E),
+        Rule("PFX004", "unused-suppression", "a suppression comment that suppresses nothing", _W),
         Rule("PFX101", "clock-in-prefix", "the current date or time ahead of static content", _E),
         Rule("PFX102", "id-in-prefix", "request, session, trace or user ids ahead of static content", _E),
         Rule("PFX103", "random-in-prefix", "randomness ahead of static content", _E),

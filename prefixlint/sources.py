@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,10 +43,20 @@ def _excluded(rel: str, patterns: tuple[str, ...]) -> bool:
     return False
 
 
-def discover(paths: list[str], excludes: tuple[str, ...] = ()) -> Iterator[Source]:
+def discover(
+    paths: list[str],
+    excludes: tuple[str, ...] = (),
+    *,
+    skip: Callable[[Path, bool], bool] | None = None,
+    defaults: tuple[str, ...] = DEFAULT_EXCLUDES,
+    force_exclude: bool = False,
+) -> Iterator[Source]:
     """Sources under `paths`. A file named explicitly is linted whatever its name (as a template
-    unless it is a .py or a tokenizer_config.json); folders yield only files of known kinds."""
-    patterns = DEFAULT_EXCLUDES + tuple(excludes)
+    unless it is a .py or a tokenizer_config.json); folders yield only files of known kinds.
+    `skip(path, is_dir)` is the config's excludes; it applies to files named explicitly only
+    with `force_exclude` (as in ruff, so pre-commit's file list honours the config)."""
+    patterns = tuple(defaults) + tuple(excludes)
+    skip = skip or (lambda _path, _is_dir: False)
     seen: set[str] = set()
     for given in paths:
         root = Path(given)
@@ -54,16 +64,20 @@ def discover(paths: list[str], excludes: tuple[str, ...] = ()) -> Iterator[Sourc
             for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
                 rel_dir = os.path.relpath(dirpath, root)
                 dirnames[:] = sorted(
-                    d for d in dirnames if not _excluded(os.path.normpath(os.path.join(rel_dir, d)), patterns)
+                    d
+                    for d in dirnames
+                    if not _excluded(os.path.normpath(os.path.join(rel_dir, d)), patterns)
+                    and not skip(Path(dirpath) / d, True)
                 )
                 for filename in sorted(filenames):
                     file = Path(dirpath) / filename
                     rel = os.path.normpath(os.path.join(rel_dir, filename))
                     kind = source_kind(file)
-                    if kind and not _excluded(rel, patterns) and str(file) not in seen:
+                    excluded = _excluded(rel, patterns) or skip(file, False)
+                    if kind and not excluded and str(file) not in seen:
                         seen.add(str(file))
                         yield Source(str(file), kind)
-        elif str(root) not in seen:
+        elif str(root) not in seen and not (force_exclude and skip(root, False)):
             seen.add(str(root))
             yield Source(str(root), source_kind(root) or "jinja")
 

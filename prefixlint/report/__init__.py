@@ -9,14 +9,22 @@ if TYPE_CHECKING:
 
 
 def render_report(report: Report, fmt: str) -> str:
-    """The report in `fmt` (concise, full, json)."""
+    """The report in `fmt` (concise, full, json, github, sarif)."""
     if fmt == "json":
         from prefixlint.report.json import render_json
 
         return render_json(report)
+    if fmt == "github":
+        from prefixlint.report.github import render_github
+
+        return render_github(report)
+    if fmt == "sarif":
+        from prefixlint.report.sarif import render_sarif
+
+        return render_sarif(report)
     from prefixlint.report.text import render_concise, render_full
 
     return render_full(report) if fmt == "full" else render_concise(report)
 
 
-FORMATS = ("concise", "full", "json")
+FORMATS = ("concise", "full", "json", "github", "sarif")

@@ -1,0 +1,171 @@
+"""The result cache: an unchanged source is not analysed again.
+
+One JSON file per source result under `<cache dir>/v1/`, named by a SHA-256 of everything the
+analysis reads: the file's bytes and path, the tokenizer file (path, size, mtime) and the
+tokenizer_config.json beside the source, every analysis option, and prefixlint itself (version
+and the size/mtime of its own files, so an editable install never serves stale results). What
+is cached is the raw analysis, before select/ignore, per-file ignores and suppressions, which are
+cheap and applied on every run. JSON, not pickle: a cache dir that arrives with a hostile
+repository must not run code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, fields
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prefixlint.files import read_limited
+from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
+
+if TYPE_CHECKING:
+    from prefixlint.api import Options
+    from prefixlint.sources import Source
+
+CACHE_DIR_NAME = ".prefixlint_cache"
+FORMAT = "v1"
+# Options that only filter results; everything else on Options is assumed to change the analysis.
+_FILTER_OPTIONS = frozenset(
+    {
+        "select",
+        "extend_select",
+        "ignore",
+        "per_file_ignores",
+        "excludes",
+        "exclude",
+        "extend_exclude",
+        "force_exclude",
+        "suppressions",
+        "cache_dir",
+        "root",
+    }
+)
+
+
+def default_cache_dir(root: Path) -> Path:
+    """`$PREFIXLINT_CACHE_DIR`, else `.prefixlint_cache/` in the project root."""
+    env = os.environ.get("PREFIXLINT_CACHE_DIR")
+    return Path(env) if env else root / CACHE_DIR_NAME
+
+
+def _stat(path: Path) -> list[Any]:
+    try:
+        st = path.stat()
+    except OSError:
+        return [str(path), None]
+    return [str(path), st.st_size, st.st_mtime_ns]
+
+
+@cache
+def _self_digest() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ver = version("prefixlint")
+    except PackageNotFoundError:
+        ver = "unknown"
+    package = Path(__file__).resolve().parent
+    files = sorted(p for p in package.rglob("*") if p.suffix in (".py", ".toml", ".json") and p.is_file())
+    listing = json.dumps([ver, *(_stat(p) for p in files)])
+    return hashlib.sha256(listing.encode()).hexdigest()
+
+
+def _tokenizer_identity(source_path: str, options: Options) -> list[Any]:
+    from prefixlint.tokens import TokenizerError, find_tokenizer_file, resolve_tokenizer_path
+
+    try:
+        if options.tokenizer is None:
+            tok = find_tokenizer_file(Path(source_path).parent) or resolve_tokenizer_path(None)
+        else:
+            tok = resolve_tokenizer_path(options.tokenizer)
+    except TokenizerError:
+        tok = Path(str(options.tokenizer))
+    beside = Path(source_path).parent / "tokenizer_config.json"
+    return [_stat(tok), _stat(tok.parent / "tokenizer_config.json"), _stat(beside)]
+
+
+def _analysis_options(options: Options) -> dict[str, str]:
+    return {f.name: repr(getattr(options, f.name)) for f in fields(options) if f.name not in _FILTER_OPTIONS}
+
+
+def _result_from_json(data: dict[str, Any]) -> SourceResult:
+    diagnostics = []
+    for d in data.pop("diagnostics"):
+        evidence = d.pop("evidence")
+        diagnostics.append(
+            Diagnostic(
+                span=Span(**d.pop("span")),
+                severity=Severity(d.pop("severity")),
+                evidence=Evidence(**evidence) if evidence is not None else None,
+                **d,
+            )
+        )
+    return SourceResult(diagnostics=diagnostics, **data)
+
+
+class ResultCache:
+    """Get and put the raw results of one source; any unreadable entry is a miss."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory / FORMAT
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, source: Source, options: Options) -> str | None:
+        try:  # the same checks as the analysis: no FIFO read, no 1 GB file loaded to hash it
+            content = read_limited(source.path, options.limits.file_bytes)
+        except (OSError, ValueError):
+            return None  # unreadable sources are cheap to re-check and reported by the analysis
+        header = json.dumps(
+            [
+                _self_digest(),
+                source.path,
+                source.kind,
+                _tokenizer_identity(source.path, options),
+                _analysis_options(options),
+            ]
+        )
+        return hashlib.sha256(header.encode() + b"\0" + content).hexdigest()
+
+    def get(self, key: str | None) -> list[SourceResult] | None:
+        if key is None:
+            return None
+        try:
+            data = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+            results = [_result_from_json(item) for item in data]
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return results
+
+    def put(self, key: str | None, results: list[SourceResult]) -> None:
+        if key is None:
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._mark_root()
+            text = json.dumps([asdict(r) for r in results], ensure_ascii=False)
+            # Write then rename, so a concurrent run (pre-commit, an editor) never reads half a file.
+            fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, self.directory / f"{key}.json")
+        except OSError:
+            pass  # a read-only checkout still lints, only without a cache
+
+    def _mark_root(self) -> None:
+        root = self.directory.parent
+        gitignore = root / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text("# Created by prefixlint automatically.\n*\n", encoding="utf-8")
+        tag = root / "CACHEDIR.TAG"
+        if not tag.exists():
+            tag.write_text(
+                "Signature: 8a477f597d28d172789f06886806bc55\n# prefixlint result cache\n", "utf-8"
+            )

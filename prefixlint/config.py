@@ -1,0 +1,294 @@
+"""Project configuration: `[tool.prefixlint]` in pyproject.toml, or a `prefixlint.toml` /
+`.prefixlint.toml` (top-level keys), found by walking up from the first path (ruff's rules).
+
+Rule selection follows ruff and flake8: selectors are code prefixes (`PFX1`, `PFX101`) or `ALL`,
+and when a code matches both a select and an ignore selector, the longest selector wins (an
+ignore wins a tie). Paths in `exclude`, `extend-exclude` and `per-file-ignores` use gitignore
+semantics relative to the folder that holds the config file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prefixlint.rules import RULES, resolve_selector
+
+if TYPE_CHECKING:
+    from prefixlint.api import Options
+
+CONFIG_FILES = (".prefixlint.toml", "prefixlint.toml", "pyproject.toml")
+SEVERITIES = ("info", "warning", "error")
+
+# key -> (kind, help); the kinds are checked by _check_value.
+_KEYS: dict[str, str] = {
+    "select": "selectors",
+    "extend-select": "selectors",
+    "ignore": "selectors",
+    "per-file-ignores": "per-file",
+    "exclude": "strings",
+    "extend-exclude": "strings",
+    "tokenizer": "string",
+    "engine": "string",
+    "fail-on": "string",
+    "cache-dir": "string",
+    "variables": "variables",
+}
+_VARIABLE_KEYS = ("static", "dynamic")
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path | None = None  # None: no config file found (all defaults)
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] | None = None  # None: the built-in defaults
+    extend_exclude: tuple[str, ...] = ()
+    tokenizer: str | None = None
+    engine: str | None = None
+    fail_on: str | None = None
+    cache_dir: str | None = None
+    static_variables: tuple[str, ...] = ()
+    dynamic_variables: tuple[str, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def root(self) -> Path:
+        """The folder that relative paths in the config are relative to."""
+        return self.path.parent if self.path is not None else Path.cwd()
+
+
+def _has_section(path: Path) -> bool:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False  # a broken pyproject.toml that is not ours is not our error
+    return isinstance(data.get("tool"), dict) and "prefixlint" in data["tool"]
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest config file at or above `start` (a file's folder, or a folder)."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for directory in (folder, *folder.parents):
+        for name in CONFIG_FILES:
+            candidate = directory / name
+            if candidate.is_file() and (name != "pyproject.toml" or _has_section(candidate)):
+                return candidate
+    return None
+
+
+def _selectors(value: Any, key: str, where: str) -> tuple[str, ...]:
+    items = _strings(value, key, where)
+    for item in items:
+        if not resolve_selector(item):
+            raise ConfigError(
+                f"{where}: `{key}`: unknown rule code or prefix {item!r} (see `prefixlint rules`)"
+            )
+    return tuple(s.strip().upper() for s in items)
+
+
+def _strings(value: Any, key: str, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def _string(value: Any, key: str, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: `{key}` must be a string, got {value!r}")
+    return value
+
+
+def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
+    """Validate a `[tool.prefixlint]` table (or a prefixlint.toml's top level)."""
+    where = str(path)
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        kind = _KEYS.get(key)
+        if kind is None:
+            raise ConfigError(f"{where}: unknown key `{name}`; known keys: {', '.join(_KEYS)}")
+        if kind == "selectors":
+            values[key] = _selectors(value, name, where)
+        elif kind == "strings":
+            values[key] = _strings(value, name, where)
+        elif kind == "string":
+            values[key] = _string(value, name, where)
+        elif kind == "per-file":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: `{name}` must be a table of glob = [codes]")
+            values[key] = tuple(
+                (glob, _selectors(codes, f"{name}.{glob!r}", where)) for glob, codes in value.items()
+            )
+        else:  # variables
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: `{name}` must be a table with `static` and `dynamic` lists")
+            for sub in value:
+                if sub not in _VARIABLE_KEYS:
+                    raise ConfigError(f"{where}: unknown key `{name}.{sub}`; known keys: static, dynamic")
+            values["static"] = _strings(value.get("static", []), f"{name}.static", where)
+            values["dynamic"] = _strings(value.get("dynamic", []), f"{name}.dynamic", where)
+            both = sorted(set(values["static"]) & set(values["dynamic"]))
+            if both:
+                raise ConfigError(f"{where}: `{name}`: {', '.join(both)} listed as both static and dynamic")
+
+    fail_on = values.get("fail-on")
+    if fail_on is not None and fail_on not in SEVERITIES:
+        raise ConfigError(
+            f"{where}: `{prefix}fail-on` must be one of {', '.join(SEVERITIES)}, got {fail_on!r}"
+        )
+    engine = values.get("engine")
+    if engine is not None:
+        from prefixlint.engines import load_engines
+
+        if engine not in load_engines():
+            known = ", ".join(sorted(load_engines()))
+            raise ConfigError(f"{where}: `{prefix}engine`: unknown engine {engine!r}; known: {known}")
+    tokenizer = values.get("tokenizer")
+    if tokenizer is not None and (path.parent / tokenizer).exists():
+        tokenizer = str(path.parent / tokenizer)  # a path is relative to the config file, a Hub id is not
+    return Config(
+        path=path,
+        select=values.get("select"),
+        extend_select=values.get("extend-select", ()),
+        ignore=values.get("ignore", ()),
+        per_file_ignores=values.get("per-file-ignores", ()),
+        exclude=values.get("exclude"),
+        extend_exclude=values.get("extend-exclude", ()),
+        tokenizer=tokenizer,
+        engine=engine,
+        fail_on=fail_on,
+        cache_dir=values.get("cache-dir"),
+        static_variables=values.get("static", ()),
+        dynamic_variables=values.get("dynamic", ()),
+        raw=data,
+    )
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate one config file; raises ConfigError naming the file."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("prefixlint", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: `tool.prefixlint` must be a table")
+        return parse_config(table, path, prefix="tool.prefixlint.")
+    return parse_config(data, path)
+
+
+def discover_config(paths: Iterable[str], explicit: str | None = None) -> Config:
+    """The config for a run: `explicit` if given, else the nearest one above the first path."""
+    if explicit is not None:
+        return load_config(Path(explicit))
+    first = next(iter(paths), None)
+    found = find_config(Path(first) if first else Path.cwd())
+    return load_config(found) if found is not None else Config()
+
+
+def _specificity(selector: str) -> int:
+    return 0 if selector == "ALL" else len(selector)
+
+
+def enabled_codes(select: Iterable[str], ignore: Iterable[str]) -> set[str]:
+    """Codes enabled by ruff-style selectors: per code, the longest matching selector decides."""
+    chosen: dict[str, tuple[int, bool]] = {}  # code -> (specificity, enabled)
+    for selectors, enabled in ((select, True), (ignore, False)):
+        for selector in selectors:
+            norm = selector.strip().upper()
+            for code in resolve_selector(norm):
+                rank = (_specificity(norm), not enabled)  # at equal length, ignore beats select
+                best = chosen.get(code)
+                if best is None or rank > (best[0], not best[1]):
+                    chosen[code] = (rank[0], enabled)
+    return {code for code, (_, on) in chosen.items() if on and code in RULES}
+
+
+class PathMatcher:
+    """gitignore-style patterns anchored at `root`; paths outside `root` never match."""
+
+    def __init__(self, root: Path, patterns: Iterable[str]) -> None:
+        import pathspec
+
+        self.root = root.resolve()
+        self.patterns = tuple(patterns)
+        self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+
+    def matches(self, path: Path | str, is_dir: bool = False) -> bool:
+        if not self.patterns:
+            return False
+        try:
+            rel = Path(os.path.abspath(path)).relative_to(self.root).as_posix()
+        except ValueError:
+            return False
+        if rel == ".":
+            return False
+        return self._spec.match_file(rel + "/" if is_dir else rel)
+
+
+def per_file_ignored(
+    root: Path, per_file_ignores: Iterable[tuple[str, tuple[str, ...]]], path: str
+) -> set[str]:
+    """The codes that `per-file-ignores` turns off for `path`."""
+    out: set[str] = set()
+    for glob, selectors in per_file_ignores:
+        if PathMatcher(root, [glob]).matches(path):
+            out.update(c for s in selectors for c in resolve_selector(s))
+    return out
+
+
+def build_options(
+    config: Config,
+    *,
+    tokenizer: str | None = None,
+    engine: str | None = None,
+    select: tuple[str, ...] = (),
+    extend_select: tuple[str, ...] = (),
+    ignore: tuple[str, ...] = (),
+    excludes: tuple[str, ...] = (),
+    multiturn: bool = True,
+    force_exclude: bool = False,
+    use_cache: bool = False,
+) -> Options:
+    """Options for a run: command-line values win over the config's, which win over defaults.
+    `--select` replaces the config's `select`; `--extend-select` and `--ignore` add to it."""
+    from prefixlint.api import Options
+
+    root = config.root
+    cache_dir = None
+    if use_cache:
+        from prefixlint.cache import default_cache_dir
+
+        cache_dir = str(root / config.cache_dir) if config.cache_dir else str(default_cache_dir(root))
+    return Options(
+        tokenizer=tokenizer if tokenizer is not None else config.tokenizer,
+        engine=engine or config.engine or "vllm",
+        excludes=excludes,
+        select=select or config.select or ("ALL",),
+        ignore=config.ignore + ignore,
+        multiturn=multiturn,
+        static_variables=config.static_variables,
+        dynamic_variables=config.dynamic_variables,
+        extend_select=config.extend_select + extend_select,
+        per_file_ignores=config.per_file_ignores,
+        exclude=config.exclude,
+        extend_exclude=config.extend_exclude,
+        force_exclude=force_exclude,
+        root=str(root),
+        cache_dir=cache_dir,
+    )
