@@ -302,14 +302,19 @@ def _pairs(
             if a is not None and b is not None:
                 pairs.append((scenario, k, a, b, _emitted(a, b, scenario.steps[k - 1], specials, thinking)))
     renders = {id(r): r for _, _, a, b, _ in pairs for r in (a, b) if not r.ids and r.text}
-    emitted = [e for *_, e in pairs if e is not None and e.text]
-    texts = sorted({r.text for r in renders.values()} | {e.text for e in emitted})
+    # The generated reply is tokenized after turn N's text, as the model saw it (a standalone
+    # encoding would add SentencePiece's leading "▁"); standalone only if that merges with turn N.
+    generated = {a.text + e.text: e.text for _, _, a, _, e in pairs if e is not None and e.text}
+    texts = sorted({r.text for r in renders.values()} | set(generated) | set(generated.values()))
     if texts:
         encoded = dict(zip(texts, tokenizer.encode_many(texts), strict=True))
         for r in renders.values():
             r.ids, r.offsets = encoded[r.text].ids, encoded[r.text].offsets
-        for e in emitted:
-            e.ids = list(encoded[e.text].ids)
+        for _, _, a, _, e in pairs:
+            if e is not None and e.text:
+                together = encoded[a.text + e.text].ids
+                clean = together[: len(a.ids)] == a.ids
+                e.ids = list(together[len(a.ids) :] if clean else encoded[e.text].ids)
     return pairs
 
 
