@@ -1,0 +1,99 @@
+"""The CI gate on changes: a temporary git repo, a committed template, a working-tree change."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES
+
+from prefixlint.api import Options
+from prefixlint.cli import cli
+from prefixlint.diffgate import DiffError, diff_gate, render_diff
+
+DIFF = FIXTURES / "ecosystem" / "diff"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    _git(tmp_path, "init", "-q")
+    shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "base")
+    return tmp_path
+
+
+def test_moving_the_timestamp_to_the_top_fails(repo: Path) -> None:
+    shutil.copy(DIFF / "timestamp_top.jinja", repo / "chat_template.jinja")
+    result = diff_gate("HEAD", [str(repo)], Options())
+    [change] = result.changes
+    assert result.failed
+    assert change.before is not None and change.after is not None and change.after < change.before - 16
+    assert any("shrank" in f and "vLLM block" in f for f in change.failures)
+    text = render_diff(result)
+    assert f"cacheable prefix {change.before} -> {change.after} tokens" in text and "FAIL" in text
+    assert "1 of 1 template(s) fail the gate" in text
+
+
+def test_editing_the_user_turn_passes(repo: Path) -> None:
+    shutil.copy(DIFF / "user_turn_edit.jinja", repo / "chat_template.jinja")
+    result = diff_gate("HEAD", [str(repo)], Options())
+    [change] = result.changes
+    assert not result.failed, render_diff(result)
+    assert change.before == change.after and not change.added and change.static_changed_at is None
+    assert "the gate passes" in render_diff(result)
+
+
+def test_editing_the_static_prefix_warns_with_the_recomputed_tokens(repo: Path) -> None:
+    text = (DIFF / "base.jinja").read_text(encoding="utf-8").replace("travel company", "travel agency")
+    (repo / "chat_template.jinja").write_text(text, encoding="utf-8")
+    result = diff_gate("HEAD", [str(repo)], Options())
+    [change] = result.changes
+    assert not change.failures and change.static_changed_at is not None
+    assert change.recomputed > 0 and any("cold cache" in w for w in change.warnings)
+    assert result.failed  # a warning fails at the default fail-on (warning)
+    from prefixlint.model import Severity
+
+    assert not diff_gate("HEAD", [str(repo)], Options(), fail_on=Severity.ERROR).failed
+
+
+def test_a_threshold_tolerates_a_small_loss_and_new_templates_need_no_findings(repo: Path) -> None:
+    shutil.copy(DIFF / "timestamp_top.jinja", repo / "chat_template.jinja")
+    assert not diff_gate("HEAD", [str(repo)], Options(), max_prefix_loss=10_000).changes[0].failures
+    shutil.copy(DIFF / "base.jinja", repo / "chat_template.jinja")
+    shutil.copy(FIXTURES / "templates" / "request_id.jinja", repo / "new.jinja")
+    result = diff_gate("HEAD", [str(repo)], Options())
+    new = next(c for c in result.changes if c.path.endswith("new.jinja"))
+    assert new.before is None and "PFX102" in [d.code for d in new.added] and result.failed
+
+
+def test_cli_diff_and_check_diff(repo: Path) -> None:
+    shutil.copy(DIFF / "timestamp_top.jinja", repo / "chat_template.jinja")
+    runner = CliRunner()
+    failed = runner.invoke(cli, ["diff", "HEAD", str(repo), "--no-cache"])
+    assert failed.exit_code == 1 and "FAIL" in failed.output
+    as_json = runner.invoke(cli, ["check", "--diff", "HEAD", "--format", "json", "--no-cache", str(repo)])
+    assert as_json.exit_code == 1
+    document = json.loads(as_json.output)
+    assert document["failed"] and document["templates"][0]["cacheable_prefix_tokens_after"] < 20
+    bad_ref = runner.invoke(cli, ["diff", "no-such-ref", str(repo), "--no-cache"])
+    assert bad_ref.exit_code == 2
+
+
+def test_outside_a_git_work_tree_is_an_error(tmp_path: Path) -> None:
+    shutil.copy(DIFF / "base.jinja", tmp_path / "t.jinja")
+    with pytest.raises(DiffError):
+        diff_gate("HEAD", [str(tmp_path / "t.jinja")], Options())
