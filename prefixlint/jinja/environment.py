@@ -32,6 +32,8 @@ import jinja2.utils
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from prefixlint.files import MAX_SOURCE_BYTES
+
 TEMPLATE_FILENAME = "<template>"
 
 
@@ -50,7 +52,7 @@ class Limits:
     int_bits: int = 65_536  # any integer built while rendering (~20,000 digits)
     memory_bytes: int = 1 << 30  # address space one render may add (POSIX; a 1 GB string fails fast)
     recursion: int = 600  # Python frames a render may add (recursive macros)
-    file_bytes: int = 16 << 20  # a template, tokenizer_config.json or .py read; larger is a finding
+    file_bytes: int = MAX_SOURCE_BYTES  # a template, tokenizer_config.json or .py; larger is a finding
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,11 @@ class _LimitedSandbox(ImmutableSandboxedEnvironment):
     max_value_len = 2_000_000
     max_int_bits = 65_536
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Block bodies (`{% set %}…{% endset %}`, macros, `{% filter %}`) join with `environment.concat`.
+        self.concat = self.checked_join(ImmutableSandboxedEnvironment.concat)
+
     def check_value(self, value: Any) -> Any:
         if isinstance(value, (str, list, tuple, dict, bytes)) and len(value) > self.max_value_len:
             raise RenderLimitError(f"a value longer than {self.max_value_len:,} items")
@@ -212,9 +219,18 @@ class _LimitedSandbox(ImmutableSandboxedEnvironment):
         elif name in ("format", "format_map"):
             self._check_format(s, args)
 
-    def format_string(self, s: str, args: tuple, kwargs: dict, format_func: Any = None) -> str:
-        self._check_format(s, args)
-        return self.check_value(super().format_string(s, args, kwargs, format_func))
+    def wrap_str_format(self, value: Any) -> Callable[..., str] | None:
+        # `'{:>999999999}'.format(x)` allocates in C, where no time limit can interrupt it.
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        fmt = value.__self__
+
+        def checked(*args: Any, **kwargs: Any) -> str:
+            self._check_format(fmt, args + tuple(kwargs.values()))
+            return self.check_value(wrapped(*args, **kwargs))
+
+        return checked
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> jinja2.Undefined:
         # HF renders `''.__class__` alone as an empty string; a linter says what the template tried.
@@ -247,7 +263,7 @@ class _LimitedSandbox(ImmutableSandboxedEnvironment):
 
 
 class _LimitedTemplate(jinja2.Template):
-    """Compiled templates join strings with runtime helpers the sandbox never sees; swap in
+    """Compiled templates join `~` operands with runtime helpers the sandbox never sees; swap in
     size-checked ones."""
 
     @classmethod
@@ -255,7 +271,7 @@ class _LimitedTemplate(jinja2.Template):
         cls, environment: jinja2.Environment, namespace: Any, globals: Any
     ) -> jinja2.Template:
         if isinstance(environment, _LimitedSandbox):
-            for name in ("concat", "str_join", "markup_join"):
+            for name in ("str_join", "markup_join"):
                 if name in namespace:
                     namespace[name] = environment.checked_join(namespace[name])
         return super()._from_namespace(environment, namespace, globals)
