@@ -24,7 +24,7 @@ from prefixlint.jinja.inputs import (
     conversation,
 )
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
-from prefixlint.jinja.tracer import TracedRender
+from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
@@ -51,20 +51,13 @@ SCENARIOS = (
 
 
 @dataclass
-class Render:
+class Render(TokenizedRender):
     """One rendered request: what varied, the traced text, where the user's text starts."""
 
-    scenario: Scenario
-    variant: str  # "base", "user text", "earlier turns", a clock label, or "var:<name>"
-    traced: TracedRender
-    content_start: int
-    clock_calls: list = field(default_factory=list)
-    ids: list[int] = field(default_factory=list)
-    offsets: list[tuple[int, int]] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return self.traced.text
+    scenario: Scenario = field(kw_only=True)
+    variant: str = field(kw_only=True)  # "base", "user text", "earlier turns", a clock label, "var0:…"
+    content_start: int = field(kw_only=True)
+    clock_calls: list = field(default_factory=list, kw_only=True)
 
 
 @dataclass
@@ -121,7 +114,8 @@ class _Renderer:
             self.failures.setdefault(key, []).append(f"{scenario.label} ({variant})")
             return None
         calls = list(self.template.clock.calls)
-        return Render(scenario, variant, traced, _content_start(traced.text, messages), calls)
+        start = _content_start(traced.text, messages)
+        return Render(traced, scenario=scenario, variant=variant, content_start=start, clock_calls=calls)
 
 
 def _varied_variables(template: ChatTemplate, options: Options) -> list[tuple[str, str, bool]]:
@@ -443,8 +437,7 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
         return result
 
     all_renders = [r for _, rs in per_scenario for r in rs]
-    for r, enc in zip(all_renders, tokenizer.encode_many([r.text for r in all_renders]), strict=True):
-        r.ids, r.offsets = enc.ids, enc.offsets
+    tokenize_renders(all_renders, tokenizer)
 
     findings = [f for _, rs in per_scenario for f in _findings(rs, template)]
     result.diagnostics.extend(_merge(findings, working, template))

@@ -36,7 +36,7 @@ from prefixlint.jinja.multiturn_scenarios import (
     mentions_reasoning,
 )
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.jinja.tracer import TracedRender
+from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
 from prefixlint.rules import RULES
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len
@@ -56,17 +56,6 @@ class MultiTurnResult:
     reuse: (
         float | None
     )  # fraction of turn N's tokens that turn N+1 reuses (worst over scenarios); None if nothing rendered
-
-
-@dataclass
-class _Render:
-    traced: TracedRender
-    ids: list[int] = field(default_factory=list)
-    offsets: list[tuple[int, int]] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        return self.traced.text
 
 
 @dataclass
