@@ -159,3 +159,16 @@ def test_render_command_on_bad_input(tmp_path: Path) -> None:
         proc = run_prefixlint("render", name, cwd=tmp_path)
         assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
         assert proc.stderr.startswith(f"prefixlint: error: {name}: ")
+
+
+@pytest.mark.parametrize(
+    ("source", "line"), [("{% break %}", 1), ("a\nb\n{% if x %}\n{% continue %}{% endif %}", 4)]
+)
+def test_python_syntax_error_in_generated_code_is_pfx001(tmp_path: Path, source: str, line: int) -> None:
+    # Jinja accepts `{% break %}` outside a loop and emits Python that does not compile (found by fuzzing).
+    path = tmp_path / "t.jinja"
+    path.write_text(source, encoding="utf-8")
+    [result] = lint_paths([str(path)], Options(multiturn=False)).sources
+    [diag] = result.diagnostics
+    assert (diag.code, diag.span.line) == ("PFX001", line)
+    assert "outside loop" in diag.message or "not properly in loop" in diag.message

@@ -57,8 +57,26 @@ class ChatTemplate:
         self.budget = RenderBudget(self.limits)
 
     def _compile(self) -> TracedTemplate:
-        with time_limit(self.limits.seconds, "compiling"), recursion_limit(self.limits.recursion):
-            return TracedTemplate(self.env, self.source)
+        try:
+            with time_limit(self.limits.seconds, "compiling"), recursion_limit(self.limits.recursion):
+                return TracedTemplate(self.env, self.source)
+        except SyntaxError as exc:  # Python's, on the code Jinja generated: `{% break %}` outside a loop
+            raise jinja2.TemplateSyntaxError(str(exc.msg), self._generated_code_line(exc)) from None
+
+    def _generated_code_line(self, exc: SyntaxError) -> int:
+        """The template line behind a SyntaxError in the Python code Jinja generates for it."""
+        try:
+            code = str(self.env.compile(self.source, raw=True))
+            compile(code, TEMPLATE_FILENAME, "exec")
+            return 1
+        except SyntaxError as err:
+            python_line = err.lineno or 0
+        except Exception:
+            return 1
+        m = re.search(r"^debug_info = '([^']*)'", code, re.MULTILINE)
+        pairs = [part.split("=") for part in m.group(1).split("&") if "=" in part] if m else []
+        lines = [int(t) for t, py in pairs if int(py) <= python_line]  # template=python, in order
+        return lines[-1] if lines else 1
 
     @cached_property
     def traced(self) -> TracedTemplate:
