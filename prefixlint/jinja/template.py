@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -58,7 +59,13 @@ class ChatTemplate:
 
     def _compile(self) -> TracedTemplate:
         try:
-            with time_limit(self.limits.seconds, "compiling"), recursion_limit(self.limits.recursion):
+            with (
+                time_limit(self.limits.seconds, "compiling"),
+                recursion_limit(self.limits.recursion),
+                warnings.catch_warnings(),
+            ):
+                # Python warns on odd generated code (`{{ 1[0] }}`); the render reports it properly.
+                warnings.simplefilter("ignore", SyntaxWarning)
                 return TracedTemplate(self.env, self.source)
         except SyntaxError as exc:  # Python's, on the code Jinja generated: `{% break %}` outside a loop
             raise jinja2.TemplateSyntaxError(str(exc.msg), self._generated_code_line(exc)) from None
