@@ -1,0 +1,105 @@
+"""The pre-commit hooks, run for real: `pre-commit try-repo` against this repository from a
+temporary git repository. pre-commit installs the hooks' environment from the local checkout
+(`language: python`: a virtualenv and `pip install .`, dependencies from the package index).
+
+The hooks run against a snapshot of this checkout (tracked files as they are on disk, as
+try-repo itself does for a checkout with uncommitted changes), so the test checks the hooks
+and code being worked on, not only the last commit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, REPO
+
+DIFF = FIXTURES / "ecosystem" / "diff"
+
+GIT_ID = [
+    "-c",
+    "user.name=prefixlint-tests",
+    "-c",
+    "user.email=tests@example.org",
+    "-c",
+    "commit.gpgsign=false",
+]
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *GIT_ID, *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+@pytest.fixture
+def hooks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    base = tmp_path_factory.mktemp("precommit")
+    snapshot = base / "prefixlint"
+    git(base, "clone", "--quiet", str(REPO), str(snapshot))
+    for rel in git(REPO, "diff", "--name-only", "HEAD").splitlines():
+        source, target = REPO / rel, snapshot / rel
+        if source.is_file():
+            shutil.copy2(source, target)
+        elif target.exists():
+            target.unlink()
+    git(snapshot, "add", "-A")
+    git(snapshot, "commit", "--quiet", "--allow-empty", "-m", "snapshot of the working tree")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "PRE_COMMIT"))}
+    env["PRE_COMMIT_HOME"] = str(base / "pre-commit-home")
+    return snapshot, env
+
+
+def try_repo(hooks: tuple[Path, dict[str, str]], cwd: Path, *files: str) -> subprocess.CompletedProcess:
+    """Every hook of this repository's .pre-commit-hooks.yaml on `files`."""
+    snapshot, env = hooks
+    return subprocess.run(
+        [sys.executable, "-m", "pre_commit", "try-repo", str(snapshot), "--files", *files],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_hooks_fail_on_a_bad_change_and_pass_on_a_good_one(hooks, tmp_path: Path) -> None:
+    # try-repo installs the hooks into a fresh store on every call (~40 s), so each call runs
+    # both hooks (no hook id given) on a whole change: two calls prove fail and pass.
+    git(tmp_path, "init", "--quiet")
+    shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
+    shutil.copy(FIXTURES / "templates" / "clean.jinja", tmp_path / "chat.jinja")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "--quiet", "-m", "templates")
+
+    # A bad change: a new template with the date at the top, and the date moved to the top of
+    # an existing one (staged, since pre-commit checks what is staged).
+    shutil.copy(FIXTURES / "templates" / "clock_in_system.jinja", tmp_path / "bad.jinja")
+    shutil.copy(DIFF / "timestamp_top.jinja", tmp_path / "chat_template.jinja")
+    git(tmp_path, "add", ".")
+    bad = try_repo(hooks, tmp_path, "bad.jinja", "chat_template.jinja")
+
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "bad.jinja:3:21: PFX101 clock-in-prefix" in bad.stdout
+    assert "cacheable prefix shrank" in bad.stdout
+    assert bad.stdout.count("Failed") == 2
+
+    # A good change: the user's turn of a clean template is edited; nothing else is staged.
+    git(tmp_path, "rm", "--quiet", "--cached", "bad.jinja")
+    shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
+    git(tmp_path, "add", "chat_template.jinja")
+    text = (
+        (tmp_path / "chat.jinja")
+        .read_text(encoding="utf-8")
+        .replace("message.content | trim", "message.content")
+    )
+    (tmp_path / "chat.jinja").write_text(text, encoding="utf-8")
+    git(tmp_path, "add", "chat.jinja")
+    good = try_repo(hooks, tmp_path, "chat.jinja")
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout.count("Passed") == 2
