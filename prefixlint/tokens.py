@@ -6,8 +6,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +35,18 @@ class LoadedTokenizer:
     special_tokens: dict[str, str] = field(default_factory=dict)
 
     def encode_many(self, texts: list[str]) -> list[Encoding]:
-        # Rendered chat prompts already hold their special tokens as text: add none.
-        return self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        # Rendered chat prompts already hold their special tokens as text: add none. Many variants
+        # render the same text (a template without a clock, say): each distinct text is encoded once.
+        unique = list(dict.fromkeys(texts))
+        encoded = dict(
+            zip(unique, self.tokenizer.encode_batch(unique, add_special_tokens=False), strict=True)
+        )
+        return [encoded[t] for t in texts]
+
+    @cached_property
+    def added_texts(self) -> frozenset[str]:
+        """The texts of the added (special) tokens; read once, every template asks."""
+        return frozenset(t.content for t in self.tokenizer.get_added_tokens_decoder().values() if t.content)
 
     def encode(self, text: str) -> Encoding:
         return self.tokenizer.encode(text, add_special_tokens=False)
@@ -155,10 +166,13 @@ def load_tokenizer(spec: str | None) -> LoadedTokenizer:
     return load_tokenizer_file(str(resolve_tokenizer_path(spec)))
 
 
-def common_prefix_len(a: list[Any], b: list[Any]) -> int:
-    """How many leading items two sequences share."""
+def common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items two sequences (lists, strings) share."""
     n = min(len(a), len(b))
     i = 0
+    # Whole slices compare in C: skip the shared part 256 items at a time, then item by item.
+    while i + 256 <= n and a[i : i + 256] == b[i : i + 256]:
+        i += 256
     while i < n and a[i] == b[i]:
         i += 1
     return i

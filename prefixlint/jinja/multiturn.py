@@ -22,8 +22,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import jinja2.meta
-
 from prefixlint.engines import cacheable_per_engine
 from prefixlint.jinja.environment import REASONING_FIELDS
 from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
@@ -112,7 +110,7 @@ class _Renderer:
 
 
 def _reads(template: ChatTemplate) -> frozenset[str]:
-    return frozenset(jinja2.meta.find_undeclared_variables(template.env.parse(template.traced.source)))
+    return template.traced.undeclared
 
 
 def _scenarios(template: ChatTemplate, renderer: _Renderer) -> list[Scenario]:
@@ -140,7 +138,7 @@ def _scenarios(template: ChatTemplate, renderer: _Renderer) -> list[Scenario]:
 
 def _special_strings(tokenizer: LoadedTokenizer, template: ChatTemplate) -> list[str]:
     """Texts that encode to one special token (longest first): end-of-turn candidates."""
-    added = {t.content for t in tokenizer.tokenizer.get_added_tokens_decoder().values() if t.content}
+    added = set(tokenizer.added_texts)
     added |= {v for v in template.special_tokens.values() if v and v in added}
     return sorted(added, key=len, reverse=True)
 

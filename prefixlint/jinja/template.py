@@ -13,10 +13,10 @@ from functools import cached_property
 from typing import Any
 
 import jinja2
-import jinja2.meta
 
 from prefixlint.jinja.environment import (
     TEMPLATE_FILENAME,
+    ClockCall,
     Limits,
     RenderBudget,
     RenderClock,
@@ -56,6 +56,8 @@ class ChatTemplate:
         self.clock = RenderClock(BASE_TIME)
         self.env = make_environment(self.clock, self.limits)
         self.budget = RenderBudget(self.limits)
+        # Successful renders by _render_key; failures are not kept (a limit may depend on time).
+        self._renders: dict[str, tuple[TracedRender, list[ClockCall]]] = {}
 
     def _compile(self) -> TracedTemplate:
         try:
@@ -94,10 +96,9 @@ class ChatTemplate:
     @cached_property
     def external_variables(self) -> frozenset[str]:
         """Variables the template reads that neither the stack nor the environment provides."""
-        names = jinja2.meta.find_undeclared_variables(self.env.parse(self.traced.source))
         return frozenset(
             n
-            for n in names
+            for n in self.traced.undeclared
             if n not in STACK_INPUTS
             and n not in ENV_GLOBALS
             and not n.endswith("_token")
@@ -144,10 +145,31 @@ class ChatTemplate:
         **kwargs: Any,
     ) -> TracedRender:
         """Render as the serving stack would, with the clock set to `now`."""
+        context = self.context(messages, tools=tools, add_generation_prompt=add_generation_prompt, **kwargs)
+        key = self._render_key(context, now)
+        if key is not None and key in self._renders and self.budget.tripped is None:
+            traced, calls = self._renders[key]
+            self.clock.now, self.clock.calls = now, list(calls)
+            return traced
         self.clock.now = now
         self.clock.calls.clear()
-        context = self.context(messages, tools=tools, add_generation_prompt=add_generation_prompt, **kwargs)
-        return self.budget.run(lambda limits: self.traced.render(context, limits))
+        traced = self.budget.run(lambda limits: self.traced.render(context, limits))
+        if key is not None:
+            self._renders[key] = (traced, list(self.clock.calls))
+        return traced
+
+    def _render_key(self, context: dict[str, Any], now: datetime) -> str | None:
+        """What a render's output can depend on: the context variables the template reads (a
+        template that never reads `tools` renders the same with and without them) and, if it calls
+        `strftime_now`, the clock. The analyses ask for many requests that are the same once
+        reduced to these; each is rendered once."""
+        reads = self.traced.undeclared | self.env.globals.keys()
+        used = {k: v for k, v in context.items() if k in reads}
+        clock = now.isoformat() if "strftime_now" in self.traced.source else None
+        try:
+            return json.dumps([used, clock], sort_keys=True)
+        except (TypeError, ValueError):
+            return None  # not plain data: no safe key, so no reuse
 
     def supply_required_variables(self, messages: list[dict[str, Any]], tools: list | None) -> None:
         """Give values to variables the template cannot render without (e.g. `functions`), so the

@@ -89,6 +89,28 @@ def _token_offsets(env: jinja2.Environment, source: str) -> tuple[list[tuple[int
     return data, variables
 
 
+def _compile_tracking(env: jinja2.Environment, ast: nodes.Template) -> tuple[jinja2.Template, frozenset[str]]:
+    """Compile `ast` and collect the variables it reads from the context (what
+    `jinja2.meta.find_undeclared_variables` finds) in the same code-generation pass: parsing and
+    code generation are most of a template's cost, so they run once, not once per question."""
+    found: set[str] = set()
+
+    class Tracking(env.code_generator_class):  # type: ignore[name-defined,misc]
+        def enter_frame(self, frame: Any) -> None:
+            super().enter_frame(frame)
+            for action, param in frame.symbols.loads.values():
+                if action == "resolve" and param not in self.environment.globals:
+                    found.add(param)
+
+    previous = env.code_generator_class
+    env.code_generator_class = Tracking
+    try:
+        template = env.from_string(ast)
+    finally:
+        env.code_generator_class = previous
+    return template, frozenset(found)
+
+
 class TracedTemplate:
     """A compiled template that renders with a per-character map back to its source."""
 
@@ -120,7 +142,7 @@ class TracedTemplate:
                     children.append(nodes.TemplateData(marker, lineno=child.lineno))
                 children.append(child)
             output.nodes = children
-        self.template = env.from_string(ast)
+        self.template, self.undeclared = _compile_tracking(env, ast)
 
     def line_col(self, offset: int) -> tuple[int, int]:
         line = bisect.bisect_right(self._line_starts, offset)
