@@ -63,12 +63,8 @@ def _stat(path: Path) -> list[Any]:
 
 @cache
 def _self_digest() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from prefixlint import __version__ as ver  # not importlib.metadata: 45 ms on a warm run
 
-    try:
-        ver = version("prefixlint")
-    except PackageNotFoundError:
-        ver = "unknown"
     package = Path(__file__).resolve().parent
     files = sorted(p for p in package.rglob("*") if p.suffix in (".py", ".toml", ".json") and p.is_file())
     listing = json.dumps([ver, *(_stat(p) for p in files)])

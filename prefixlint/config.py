@@ -223,14 +223,16 @@ class PathMatcher:
     """gitignore-style patterns anchored at `root`; paths outside `root` never match."""
 
     def __init__(self, root: Path, patterns: Iterable[str]) -> None:
-        import pathspec
-
         self.root = root.resolve()
         self.patterns = tuple(patterns)
-        self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        self._spec = None
+        if self.patterns:  # pathspec costs 40 ms to import: only when there is something to match
+            import pathspec
+
+            self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
 
     def matches(self, path: Path | str, is_dir: bool = False) -> bool:
-        if not self.patterns:
+        if self._spec is None:
             return False
         try:
             rel = Path(os.path.abspath(path)).relative_to(self.root).as_posix()
