@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,18 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_read_text_refuses_non_regular_files_without_opening_them(tmp_path: Path) -> None:
     fifo = tmp_path / "t.jinja"
     os.mkfifo(fifo)
-    with pytest.raises(ValueError, match="not a regular file"):
-        api.read_text(str(fifo))  # would block forever if it opened the FIFO
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError("read_text opened the FIFO and blocked")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(5)  # without the check the open() blocks: fail, do not hang
+    try:
+        with pytest.raises(ValueError, match="not a regular file"):
+            api.read_text(str(fifo))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     with pytest.raises(ValueError, match="is a folder"):
         api.read_text(str(tmp_path))
 

@@ -47,7 +47,7 @@ BOMBS = {
     "center_method": "{{ 'a'.center(10**10) }}",
     "replace_empty": "{% set s = 'a' * 100000 %}{{ s.replace('', s) }}",
     "replace_filter": "{% set s = 'a' * 100000 %}{{ s|replace('a', s) }}",
-    "join_method": "{% set s = 'a' * 100000 %}{{ s.join(range(100000)|map('string')|list) }}",
+    "join_method": "{% set s = 'a' * 100000 %}{{ s.join(range(20000)|map('string')|list) }}",
     "percent_width": "{{ '%0999999999d' % 1 }}",
     "format_width": "{{ '{:>999999999}'.format('a') }}",
     "format_filter": "{{ '%-999999999s'|format('a') }}",
@@ -60,6 +60,41 @@ BOMBS = {
     "deep_ifs": "{% if true %}" * 1500 + "x" + "{% endif %}" * 1500,
     "deep_filters": "{{ 1" + "|string" * 5000 + " }}",
     "long_chain": "{{ 1" + " + 1" * 20000 + " }}",
+}
+
+
+# What stops each bomb. Another layer (the time limit) would stop most of them too, later and less
+# precisely: naming the one expected makes each case fail if its own protection is removed.
+STOPPED_BY = {
+    "nested_loops": "output longer than",
+    "huge_range": "Range too big",
+    "recursive_macro": "RecursionError",
+    "mutual_recursion": "RecursionError",
+    "doubling_concat": "a value longer than",
+    "doubling_plus": "a value longer than",
+    "doubling_macro": "a value longer than",
+    "doubling_set_block": "a value longer than",
+    "string_times": "a value longer than",
+    "list_times": "a value longer than",
+    "int_tower": "an exponent beyond",
+    "int_squaring": "an integer larger than",
+    "center_filter": "a value longer than",
+    "center_method": "a value longer than",
+    "replace_empty": "a value longer than",
+    "replace_filter": "a value longer than",
+    "join_method": "a value longer than",
+    "percent_width": "a format width",
+    "format_width": "a format width",
+    "format_filter": "a format width",
+    "indent_filter": "a value longer than",
+    "tojson_indent": "a value longer than",
+    "expandtabs": "a value longer than",
+    "output_flood": "output longer than",
+    "deep_parens": "RecursionError",
+    "deep_lists": "RecursionError",
+    "deep_ifs": "RecursionError",
+    "deep_filters": "RecursionError",
+    "long_chain": "compiling took longer than",
 }
 
 
@@ -87,7 +122,12 @@ def test_bomb_is_stopped_and_reported(bomb_results: dict, name: str) -> None:
     [result] = sources
     errors = [d for d in result.diagnostics if d.code in ("PFX001", "PFX002") and d.severity.label == "error"]
     assert errors, f"{name}: not reported as an error: {result.diagnostics}"
+    assert STOPPED_BY[name] in errors[0].message, errors[0].message
     assert elapsed < LIMITS.template_seconds + MARGIN, f"{name} took {elapsed:.1f} s"
+
+
+def test_every_bomb_names_its_stop() -> None:
+    assert set(STOPPED_BY) == set(BOMBS)
 
 
 def test_slowest_bomb(bomb_results: dict) -> None:
