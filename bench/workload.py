@@ -38,7 +38,7 @@ def collect(paths: list[str]) -> list[dict[str, Any]]:
 
     ChatTemplate.render = counting  # type: ignore[method-assign]
     try:
-        lint_paths(paths, Options(workers=1) if "workers" in Options.__dataclass_fields__ else Options())
+        lint_paths(paths, Options(), workers=1)  # in this process, where the hook counts
     finally:
         ChatTemplate.render = original  # type: ignore[method-assign]
     return list(seen.values())

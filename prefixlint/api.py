@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -173,8 +174,56 @@ def iter_sources(paths: list[str], options: Options) -> Iterator[Source]:
     )
 
 
-def lint_paths(paths: list[str], options: Options) -> Report:
-    """Analyse every source under `paths`; raises TokenizerError for an unusable `--tokenizer`."""
+# Below this many sources to analyse, a process pool costs more (start, a tokenizer per worker) than
+# it saves; above it, every core works.
+PARALLEL_MIN_SOURCES = 12
+
+
+def _lint_one(job: tuple[Source, Options]) -> list[SourceResult]:
+    return _lint_source(*job)
+
+
+def _lint_all(sources: list[Source], options: Options, workers: int | None) -> Iterator[list[SourceResult]]:
+    """The raw results of `sources`, in order: in this process for a few, else in a process pool
+    (processes, not threads: analysis is CPU-bound Python, and the render time limit uses SIGALRM,
+    which needs each render in a main thread)."""
+    if workers is None:
+        workers = min(os.cpu_count() or 1, len(sources)) if len(sources) >= PARALLEL_MIN_SOURCES else 1
+    if workers <= 1:
+        for source in sources:
+            yield _lint_source(source, options)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from prefixlint.tokens import wait_for_prefetch
+
+    wait_for_prefetch()  # the workers inherit the loaded tokenizer (and no half-held lock)
+    # fork: workers start at once, with everything imported; a worker loads each tokenizer once.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+        yield from pool.map(_lint_one, [(s, options) for s in sources])
+
+
+def _prefetch_first_tokenizer(sources: list[Source], options: Options) -> None:
+    """Start loading the tokenizer the first template will ask for (`--tokenizer` or the embedded
+    default), so that loading overlaps with compiling and rendering it: most of a one-file
+    pre-commit run. A tokenizer.json beside the template is loaded as before (when broken, the
+    default replaces it, which needs its error at once)."""
+    from prefixlint.tokens import prefetch_tokenizer
+
+    first = next((s for s in sources if s.kind != "python"), None)
+    if first is None or (options.tokenizer is None and find_tokenizer_file(Path(first.path).parent)):
+        return
+    try:
+        prefetch_tokenizer(str(resolve_tokenizer_path(options.tokenizer)))
+    except TokenizerError:
+        pass  # reported when the analysis loads it
+
+
+def lint_paths(paths: list[str], options: Options, workers: int | None = None) -> Report:
+    """Analyse every source under `paths`; raises TokenizerError for an unusable `--tokenizer`.
+    `workers`: processes to analyse in (None: every core when there are many sources, else 1)."""
     if options.tokenizer is not None:
         resolve_tokenizer_path(options.tokenizer)  # fail early on a missing one, before any output
     cache = None
@@ -183,16 +232,20 @@ def lint_paths(paths: list[str], options: Options) -> Report:
 
         cache = ResultCache(Path(options.cache_dir))
     enabled = options.enabled_codes()
+    sources = list(iter_sources(paths, options))
+    keys = [cache.key(s, options) if cache is not None else None for s in sources]
+    found: list[list[SourceResult] | None] = [cache.get(k) if cache is not None else None for k in keys]
+    missing = [i for i, f in enumerate(found) if f is None]
+    _prefetch_first_tokenizer([sources[i] for i in missing], options)
+    for i, fresh in zip(missing, _lint_all([sources[i] for i in missing], options, workers), strict=True):
+        found[i] = fresh
+        if cache is not None:
+            cache.put(keys[i], fresh)
     results: list[SourceResult] = []
-    for source in iter_sources(paths, options):
-        key = cache.key(source, options) if cache is not None else None
-        found = cache.get(key) if cache is not None else None
-        if found is None:
-            found = _lint_source(source, options)
-            if cache is not None:
-                cache.put(key, found)
-        _filter(source, found, options, enabled)
-        results.extend(found)
+    for source, raw in zip(sources, found, strict=True):
+        assert raw is not None
+        _filter(source, raw, options, enabled)
+        results.extend(raw)
     if options.tokenizer is not None:
         # Named by the results when every source came from the cache (no tokenizer load at all).
         cached_name = next((r.tokenizer for r in results if r.tokenizer), None)

@@ -3,9 +3,11 @@ and token-level comparison of rendered prompts. Never touches the network."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -155,15 +157,62 @@ def load_tokenizer_file(path: str) -> LoadedTokenizer:
         raise TokenizerError(
             f"{path}: not a loadable tokenizer.json ({str(exc).splitlines()[0][:160]})"
         ) from exc
-    config = p.parent / "tokenizer_config.json"
-    special = read_special_tokens(config) if config.is_file() else {}
-    embedded = p.parent == _embedded_dir()
-    name = EMBEDDED_NAME if embedded else str(p)
+    name, special = _identity(p)
     return LoadedTokenizer(name=name, path=str(p), tokenizer=tokenizer, special_tokens=special)
 
 
+def _identity(p: Path) -> tuple[str, dict[str, str]]:
+    """A tokenizer file's name and the special tokens of the tokenizer_config.json beside it."""
+    config = p.parent / "tokenizer_config.json"
+    special = read_special_tokens(config) if config.is_file() else {}
+    return (EMBEDDED_NAME if p.parent == _embedded_dir() else str(p)), special
+
+
+class _PendingTokenizer(LoadedTokenizer):
+    """A tokenizer still loading in the background: its name and special tokens now, the
+    `tokenizers.Tokenizer` (or the TokenizerError) when first used."""
+
+    def __init__(self, path: str) -> None:  # not the dataclass __init__: no Tokenizer yet
+        self.name, self.special_tokens = _identity(Path(path))
+        self.path = path
+
+    @property  # type: ignore[override]
+    def tokenizer(self) -> Tokenizer:
+        _prefetching[self.path].join()
+        return load_tokenizer_file(self.path).tokenizer
+
+
+# Tokenizers being loaded in the background, by file: loading takes ~0.6 s, and the tokenizers
+# library does it without holding the GIL, so it overlaps with compiling and rendering.
+_prefetching: dict[str, threading.Thread] = {}
+
+
+def _load_quietly(path: str) -> None:
+    with contextlib.suppress(TokenizerError):  # the run reports it when it asks for this tokenizer
+        load_tokenizer_file(path)
+
+
+def prefetch_tokenizer(path: str) -> None:
+    """Start loading the tokenizer at `path` in a background thread (once per path)."""
+    if path not in _prefetching:
+        thread = threading.Thread(
+            target=_load_quietly, args=(path,), name="prefixlint-tokenizer", daemon=True
+        )
+        _prefetching[path] = thread
+        thread.start()
+
+
+def wait_for_prefetch() -> None:
+    """Let every background load finish (before forking: a child must not inherit a half load)."""
+    for thread in list(_prefetching.values()):
+        thread.join()
+
+
 def load_tokenizer(spec: str | None) -> LoadedTokenizer:
-    return load_tokenizer_file(str(resolve_tokenizer_path(spec)))
+    path = str(resolve_tokenizer_path(spec))
+    if path in _prefetching and _prefetching[path].is_alive():
+        return _PendingTokenizer(path)  # the caller renders first; it waits only when it encodes
+    return load_tokenizer_file(path)  # loaded (or failed: then loading again raises the error)
 
 
 def common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -57,31 +56,8 @@ def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic
     )
 
 
-# Text every prompt sink needs somewhere in the file (prefixlint/python/sinks.py, embedded.py): prompt-ish
-# names and keywords, message constructors and `role`s, prompt methods, prompt attributes, Jinja. A
-# file without any of them cannot yield a finding, so it is only checked for syntax.
-_MAY_HOLD_PROMPTS = re.compile(
-    r"prompt|system|instruction|preamble|persona|message|role|template|invoke|predict|generate_content"
-    r"|complete|description|backstory|content|jinja|from_string"
-    r"|[\"'](?:user|assistant|human|ai|developer|tool|function|model)[\"']"
-    r"|\(\s*[\w.]*\.(?:user|assistant|human|ai|developer|tool|function|model)\s*,",
-    re.IGNORECASE,
-)
-
-
-def _parses(path: str, text: str) -> bool:
-    """CPython's parser alone (C, ~50x faster than libcst's); it only parses, it runs nothing."""
-    try:
-        compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
-
-
 def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     """Diagnostics for one Python source (kind "python")."""
-    if not _MAY_HOLD_PROMPTS.search(text) and _parses(path, text):
-        return SourceResult(path, "python")
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
