@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
-from prefixlint.jinja.environment import Limits
+from prefixlint.limits import Limits
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
 from prefixlint.sources import ConfigError, Source, discover, templates_in_tokenizer_config
@@ -196,29 +196,10 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from prefixlint.tokens import wait_for_prefetch
-
-    wait_for_prefetch()  # the workers inherit the loaded tokenizer (and no half-held lock)
     # fork: workers start at once, with everything imported; a worker loads each tokenizer once.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
         yield from pool.map(_lint_one, [(s, options) for s in sources])
-
-
-def _prefetch_first_tokenizer(sources: list[Source], options: Options) -> None:
-    """Start loading the tokenizer the first template will ask for (`--tokenizer` or the embedded
-    default), so that loading overlaps with compiling and rendering it: most of a one-file
-    pre-commit run. A tokenizer.json beside the template is loaded as before (when broken, the
-    default replaces it, which needs its error at once)."""
-    from prefixlint.tokens import prefetch_tokenizer
-
-    first = next((s for s in sources if s.kind != "python"), None)
-    if first is None or (options.tokenizer is None and find_tokenizer_file(Path(first.path).parent)):
-        return
-    try:
-        prefetch_tokenizer(str(resolve_tokenizer_path(options.tokenizer)))
-    except TokenizerError:
-        pass  # reported when the analysis loads it
 
 
 def lint_paths(paths: list[str], options: Options, workers: int | None = None) -> Report:
@@ -236,7 +217,6 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     keys = [cache.key(s, options) if cache is not None else None for s in sources]
     found: list[list[SourceResult] | None] = [cache.get(k) if cache is not None else None for k in keys]
     missing = [i for i, f in enumerate(found) if f is None]
-    _prefetch_first_tokenizer([sources[i] for i in missing], options)
     for i, fresh in zip(missing, _lint_all([sources[i] for i in missing], options, workers), strict=True):
         found[i] = fresh
         if cache is not None:

@@ -3,11 +3,9 @@ and token-level comparison of rendered prompts. Never touches the network."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -168,51 +166,8 @@ def _identity(p: Path) -> tuple[str, dict[str, str]]:
     return (EMBEDDED_NAME if p.parent == _embedded_dir() else str(p)), special
 
 
-class _PendingTokenizer(LoadedTokenizer):
-    """A tokenizer still loading in the background: its name and special tokens now, the
-    `tokenizers.Tokenizer` (or the TokenizerError) when first used."""
-
-    def __init__(self, path: str) -> None:  # not the dataclass __init__: no Tokenizer yet
-        self.name, self.special_tokens = _identity(Path(path))
-        self.path = path
-
-    @property  # type: ignore[override]
-    def tokenizer(self) -> Tokenizer:
-        _prefetching[self.path].join()
-        return load_tokenizer_file(self.path).tokenizer
-
-
-# Tokenizers being loaded in the background, by file: loading takes ~0.6 s, and the tokenizers
-# library does it without holding the GIL, so it overlaps with compiling and rendering.
-_prefetching: dict[str, threading.Thread] = {}
-
-
-def _load_quietly(path: str) -> None:
-    with contextlib.suppress(TokenizerError):  # the run reports it when it asks for this tokenizer
-        load_tokenizer_file(path)
-
-
-def prefetch_tokenizer(path: str) -> None:
-    """Start loading the tokenizer at `path` in a background thread (once per path)."""
-    if path not in _prefetching:
-        thread = threading.Thread(
-            target=_load_quietly, args=(path,), name="prefixlint-tokenizer", daemon=True
-        )
-        _prefetching[path] = thread
-        thread.start()
-
-
-def wait_for_prefetch() -> None:
-    """Let every background load finish (before forking: a child must not inherit a half load)."""
-    for thread in list(_prefetching.values()):
-        thread.join()
-
-
 def load_tokenizer(spec: str | None) -> LoadedTokenizer:
-    path = str(resolve_tokenizer_path(spec))
-    if path in _prefetching and _prefetching[path].is_alive():
-        return _PendingTokenizer(path)  # the caller renders first; it waits only when it encodes
-    return load_tokenizer_file(path)  # loaded (or failed: then loading again raises the error)
+    return load_tokenizer_file(str(resolve_tokenizer_path(spec)))
 
 
 def common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:

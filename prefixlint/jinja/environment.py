@@ -32,7 +32,7 @@ import jinja2.utils
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from prefixlint.files import MAX_SOURCE_BYTES
+from prefixlint.limits import Limits  # defined without jinja2, so Options needs no jinja2 import
 
 TEMPLATE_FILENAME = "<template>"
 
@@ -40,19 +40,6 @@ TEMPLATE_FILENAME = "<template>"
 class RenderLimitError(ValueError):
     """A render (or a compile) ran over a limit. A ValueError, so that code handling a bad
     template handles it too."""
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one template may cost; `Options.limits` sets them for a run (0 turns a limit off)."""
-
-    seconds: float = 5.0  # one render (and the compile)
-    template_seconds: float = 20.0  # all renders of one template together
-    output_chars: int = 2_000_000  # one render's output, and any string or list built while rendering
-    int_bits: int = 65_536  # any integer built while rendering (~20,000 digits)
-    memory_bytes: int = 1 << 30  # address space one render may add (POSIX; a 1 GB string fails fast)
-    recursion: int = 600  # Python frames a render may add (recursive macros)
-    file_bytes: int = MAX_SOURCE_BYTES  # a template, tokenizer_config.json or .py; larger is a finding
 
 
 @dataclass(frozen=True)
