@@ -74,6 +74,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(FIXTURES / "templates", root / "templates")
     shutil.copytree(FIXTURES / "python", root / "python")
     shutil.copytree(FIXTURES / "hostile", root / "hostile")
+    # A date rendered right before a finding: its evidence shows the date the render used, so any
+    # read of the machine's clock would show in the JSON.
+    (root / "dated.jinja").write_text(
+        "Date: {{ strftime_now('%Y-%m-%d') }}\nRequest: {{ request_id }}\nYou are a helpful assistant.\n"
+        "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}",
+        encoding="utf-8",
+    )
     return root
 
 
@@ -92,7 +99,7 @@ def _run(corpus: Path, tmp: Path, env: dict[str, str], fake: int | None) -> str:
 def test_json_is_byte_identical_across_environments(corpus: Path, tmp_path: Path) -> None:
     outputs = {name: _run(corpus, tmp_path, env, fake) for name, env, fake in VARIANTS}
     baseline = outputs["baseline"]
-    assert '"PFX101"' in baseline  # the corpus has clock findings, so the clock would show
+    assert '"PFX101"' in baseline and "Date: 2025" in baseline  # the clock shows in the evidence
     for name, out in outputs.items():
         assert out == baseline, f"{name} differs from baseline"
 

@@ -8,6 +8,9 @@ stopped within its template budget plus a margin for the rest of the analysis.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from prefixlint.api import Options, lint_paths
-from prefixlint.jinja.environment import Limits, RenderLimitError
+from prefixlint.jinja.environment import Limits, RenderLimitError, time_limit
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.tokens import load_tokenizer
 
@@ -59,7 +62,7 @@ BOMBS = {
     "deep_lists": "{{ " + "[" * 3000 + "1" + "]" * 3000 + " }}",
     "deep_ifs": "{% if true %}" * 1500 + "x" + "{% endif %}" * 1500,
     "deep_filters": "{{ 1" + "|string" * 5000 + " }}",
-    "long_chain": "{{ 1" + " + 1" * 20000 + " }}",
+    "flat_outputs": "{{ m }}x" * 40000,  # 320 KB: slow to compile, not deep
 }
 
 
@@ -94,7 +97,7 @@ STOPPED_BY = {
     "deep_lists": "RecursionError",
     "deep_ifs": "RecursionError",
     "deep_filters": "RecursionError",
-    "long_chain": "compiling took longer than",
+    "flat_outputs": "compiling took longer than",
 }
 
 
@@ -150,14 +153,48 @@ def test_a_bomb_costs_one_time_limit_not_one_per_render(tmp_path: Path) -> None:
     # Each render takes ~0.5 s, under the 1 s render limit; the 3 s template budget stops the
     # dozens of renders the analysis would make (without it: 20 s and more).
     slow = "{% for i in range(100000) %}{% for j in range(range(3)|length) %}{% endfor %}{% endfor %}"
+    slow += "{{ messages[0].content }}"  # read: so renders of different requests are not reused
     start = time.monotonic()
     template = ChatTemplate(slow, "slow.jinja", limits=LIMITS)
     with pytest.raises(RenderLimitError):
-        for _ in range(40):
-            template.render([{"role": "user", "content": "hi"}])
+        for i in range(40):
+            template.render([{"role": "user", "content": f"hi {i}"}])
     assert time.monotonic() - start < LIMITS.template_seconds + 1.5
     with pytest.raises(RenderLimitError):  # tripped: fails at once from now on
         template.render([{"role": "user", "content": "hi"}])
+
+
+def test_after_one_render_over_a_limit_the_next_fail_at_once() -> None:
+    template = ChatTemplate(BOMBS["nested_loops"].replace("{{ i }}", ""), "loops.jinja", limits=LIMITS)
+    with pytest.raises(RenderLimitError, match="longer than 1 s"):
+        template.render([])
+    start = time.monotonic()
+    with pytest.raises(RenderLimitError, match="longer than 1 s"):
+        template.render([])
+    assert time.monotonic() - start < 0.2
+
+
+def test_a_swallowed_alarm_fires_again() -> None:
+    # Python swallows an exception raised in a gc callback or a `__del__`; the limit must hold.
+    swallowed = 0
+    deadline = time.monotonic() + 3
+    with pytest.raises(RenderLimitError), time_limit(0.2):
+        while time.monotonic() < deadline:
+            try:
+                while time.monotonic() < deadline:
+                    pass
+            except RenderLimitError:
+                if swallowed:
+                    raise
+                swallowed += 1
+    assert swallowed == 1
+
+
+def test_no_alarm_after_the_block() -> None:
+    with time_limit(0.05):
+        pass
+    time.sleep(0.2)  # an armed timer would raise here
+    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, signal.default_int_handler, None)
 
 
 def test_huge_template_file_is_a_finding_without_loading_it(tmp_path: Path) -> None:
@@ -204,6 +241,20 @@ def test_memory_limit_stops_a_single_huge_allocation() -> None:
     template = ChatTemplate("{{ ('a'|center(3 * 10**9))|length }}", "t.jinja", limits=limits)
     with pytest.raises(RenderLimitError, match="memory"):
         template.render([])
+
+
+def test_recursion_is_stopped_even_under_a_raised_interpreter_limit() -> None:
+    # Some libraries raise sys.setrecursionlimit; a recursive macro must still stop with
+    # RecursionError, well before the C stack overflows (a crash, not a finding). In a subprocess,
+    # so that a crash fails this test instead of the whole run.
+    code = (
+        "import sys; sys.setrecursionlimit(10**6)\n"
+        "from prefixlint.jinja.template import ChatTemplate\n"
+        "t = ChatTemplate('{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}', 't.jinja')\n"
+        "try:\n    t.render([])\nexcept RecursionError:\n    print('stopped')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "stopped"), proc.stderr[-500:]
 
 
 def test_recursion_limit_is_relative_to_the_caller() -> None:

@@ -298,23 +298,43 @@ def alias_reasoning_fields(messages: list[dict[str, Any]]) -> list[dict[str, Any
     return out
 
 
-@contextmanager
-def time_limit(seconds: float, what: str = "render") -> Iterator[None]:
-    """Raise RenderLimitError after `seconds` (main thread only; elsewhere no limit). Not nestable."""
-    if threading.current_thread() is not threading.main_thread() or seconds <= 0:
-        yield
-        return
+class time_limit:  # noqa: N801 - used like the context-manager function it replaced
+    """Raise RenderLimitError after `seconds` (main thread only; elsewhere no limit). Not nestable.
 
-    def on_alarm(signum: int, frame: Any) -> None:
-        raise RenderLimitError(f"{what} took longer than {seconds:g} s")
+    The alarm repeats every 50 ms until the block ends: an exception raised while a gc callback or
+    a `__del__` runs is swallowed by Python, and a one-shot alarm would leave the render unbounded.
+    It only raises while the block's frame is on the stack, so a late alarm never escapes it."""
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    REPEAT = 0.05
+
+    def __init__(self, seconds: float, what: str = "render") -> None:
+        self.seconds, self.what = seconds, what
+        self.previous: Any = None
+        self.frame: Any = None
+
+    def __enter__(self) -> time_limit:
+        if threading.current_thread() is threading.main_thread() and self.seconds > 0:
+            self.frame = sys._getframe(1)
+            self.previous = signal.signal(signal.SIGALRM, self._on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds, self.REPEAT)
+        return self
+
+    def _on_alarm(self, signum: int, frame: Any) -> None:
+        while frame is not None and frame is not self.frame:
+            frame = frame.f_back
+        if frame is None:  # the block is over: a late alarm
+            self._disarm()
+            return
+        raise RenderLimitError(f"{self.what} took longer than {self.seconds:g} s")
+
+    def _disarm(self) -> None:
+        if self.frame is not None:
+            self.frame = None
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+    def __exit__(self, *exc: object) -> None:
+        self._disarm()
 
 
 def _address_space() -> int | None:
