@@ -89,6 +89,10 @@ def _analysis_options(options: Options) -> dict[str, str]:
     return {f.name: repr(getattr(options, f.name)) for f in fields(options) if f.name not in _FILTER_OPTIONS}
 
 
+def _timed_out(result: SourceResult) -> bool:
+    return any("took longer than" in d.message for d in result.diagnostics)
+
+
 def _result_from_json(data: dict[str, Any]) -> SourceResult:
     diagnostics = []
     for d in data.pop("diagnostics"):
@@ -141,8 +145,8 @@ class ResultCache:
         return results
 
     def put(self, key: str | None, results: list[SourceResult]) -> None:
-        if key is None:
-            return
+        if key is None or any(_timed_out(r) for r in results):
+            return  # a time limit depends on the machine's load that day, not on the file: retry next run
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._mark_root()
