@@ -114,4 +114,6 @@ def templates_in_tokenizer_config(text: str) -> list[NamedTemplate]:
                 raise ConfigError(f"chat_template[{i}] is not a {{name, template}} object")
             out.append(NamedTemplate(str(item.get("name", i)), item["template"], line))
         return out
-    raise ConfigError(f"chat_template is a {type(value).__name__}, not a string or a list of templates")
+    kinds = {bool: "a boolean", int: "a number", float: "a number", dict: "an object"}
+    shown = f"{kinds.get(type(value), 'a value')} ({json.dumps(value)[:40]})"
+    raise ConfigError(f"chat_template is {shown}, not a string or a list of templates")
