@@ -44,7 +44,7 @@ def _bad_tree(root: Path) -> dict[str, str]:
         "loop/b.jinja": "PFX001 template-syntax-error: cannot read: Too many levels of symbolic links",
         "fifo.jinja": "PFX001 template-syntax-error: cannot read: not a regular file",
         "broken/tokenizer_config.json": "PFX001 template-syntax-error: tokenizer_config.json: not valid JSON",
-        "number/tokenizer_config.json": "PFX001 template-syntax-error: tokenizer_config.json: chat_template",
+        "number/tokenizer_config.json": "tokenizer_config.json: chat_template is a number (42), not a string",
         "array/tokenizer_config.json": "tokenizer_config.json: not a JSON object",
         "bad_list/tokenizer_config.json": "chat_template[0] is not a {name, template} object",
         "py2/old.py": "PFX003 python-syntax-error:",
