@@ -76,21 +76,28 @@ def read_text(path: str, max_bytes: int = MAX_SOURCE_BYTES) -> str:
         raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
 
 
-def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
-    """`--tokenizer` if given; else a tokenizer.json beside the source; else the embedded default."""
+def tokenizer_choice(source_path: str, options: Options) -> tuple[LoadedTokenizer, str | None]:
+    """`--tokenizer` if given; else a tokenizer.json beside the source; else the embedded default.
+    The second item says why a tokenizer.json beside the source was passed over, if one was."""
     if options.tokenizer is not None:
-        return load_tokenizer(options.tokenizer)
+        return load_tokenizer(options.tokenizer), None
     beside = find_tokenizer_file(Path(source_path).parent)
     if beside is not None:
         try:
-            return load_tokenizer(str(beside))
-        except TokenizerError:
-            pass  # a broken neighbour should not stop the run: the default still gives an answer
-    return load_tokenizer(None)
+            return load_tokenizer(str(beside)), None
+        except TokenizerError as exc:
+            # A broken neighbour should not stop the run: the default still gives an answer.
+            return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
+    return load_tokenizer(None), None
+
+
+def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
+    return tokenizer_choice(source_path, options)[0]
 
 
 def special_tokens_for(source_path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
-    """`bos_token`, `eos_token`, … from the tokenizer_config.json beside the template, else the tokenizer's."""
+    """`bos_token`, `eos_token`, … from the tokenizer_config.json beside the template, else the
+    tokenizer's own."""
     beside = Path(source_path).parent / "tokenizer_config.json"
     tokens = read_special_tokens(beside) if beside.is_file() else {}
     return tokens or dict(tokenizer.special_tokens)
@@ -114,7 +121,7 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
 
         return [analyze_python(source.path, text, options)]
 
-    tokenizer = tokenizer_for(source.path, options)
+    tokenizer, tokenizer_note = tokenizer_choice(source.path, options)
     if source.kind == "tokenizer_config":
         try:
             named = templates_in_tokenizer_config(text)
@@ -123,8 +130,14 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
             return [SourceResult(source.path, source.kind, diagnostics=[diag])]
         special = read_special_tokens(Path(source.path)) or dict(tokenizer.special_tokens)
         templates = [
-            ChatTemplate(t.source, source.path, name=t.name if len(named) > 1 else "", special_tokens=special,
-                         limits=options.limits, fixed_line=t.line)
+            ChatTemplate(
+                t.source,
+                source.path,
+                name=t.name if len(named) > 1 else "",
+                special_tokens=special,
+                limits=options.limits,
+                fixed_line=t.line,
+            )
             for t in named
         ]
     else:
@@ -134,6 +147,8 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
     for template in templates:
         result = analyze_template(template, tokenizer, options)
         result.kind = source.kind
+        if tokenizer_note:
+            result.notes.append(tokenizer_note)
         results.append(result)
     return results
 

@@ -27,24 +27,38 @@ def cli() -> None:
 def _lint_options(func: Any) -> Any:
     """The options `check` and `diff` share (the config file supplies what is not given)."""
     options = [
-        click.option("--tokenizer", "tokenizer",
-                     help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache."),
+        click.option(
+            "--tokenizer",
+            "tokenizer",
+            help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.",
+        ),
         click.option("--engine", help="Engine whose caching rules PFX502 applies (default: vllm)."),
         click.option("--select", multiple=True, help="Rule codes or prefixes to report (default: all)."),
         click.option("--extend-select", multiple=True, help="Rule codes or prefixes to add to `select`."),
         click.option("--ignore", multiple=True, help="Rule codes or prefixes not to report."),
         click.option("--exclude", multiple=True, help="Glob patterns of paths to skip."),
-        click.option("--force-exclude", is_flag=True,
-                     help="Apply the config's excludes to files named explicitly too (pre-commit)."),
-        click.option("--fail-on", type=click.Choice(["info", "warning", "error"]),
-                     help="Lowest severity that fails the run (default: warning)."),
+        click.option(
+            "--force-exclude",
+            is_flag=True,
+            help="Apply the config's excludes to files named explicitly too (pre-commit).",
+        ),
+        click.option(
+            "--fail-on",
+            type=click.Choice(["info", "warning", "error"]),
+            help="Lowest severity that fails the run (default: warning).",
+        ),
         click.option("--no-multiturn", is_flag=True, help="Skip the multi-turn analysis."),
-        click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
-                     help="Config file (default: the nearest prefixlint.toml or pyproject.toml with "
-                     "[tool.prefixlint])."),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(exists=True, dir_okay=False),
+            help="Config file (default: the nearest prefixlint.toml or pyproject.toml with "
+            "[tool.prefixlint]).",
+        ),
         click.option("--no-cache", is_flag=True, help="Analyse every source again (no result cache)."),
-        click.option("--output-file", type=click.Path(dir_okay=False),
-                     help="Write the report here instead of stdout."),
+        click.option(
+            "--output-file", type=click.Path(dir_okay=False), help="Write the report here instead of stdout."
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -67,9 +81,16 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str]:
     except ConfigError as exc:
         _fail(f"config: {exc}")
     options = build_options(
-        config, tokenizer=kw["tokenizer"], engine=kw["engine"], select=kw["select"],
-        extend_select=kw["extend_select"], ignore=kw["ignore"], excludes=kw["exclude"],
-        multiturn=not kw["no_multiturn"], force_exclude=kw["force_exclude"], use_cache=not kw["no_cache"],
+        config,
+        tokenizer=kw["tokenizer"],
+        engine=kw["engine"],
+        select=kw["select"],
+        extend_select=kw["extend_select"],
+        ignore=kw["ignore"],
+        excludes=kw["exclude"],
+        multiturn=not kw["no_multiturn"],
+        force_exclude=kw["force_exclude"],
+        use_cache=not kw["no_cache"],
     )
     return options, kw["fail_on"] or config.fail_on or "warning"
 
@@ -84,15 +105,29 @@ def _write(text: str, output_file: str | None) -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True), required=True)
-@click.option("--format", "fmt", type=click.Choice(["concise", "full", "json", "github", "sarif"]),
-              default="concise", show_default=True)
-@click.option("--diff", "diff_ref", metavar="REF",
-              help="Gate on changes: compare each template with its version at git REF (`prefixlint diff`).")
-@click.option("--max-prefix-loss", type=click.IntRange(min=0), metavar="TOKENS",
-              help="With --diff: tokens the cacheable prefix may lose (default: any whole vLLM block).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["concise", "full", "json", "github", "sarif"]),
+    default="concise",
+    show_default=True,
+)
+@click.option(
+    "--diff",
+    "diff_ref",
+    metavar="REF",
+    help="Gate on changes: compare each template with its version at git REF (`prefixlint diff`).",
+)
+@click.option(
+    "--max-prefix-loss",
+    type=click.IntRange(min=0),
+    metavar="TOKENS",
+    help="With --diff: tokens the cacheable prefix may lose (default: any whole vLLM block).",
+)
 @_lint_options
-def check(paths: tuple[str, ...], fmt: str, diff_ref: str | None, max_prefix_loss: int | None,
-          **kw: Any) -> None:
+def check(
+    paths: tuple[str, ...], fmt: str, diff_ref: str | None, max_prefix_loss: int | None, **kw: Any
+) -> None:
     """Lint chat templates (.jinja, .j2, tokenizer_config.json) and Python prompt code."""
     if diff_ref is not None:
         _run_diff(diff_ref, paths, "json" if fmt == "json" else "text", max_prefix_loss, kw)
@@ -106,6 +141,8 @@ def check(paths: tuple[str, ...], fmt: str, diff_ref: str | None, max_prefix_los
         report = lint_paths(list(paths), options)
     except TokenizerError as exc:
         _fail(str(exc))
+    for note in dict.fromkeys(n for s in report.sources for n in s.notes):
+        click.echo(f"prefixlint: warning: {note}", err=True)
     _write(render_report(report, fmt), kw["output_file"])
     worst = report.worst()
     sys.exit(EXIT_FINDINGS if worst is not None and worst >= Severity.parse(fail_on) else EXIT_OK)
@@ -131,8 +168,12 @@ def _run_diff(
 @click.argument("ref")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--max-prefix-loss", type=click.IntRange(min=0), metavar="TOKENS",
-              help="Tokens the cacheable prefix may lose (default: any whole vLLM block).")
+@click.option(
+    "--max-prefix-loss",
+    type=click.IntRange(min=0),
+    metavar="TOKENS",
+    help="Tokens the cacheable prefix may lose (default: any whole vLLM block).",
+)
 @_lint_options
 def diff_cmd(ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | None, **kw: Any) -> None:
     """Fail when a change since git REF shortens a template's cacheable prefix, adds findings, or
@@ -152,17 +193,35 @@ def _parse_var(text: str) -> tuple[str, Any]:
 
 @cli.command()
 @click.argument("template_path", type=click.Path(exists=True, dir_okay=False))
-@click.option("--messages", type=click.Path(exists=True, dir_okay=False), help="JSON list of messages (or a request body).")
-@click.option("--tools", "tools_path", type=click.Path(exists=True, dir_okay=False), help="JSON list of tool schemas.")
+@click.option(
+    "--messages",
+    type=click.Path(exists=True, dir_okay=False),
+    help="JSON list of messages (or a request body).",
+)
+@click.option(
+    "--tools", "tools_path", type=click.Path(exists=True, dir_okay=False), help="JSON list of tool schemas."
+)
 @click.option("--now", help="The clock strftime_now reads, ISO 8601 (default: a fixed instant).")
 @click.option("--var", "variables", multiple=True, help="Template variable NAME=VALUE (VALUE may be JSON).")
 @click.option("--no-generation-prompt", is_flag=True, help="Render without add_generation_prompt.")
 @click.option("--tokens", is_flag=True, help="Also print the token ids and pieces.")
-@click.option("--tokenizer", "tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.")
+@click.option(
+    "--tokenizer",
+    "tokenizer",
+    help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.",
+)
 @click.option("--name", "template_name", help="Which named template of a tokenizer_config.json list.")
-def render(template_path: str, messages: str | None, tools_path: str | None, now: str | None,
-           variables: tuple[str, ...], no_generation_prompt: bool, tokens: bool, tokenizer: str | None,
-           template_name: str | None) -> None:
+def render(
+    template_path: str,
+    messages: str | None,
+    tools_path: str | None,
+    now: str | None,
+    variables: tuple[str, ...],
+    no_generation_prompt: bool,
+    tokens: bool,
+    tokenizer: str | None,
+    template_name: str | None,
+) -> None:
     """Print a prompt exactly as the serving stack renders it."""
     from datetime import UTC, datetime
 
@@ -193,8 +252,13 @@ def render(template_path: str, messages: str | None, tools_path: str | None, now
         _fail(f"{template_path}: {exc}")
     template = ChatTemplate(source, template_path, special_tokens=special_tokens_for(template_path, loaded))
     try:
-        rendered = template.render(msgs, tools=tools, add_generation_prompt=not no_generation_prompt, now=moment,
-                                   **dict(_parse_var(v) for v in variables))
+        rendered = template.render(
+            msgs,
+            tools=tools,
+            add_generation_prompt=not no_generation_prompt,
+            now=moment,
+            **dict(_parse_var(v) for v in variables),
+        )
     except Exception as exc:  # any template error is the user's to see, with its line
         _fail(f"{template_path}:{error_line(exc)}: {describe_error(exc)}")
     click.echo(rendered.text, nl=not rendered.text.endswith("\n"))
@@ -212,8 +276,10 @@ def rules_cmd(fmt: str) -> None:
     from prefixlint.rules import RULES
 
     if fmt == "json":
-        items = [{"code": r.code, "name": r.name, "summary": r.summary, "severity": r.default_severity.label}
-                 for r in RULES.values()]
+        items = [
+            {"code": r.code, "name": r.name, "summary": r.summary, "severity": r.default_severity.label}
+            for r in RULES.values()
+        ]
         click.echo(json.dumps(items, indent=2))
         return
     for r in RULES.values():
@@ -234,20 +300,41 @@ def rule_cmd(code: str) -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=False))
-@click.option("--log", "log", type=click.Path(exists=True, dir_okay=False),
-              help="JSONL request log (bodies or {\"prompt\": …}; gzip accepted).")
-@click.option("--template", type=click.Path(exists=True, dir_okay=False),
-              help="Chat template (.jinja or tokenizer_config.json).")
-@click.option("--model-dir", type=click.Path(exists=True, file_okay=False),
-              help="Model folder: tokenizer and chat template.")
+@click.option(
+    "--log",
+    "log",
+    type=click.Path(exists=True, dir_okay=False),
+    help='JSONL request log (bodies or {"prompt": …}; gzip accepted).',
+)
+@click.option(
+    "--template",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Chat template (.jinja or tokenizer_config.json).",
+)
+@click.option(
+    "--model-dir",
+    type=click.Path(exists=True, file_okay=False),
+    help="Model folder: tokenizer and chat template.",
+)
 @click.option("--tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id.")
 @click.option("--engine", "engines", multiple=True, help="Engines to simulate (default: vllm sglang openai).")
 @click.option("--cache-tokens", type=click.IntRange(min=1), help="Also simulate an LRU of this many tokens.")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Causes to report.")
-@click.option("--what-if", "what_if", type=click.IntRange(min=0), default=3, show_default=True,
-              help="Top causes to re-simulate moved after the static content.")
-@click.option("--interval", type=float, default=1.0, show_default=True,
-              help="Seconds between requests that carry no timestamp (the clock templates read).")
+@click.option(
+    "--what-if",
+    "what_if",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Top causes to re-simulate moved after the static content.",
+)
+@click.option(
+    "--interval",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Seconds between requests that carry no timestamp (the clock templates read).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML page.")
 def explain(paths: tuple[str, ...], **kw: Any) -> None:

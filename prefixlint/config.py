@@ -70,9 +70,13 @@ class Config:
 
 def _has_section(path: Path) -> bool:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False  # a broken pyproject.toml that is not ours is not our error
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except OSError:
+        return False
+    except ValueError:
+        # A broken pyproject.toml that is not ours is not our error; one with our table is.
+        return "[tool.prefixlint" in text
     return isinstance(data.get("tool"), dict) and "prefixlint" in data["tool"]
 
 

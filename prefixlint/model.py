@@ -93,6 +93,7 @@ class SourceResult:
     total_tokens: int | None = None
     multiturn_reuse: float | None = None
     tokenizer: str = ""
+    notes: list[str] = field(default_factory=list)  # what the run had to work around (stderr, JSON)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,6 +106,8 @@ class SourceResult:
             out["name"] = self.name
         if self.tokenizer:
             out["tokenizer"] = self.tokenizer
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.kind != "python":
             out["multiturn_reuse"] = self.multiturn_reuse
         return out

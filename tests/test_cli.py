@@ -174,3 +174,20 @@ def test_rules_listing_and_rule_page() -> None:
     code, out = run("rule", "pfx101")
     assert code == 0 and out.startswith("# PFX101 clock-in-prefix")
     assert run("rule", "PFX999")[0] == 2
+
+
+def test_a_broken_tokenizer_beside_the_template_is_named_and_the_default_used(tmp_path: Path) -> None:
+    shutil.copy(CLOCK, tmp_path / "chat_template.jinja")
+    (tmp_path / "tokenizer.json").write_text('{"model": "not a tokenizer"}')
+    result = CliRunner().invoke(
+        cli, ["check", str(tmp_path), "--format", "json", "--no-multiturn", "--no-cache"]
+    )
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    (source,) = report["sources"]
+    assert source["tokenizer"] == EMBEDDED_NAME
+    assert source["notes"] and str(tmp_path / "tokenizer.json") in source["notes"][0]
+    assert (
+        f"prefixlint: warning: {tmp_path / 'tokenizer.json'}: not a loadable tokenizer.json" in result.stderr
+    )
+    assert report["diagnostics"][0]["code"] == "PFX101"

@@ -178,3 +178,15 @@ def test_tokenizer_path_is_relative_to_the_config(tmp_path: Path) -> None:
     assert config.tokenizer == str(tmp_path / "models" / "tokenizer.json")
     hub = load_config(write(tmp_path / "prefixlint.toml", 'tokenizer = "Qwen/Qwen3-8B"\n'))
     assert hub.tokenizer == "Qwen/Qwen3-8B"
+
+
+def test_a_pyproject_with_our_table_that_does_not_parse_is_an_error(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from prefixlint.cli import cli
+
+    (tmp_path / "pyproject.toml").write_text('[tool.prefixlint]\nselect = ["PFX1"\n')
+    (tmp_path / "t.jinja").write_text("{{ messages[0].content }}")
+    result = CliRunner().invoke(cli, ["check", str(tmp_path / "t.jinja"), "--no-cache"])
+    assert result.exit_code == 2
+    assert "pyproject.toml: not valid TOML" in result.output
