@@ -52,9 +52,14 @@ def _templates() -> list[Path]:
     return corpus_templates() + own
 
 
-def _reference(source: str, messages, tools, gen: bool) -> str:
+def _reference(source: str, messages, tools, gen: bool, extra: dict) -> str:
     rendered, _ = transformers_ctu.render_jinja_template(
-        conversations=[messages], tools=tools, chat_template=source, add_generation_prompt=gen, **SPECIAL
+        conversations=[messages],
+        tools=tools,
+        chat_template=source,
+        add_generation_prompt=gen,
+        **SPECIAL,
+        **extra,
     )
     return rendered[0]
 
@@ -64,12 +69,14 @@ def test_render_matches_transformers_byte_for_byte(path: Path, monkeypatch: pyte
     monkeypatch.setattr(transformers_ctu, "datetime", _FixedDatetime)
     source = path.read_text(encoding="utf-8")
     template = ChatTemplate(source, str(path), special_tokens=dict(SPECIAL))
+    # Variables a template cannot render without (e.g. `functions`) get the same value on both sides.
+    template.supply_required_variables(CONVERSATIONS["sys"], None)
     compared = 0
     for messages in CONVERSATIONS.values():
         for tools in (None, TOOLS):
             for gen in (True, False):
                 try:
-                    expected = _reference(source, messages, tools, gen)
+                    expected = _reference(source, messages, tools, gen, template.extra_kwargs)
                 except Exception:
                     continue  # transformers itself cannot render these inputs
                 ours = template.render(messages, tools=tools, add_generation_prompt=gen, now=BASE_TIME).text

@@ -173,8 +173,13 @@ class ChatTemplate:
 
     def supply_required_variables(self, messages: list[dict[str, Any]], tools: list | None) -> None:
         """Give values to variables the template cannot render without (e.g. `functions`), so the
-        analysis can go on; each one is noted for the report."""
-        for _ in range(len(self.external_variables)):
+        analysis can go on; each one is noted for the report. A template that does not compile
+        is left alone (the analysis reports it as PFX001)."""
+        try:
+            attempts = len(self.external_variables)
+        except jinja2.TemplateSyntaxError:
+            return
+        for _ in range(attempts):
             try:
                 self.render(messages, tools=tools)
                 return
