@@ -103,6 +103,14 @@ def _write(text: str, output_file: str | None) -> None:
         click.echo(text, nl=False)
 
 
+_max_prefix_loss_option = click.option(
+    "--max-prefix-loss",
+    type=click.IntRange(min=0),
+    metavar="TOKENS",
+    help="With --diff or `diff`: tokens the cacheable prefix may lose (default: any whole vLLM block).",
+)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True), required=True)
 @click.option(
@@ -118,12 +126,7 @@ def _write(text: str, output_file: str | None) -> None:
     metavar="REF",
     help="Gate on changes: compare each template with its version at git REF (`prefixlint diff`).",
 )
-@click.option(
-    "--max-prefix-loss",
-    type=click.IntRange(min=0),
-    metavar="TOKENS",
-    help="With --diff: tokens the cacheable prefix may lose (default: any whole vLLM block).",
-)
+@_max_prefix_loss_option
 @_lint_options
 def check(
     paths: tuple[str, ...], fmt: str, diff_ref: str | None, max_prefix_loss: int | None, **kw: Any
@@ -168,12 +171,7 @@ def _run_diff(
 @click.argument("ref")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option(
-    "--max-prefix-loss",
-    type=click.IntRange(min=0),
-    metavar="TOKENS",
-    help="Tokens the cacheable prefix may lose (default: any whole vLLM block).",
-)
+@_max_prefix_loss_option
 @_lint_options
 def diff_cmd(ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | None, **kw: Any) -> None:
     """Fail when a change since git REF shortens a template's cacheable prefix, adds findings, or
