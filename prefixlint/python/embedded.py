@@ -26,7 +26,9 @@ _CONSTRUCTORS = {
 }
 
 
-class _TemplateFinder(cst.CSTVisitor):
+class _TemplateFinder:
+    """visit_Call replayed over the index's recorded nodes (ModuleIndex.replay)."""
+
     def __init__(self, index: ModuleIndex, evaluator: Evaluator) -> None:
         self.index, self.ev = index, evaluator
         self.found: list[tuple[str, int]] = []
@@ -52,7 +54,7 @@ def embedded_template_diagnostics(
     options: Options,
 ) -> list[Diagnostic]:
     finder = _TemplateFinder(index, evaluator)
-    index.module.visit(finder)
+    index.replay(finder)
     if not finder.found:
         return []
     from prefixlint.jinja.analyze import analyze_template

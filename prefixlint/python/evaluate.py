@@ -104,40 +104,10 @@ def _fstring_text(raw: str, prefix: str) -> str:
         return raw
 
 
-class _Collector(cst.CSTVisitor):
-    """Returns and yields of one function, not of functions nested in it."""
-
-    def __init__(self) -> None:
-        self.returns: list[cst.Return] = []
-        self.yields: list[cst.Yield] = []
-        self.depth = 0
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.depth += 1
-        return self.depth == 1
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.depth -= 1
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        if node.value is not None:
-            self.returns.append(node)
-
-    def visit_Yield(self, node: cst.Yield) -> None:
-        self.yields.append(node)
-
-
 class Evaluator:
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
         self.active: list[cst.FunctionDef] = []
-        self._bodies: dict[cst.FunctionDef, _Collector] = {}
 
     # --- helpers -------------------------------------------------------------------------------
     def label(self, node: cst.CSTNode) -> str:
@@ -159,13 +129,6 @@ class Evaluator:
             if (h := first_volatile(part)) is not None:
                 return (h,)
         return self.unknown(node)
-
-    def body(self, fn: cst.FunctionDef) -> _Collector:
-        if fn not in self._bodies:
-            collector = _Collector()
-            fn.visit(collector)
-            self._bodies[fn] = collector
-        return self._bodies[fn]
 
     # --- expressions ---------------------------------------------------------------------------
     def value(self, node: cst.BaseExpression, env: Env) -> Value:
@@ -386,7 +349,7 @@ class Evaluator:
         inner = Env(args=args, depth=env.depth + 1)
         self.active.append(fn)
         try:
-            body = self.body(fn)
+            body = self.index.bodies[fn]
             if body.yields:
                 return concat(*(self.yielded(y, inner) for y in body.yields))
             options = [self.value(r.value, inner) for r in body.returns if r.value is not None]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 Pos = tuple[int, int]
 
@@ -37,9 +38,17 @@ class Scope:
 
 
 @dataclass
+class FunctionBody:
+    """The returns (with a value) and yields of one function, not of functions, lambdas or classes
+    nested in it."""
+
+    returns: list[cst.Return] = field(default_factory=list)
+    yields: list[cst.Yield] = field(default_factory=list)
+
+
+@dataclass
 class ModuleIndex:
     module: cst.Module
-    wrapper: cst.MetadataWrapper
     positions: dict
     imports: dict[str, set[str]]  # local name -> the dotted names it is imported as (`dt` -> datetime)
     module_scope: Scope
@@ -48,23 +57,29 @@ class ModuleIndex:
     functions: dict[str, cst.FunctionDef] = field(default_factory=dict)  # module-level
     methods: dict[tuple[str, str], cst.FunctionDef] = field(default_factory=dict)  # (class, name)
     class_of: dict[cst.FunctionDef, cst.ClassDef] = field(default_factory=dict)
+    bodies: dict[cst.FunctionDef, FunctionBody] = field(default_factory=dict)
+    # (entering?, node) in source order for the node types later passes look at (_EVENT_TYPES):
+    # they replay this list instead of walking the whole tree again.
+    events: list[tuple[bool, cst.CSTNode]] = field(default_factory=list)
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
         return (p.start.line, p.start.column + 1) if p else (1, 1)
 
-    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+    def qualified_names(self, node: cst.CSTNode, scope: Scope | None = None) -> set[str]:
         """The dotted names a `Name` or `Attribute` chain stands for through the module's imports
         (`dt.datetime.now` after `import datetime as dt`: `datetime.datetime.now`). Resolved by hand
         from the import statements, far cheaper than libcst's scope analysis: a name a function
-        binds itself (a parameter `time`) is not the import."""
+        binds itself (a parameter `time`) is not the import. `scope`: where the name is read (by
+        default the scope it was indexed in)."""
         parts: list[str] = []
         while isinstance(node, cst.Attribute):
             parts.append(node.attr.value)
             node = node.value
         if not isinstance(node, cst.Name) or node.value not in self.imports:
             return set()
-        scope = self.scope_of.get(node, self.module_scope)
+        if scope is None:
+            scope = self.scope_of.get(node, self.module_scope)
         if scope is not self.module_scope and (node.value in scope.params or node.value in scope.bindings):
             return set()
         tail = "".join("." + p for p in reversed(parts))
@@ -72,6 +87,14 @@ class ModuleIndex:
 
     def scope_for(self, node: cst.CSTNode) -> Scope:
         return self.scope_of.get(node, self.module_scope)
+
+    def replay(self, visitor: object) -> None:
+        """Call `visitor.visit_<Type>(node)` / `leave_<Type>(node)` as a libcst visit would, for the
+        recorded node types (a visitor there must not skip children)."""
+        for entering, node in self.events:
+            method = getattr(visitor, ("visit_" if entering else "leave_") + type(node).__name__, None)
+            if method is not None:
+                method(node)
 
 
 def _names_in_target(target: cst.BaseExpression) -> list[str]:
@@ -84,35 +107,84 @@ def _names_in_target(target: cst.BaseExpression) -> list[str]:
     return []
 
 
-class _Indexer(cst.CSTVisitor):
+# Node types the sink finder, the embedded-template finder (their visit_/leave_ methods) and the
+# function-body index need, recorded during the single traversal.
+_EVENT_TYPES = (cst.FunctionDef, cst.Call, cst.List, cst.Dict, cst.Assign, cst.AnnAssign, cst.AugAssign)
+_SHUFFLES = {"random.shuffle", "numpy.random.shuffle"}
+
+
+class _Indexer:
+    """Builds the index while `_IndexingState` generates the module's code (codegen meets the nodes
+    in the same order as a libcst visitor, and it has to run anyway for positions). Positions are
+    known only once a node's code is generated, so bindings are made after the traversal."""
+
     def __init__(self, index: ModuleIndex) -> None:
         self.index = index
         self.stack: list[Scope] = [index.module_scope]
         self.loops: list[cst.BaseExpression] = []
         self.saved_loops: list[list[cst.BaseExpression]] = []
         self.classes: list[cst.ClassDef] = []
+        self.path: list[cst.CSTNode] = []  # the nodes being generated, outermost first
+        self.loop_bodies: list[cst.CSTNode] = []  # `for` bodies being generated
+        self.owners: list[cst.CSTNode] = []  # FunctionDef/Lambda/ClassDef around the node
+        # (scope, name, kind, node whose position it takes, expr, loop_iter), in traversal order
+        self.pending: list[tuple[Scope, str, str, cst.CSTNode, cst.BaseExpression | None, object]] = []
 
     @property
     def scope(self) -> Scope:
         return self.stack[-1]
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.index.scope_of[node] = self.scope
-        return super().on_visit(node)
+    def enter(self, node: cst.CSTNode) -> None:
+        self.index.scope_of[node] = self.stack[-1]
+        path = self.path
+        if path and type(path[-1]) is cst.For and node is path[-1].body:
+            self.loops.append(path[-1].iter)
+            self.loop_bodies.append(node)
+        path.append(node)
+        kind = type(node)
+        if kind in _EVENT_TYPES:
+            self.index.events.append((True, node))
+        method = _ENTER.get(kind)
+        if method is not None:
+            method(self, node)
 
-    def _binding(self, kind: str, node: cst.CSTNode, expr: cst.BaseExpression | None) -> Binding:
-        return Binding(kind, self.index.pos(node), expr, self.loops[-1] if self.loops else None)
+    def leave(self, node: cst.CSTNode) -> None:
+        self.path.pop()
+        kind = type(node)
+        if kind is cst.FunctionDef:
+            self.index.events.append((False, node))
+        method = _LEAVE.get(kind)
+        if method is not None:
+            method(self, node)
+        if self.loop_bodies and node is self.loop_bodies[-1]:
+            self.loop_bodies.pop()
+            self.loops.pop()
+
+    def finish(self) -> None:
+        """Make the bindings, in traversal order, now that every position is known."""
+        index = self.index
+        for scope, name, kind, node, expr, loop_iter in self.pending:
+            # A shuffle's receiver is resolved in the module scope: the statement is indexed
+            # before the names inside it.
+            if kind == "shuffle" and not _SHUFFLES & index.qualified_names(expr.func, index.module_scope):
+                continue
+            scope.bind(name, Binding(kind, index.pos(node), expr, loop_iter))
+
+    def _bind(self, name: str, kind: str, node: cst.CSTNode, expr: cst.BaseExpression | None) -> None:
+        self.pending.append((self.scope, name, kind, node, expr, self.loops[-1] if self.loops else None))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.scope.bind(node.name.value, self._binding("unknown", node, None))
+        self._bind(node.name.value, "unknown", node, None)
         scope = Scope(node, self.index.module_scope, cls=node)
         self.index.scopes[node] = scope
         self.stack.append(scope)
         self.classes.append(node)
+        self.owners.append(node)
 
     def leave_ClassDef(self, node: cst.ClassDef) -> None:
         self.stack.pop()
         self.classes.pop()
+        self.owners.pop()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         name = node.name.value
@@ -130,51 +202,64 @@ class _Indexer(cst.CSTVisitor):
             if isinstance(star, cst.Param):
                 scope.params.append(star.name.value)
         self.index.scopes[node] = scope
+        self.index.bodies[node] = FunctionBody()
         self.stack.append(scope)
+        self.owners.append(node)
         self.saved_loops.append(self.loops)
         self.loops = []  # an enclosing function's loop does not repeat this function's body
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.pop()
+        self.owners.pop()
         self.loops = self.saved_loops.pop()
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.owners.append(node)
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self.owners.pop()
+
+    def _body(self) -> FunctionBody | None:
+        owner = self.owners[-1] if self.owners else None
+        return self.index.bodies[owner] if type(owner) is cst.FunctionDef else None
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is not None and (body := self._body()) is not None:
+            body.returns.append(node)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        if (body := self._body()) is not None:
+            body.yields.append(node)
 
     def visit_For(self, node: cst.For) -> None:
         for name in _names_in_target(node.target):
-            self.scope.bind(name, Binding("loop", self.index.pos(node), node.iter))
-
-    def visit_For_body(self, node: cst.For) -> None:
-        self.loops.append(node.iter)
-
-    def leave_For_body(self, node: cst.For) -> None:
-        self.loops.pop()
+            self.pending.append((self.scope, name, "loop", node, node.iter, None))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Name):
-                self.scope.bind(target.target.value, self._binding("assign", node, node.value))
+                self._bind(target.target.value, "assign", node, node.value)
             else:
                 for name in _names_in_target(target.target):
-                    self.scope.bind(name, self._binding("unknown", node, None))
+                    self._bind(name, "unknown", node, None)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            kind = "assign" if node.value is not None else "unknown"
-            if node.value is not None:
-                self.scope.bind(node.target.value, self._binding(kind, node, node.value))
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self._bind(node.target.value, "assign", node, node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name) and isinstance(node.operator, cst.AddAssign):
-            self.scope.bind(node.target.value, self._binding("aug", node, node.value))
+            self._bind(node.target.value, "aug", node, node.value)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
         if isinstance(node.target, cst.Name):
-            self.scope.bind(node.target.value, self._binding("assign", node, node.value))
+            self._bind(node.target.value, "assign", node, node.value)
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
             if item.asname is not None:
                 for name in _names_in_target(item.asname.name):
-                    self.scope.bind(name, self._binding("unknown", node, None))
+                    self._bind(name, "unknown", node, None)
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
@@ -187,13 +272,42 @@ class _Indexer(cst.CSTVisitor):
             and func.attr.value in ("append", "extend", "insert")
         ):
             kind = "extend" if func.attr.value == "extend" else "append"
-            arg = call.args[-1].value
-            self.scope.bind(func.value.value, self._binding(kind, node, arg))
-        elif isinstance(call.args[0].value, cst.Name) and {
-            "random.shuffle",
-            "numpy.random.shuffle",
-        } & self.index.qualified_names(func):
-            self.scope.bind(call.args[0].value.value, self._binding("shuffle", node, call))
+            self._bind(func.value.value, kind, node, call.args[-1].value)
+        elif isinstance(call.args[0].value, cst.Name):
+            # kept only if `func` is `random.shuffle` (known once all imports are: see finish)
+            self._bind(call.args[0].value.value, "shuffle", node, call)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _dotted(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.index.imports.setdefault(alias.asname.name.value, set()).add(full)
+            else:
+                head = full.split(".")[0]
+                self.index.imports.setdefault(head, set()).add(head)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        base = "." * len(node.relative) + (_dotted(node.module) if node.module is not None else "")
+        for alias in node.names:
+            name = _dotted(alias.name)
+            asname = alias.asname.name if alias.asname is not None else None
+            local = asname.value if isinstance(asname, cst.Name) else name
+            full = base + name if base.endswith(".") else f"{base}.{name}"
+            self.index.imports.setdefault(local, set()).add(full)
+
+
+_ENTER = {
+    getattr(cst, name[len("visit_") :]): method
+    for name, method in vars(_Indexer).items()
+    if name.startswith("visit_")
+}
+_LEAVE = {
+    getattr(cst, name[len("leave_") :]): method
+    for name, method in vars(_Indexer).items()
+    if name.startswith("leave_")
+}
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -202,44 +316,38 @@ def _dotted(node: cst.BaseExpression) -> str:
     return node.value if isinstance(node, cst.Name) else ""
 
 
-def module_imports(module: cst.Module) -> dict[str, set[str]]:
-    """Every import in the module, anywhere (flow-insensitive, as the rest of the index): local
-    name -> dotted names. `import a.b` binds `a` to `a`; `import a.b as c` binds `c` to `a.b`;
-    `from a import b as c` binds `c` to `a.b`; relative imports keep their dots (`.b`). Walks
-    statements only: expressions hold no imports, and skipping them is most of the saving."""
-    found: dict[str, set[str]] = {}
+class _IndexingState(PositionProvidingCodegenState):
+    """libcst's `PositionProvider` codegen (syntactic positions of every node), indexing each node
+    as it goes: one traversal instead of one per pass (a libcst visit rebuilds every node)."""
 
-    def add(node: cst.Import | cst.ImportFrom) -> None:
-        if isinstance(node, cst.Import):
-            for alias in node.names:
-                full = _dotted(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    found.setdefault(alias.asname.name.value, set()).add(full)
-                else:
-                    head = full.split(".")[0]
-                    found.setdefault(head, set()).add(head)
-        elif not isinstance(node.names, cst.ImportStar):
-            base = "." * len(node.relative) + (_dotted(node.module) if node.module is not None else "")
-            for alias in node.names:
-                name = _dotted(alias.name)
-                asname = alias.asname.name if alias.asname is not None else None
-                local = asname.value if isinstance(asname, cst.Name) else name
-                found.setdefault(local, set()).add(base + name if base.endswith(".") else f"{base}.{name}")
+    def __init__(self, module: cst.Module, provider: PositionProvider, indexer: _Indexer) -> None:
+        super().__init__(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
+        )
+        self.indexer = indexer
 
-    def walk(node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            add(node)
-        elif not isinstance(node, cst.BaseExpression):
-            for child in node.children:
-                walk(child)
+    def _update_position(self, value: str) -> None:
+        # most tokens hold no newline: skip the regex split
+        if "\n" in value or "\r" in value:
+            super()._update_position(value)
+        else:
+            self.column += len(value)
 
-    walk(module)
-    return found
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        super().before_codegen(node)
+        self.indexer.enter(node)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        super().after_codegen(node)
+        self.indexer.leave(node)
 
 
 def index_module(module: cst.Module) -> ModuleIndex:
-    wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    index = ModuleIndex(module, wrapper, positions, module_imports(module), Scope(module, None))
-    module.visit(_Indexer(index))
+    """The index and every node's position, from one traversal of the module."""
+    provider = PositionProvider()
+    provider._computed = {}
+    index = ModuleIndex(module, provider._computed, {}, Scope(module, None))
+    indexer = _Indexer(index)
+    module._codegen(_IndexingState(module, provider, indexer))
+    indexer.finish()
     return index

@@ -53,7 +53,9 @@ def _is_message_literal(node: cst.BaseExpression) -> bool:
     return False
 
 
-class _SinkFinder(cst.CSTVisitor):
+class _SinkFinder:
+    """visit_/leave_ methods replayed over the index's recorded nodes (ModuleIndex.replay)."""
+
     def __init__(self, index: ModuleIndex, evaluator: Evaluator) -> None:
         self.index = index
         self.ev = evaluator
@@ -145,5 +147,5 @@ class _SinkFinder(cst.CSTVisitor):
 
 def find_prompts(index: ModuleIndex, evaluator: Evaluator) -> list[Prompt]:
     finder = _SinkFinder(index, evaluator)
-    index.module.visit(finder)
+    index.replay(finder)
     return finder.prompts
