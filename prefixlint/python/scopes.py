@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 Pos = tuple[int, int]
@@ -49,7 +48,7 @@ class FunctionBody:
 @dataclass
 class ModuleIndex:
     module: cst.Module
-    positions: dict
+    positions: dict[cst.CSTNode, tuple[Pos, Pos]]  # node -> its (start, end) as libcst's PositionProvider
     imports: dict[str, set[str]]  # local name -> the dotted names it is imported as (`dt` -> datetime)
     module_scope: Scope
     scopes: dict[cst.CSTNode, Scope] = field(default_factory=dict)  # FunctionDef/ClassDef -> scope
@@ -64,7 +63,7 @@ class ModuleIndex:
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
-        return (p.start.line, p.start.column + 1) if p else (1, 1)
+        return (p[0][0], p[0][1] + 1) if p else (1, 1)
 
     def qualified_names(self, node: cst.CSTNode, scope: Scope | None = None) -> set[str]:
         """The dotted names a `Name` or `Attribute` chain stands for through the module's imports
@@ -316,38 +315,76 @@ def _dotted(node: cst.BaseExpression) -> str:
     return node.value if isinstance(node, cst.Name) else ""
 
 
-class _IndexingState(PositionProvidingCodegenState):
-    """libcst's `PositionProvider` codegen (syntactic positions of every node), indexing each node
-    as it goes: one traversal instead of one per pass (a libcst visit rebuilds every node)."""
+class _Syntactic:
+    """`record_syntactic_position` as a plain context manager (libcst's is a generator, several times
+    slower): the node's range is where its own tokens start and end, or its `start_node`'s start /
+    `end_node`'s end."""
 
-    def __init__(self, module: cst.Module, provider: PositionProvider, indexer: _Indexer) -> None:
+    __slots__ = ("end_node", "node", "start", "start_node", "state")
+
+    def __init__(
+        self,
+        state: _IndexingState,
+        node: cst.CSTNode,
+        start_node: cst.CSTNode | None,
+        end_node: cst.CSTNode | None,
+    ) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = (self.state.line, self.state.column)
+
+    def __exit__(self, *exc: object) -> None:
+        state = self.state
+        ranges = state.ranges
+        start = ranges[self.start_node][0] if self.start_node is not None else self.start
+        end = ranges[self.end_node][1] if self.end_node is not None else (state.line, state.column)
+        ranges[self.node] = (start, end)
+
+
+class _IndexingState(PositionProvidingCodegenState):
+    """libcst's `PositionProvider` codegen (the syntactic range of every node, here as
+    ((line, column), (line, column)) tuples), indexing each node as it goes: one traversal
+    instead of one per pass (a libcst visit rebuilds every node)."""
+
+    def __init__(self, module: cst.Module, indexer: _Indexer) -> None:
         super().__init__(
-            default_indent=module.default_indent, default_newline=module.default_newline, provider=provider
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=None
         )
         self.indexer = indexer
+        self.ranges: dict[cst.CSTNode, tuple[Pos, Pos]] = indexer.index.positions
 
-    def _update_position(self, value: str) -> None:
-        # most tokens hold no newline: skip the regex split
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
         if "\n" in value or "\r" in value:
-            super()._update_position(value)
-        else:
+            self._update_position(value)
+        else:  # most tokens: no regex split
             self.column += len(value)
 
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> _Syntactic:
+        return _Syntactic(self, node, start_node, end_node)
+
     def before_codegen(self, node: cst.CSTNode) -> None:
-        super().before_codegen(node)
+        self._stack.append((self.line, self.column))
         self.indexer.enter(node)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        super().after_codegen(node)
+        start = self._stack.pop()
+        if node not in self.ranges:  # else its syntactic range is already recorded
+            self.ranges[node] = (start, (self.line, self.column))
         self.indexer.leave(node)
 
 
 def index_module(module: cst.Module) -> ModuleIndex:
     """The index and every node's position, from one traversal of the module."""
-    provider = PositionProvider()
-    provider._computed = {}
-    index = ModuleIndex(module, provider._computed, {}, Scope(module, None))
+    index = ModuleIndex(module, {}, {}, Scope(module, None))
     indexer = _Indexer(index)
-    module._codegen(_IndexingState(module, provider, indexer))
+    module._codegen(_IndexingState(module, indexer))
     indexer.finish()
     return index
