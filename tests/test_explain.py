@@ -15,6 +15,7 @@ from prefixlint.engines import load_engines
 from prefixlint.explain.log import explain_log
 from prefixlint.explain.requests import Renderer, parse_request
 from prefixlint.explain.whatif import move_span
+from prefixlint.jinja.environment import RenderLimitError
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.tokens import load_tokenizer
 
@@ -272,3 +273,19 @@ def test_usage_errors_exit_2(tmp_path):
     assert result.exit_code == 2
     result = CliRunner().invoke(cli, ["explain", "--log", str(FIX / "request_a.json"), "--engine", "nope"])
     assert result.exit_code == 2 and "unknown engine" in result.output
+
+
+def test_a_long_stream_of_requests_is_neither_cut_off_by_the_template_budget_nor_memoized() -> None:
+    """`check`'s per-template budget (all renders together) must not apply to a request log:
+    each logged request is its own render, and none is kept in memory."""
+    template = ChatTemplate("{{ messages[0].content }}", "t.jinja")
+    renderer = Renderer(template)
+    for i in range(50):
+        template.budget.spent = template.limits.template_seconds  # as if the log had used it all
+        assert renderer.template.render([{"role": "user", "content": f"q{i}"}]).text == f"q{i}"
+    assert template._renders == {}
+    # The same exhausted budget stops an analysis (`check`), where all renders share it.
+    analysed = ChatTemplate("{{ messages[0].content }}", "t.jinja")
+    analysed.budget.spent = analysed.limits.template_seconds
+    with pytest.raises(RenderLimitError):
+        analysed.render([{"role": "user", "content": "q"}])

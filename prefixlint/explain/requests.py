@@ -201,6 +201,7 @@ class Renderer:
     def __init__(self, template: ChatTemplate | None) -> None:
         self.user_template = template is not None
         self.template = template or ChatTemplate(DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_PATH)
+        self.template.streaming = True  # requests are independent: a budget each, no memo
 
     def render(self, request: Request) -> Rendered:
         if request.prompt is not None:

@@ -51,6 +51,9 @@ class ChatTemplate:
     fixed_line: int | None = None
     extra_kwargs: dict[str, Any] = field(default_factory=dict)
     setup_notes: list[str] = field(default_factory=list)
+    # Rendering a stream of independent requests (`explain --log`): each render gets its own time
+    # budget and nothing is memoized, so a long log is neither cut off nor kept in memory.
+    streaming: bool = False
 
     def __post_init__(self) -> None:
         self.clock = RenderClock(BASE_TIME)
@@ -146,7 +149,9 @@ class ChatTemplate:
     ) -> TracedRender:
         """Render as the serving stack would, with the clock set to `now`."""
         context = self.context(messages, tools=tools, add_generation_prompt=add_generation_prompt, **kwargs)
-        key = self._render_key(context, now)
+        if self.streaming:
+            self.budget = RenderBudget(self.limits)
+        key = None if self.streaming else self._render_key(context, now)
         if key is not None and key in self._renders and self.budget.tripped is None:
             traced, calls = self._renders[key]
             self.clock.now, self.clock.calls = now, list(calls)
