@@ -1,3 +1,3 @@
-from prefixlint.cli import main
+from prefixlint.launch import main
 
 main()

@@ -55,6 +55,9 @@ class Report:
     tokenizer: str
     engine: str
     sources: list[SourceResult]
+    # Every path the run read or listed (folders walked, sources and their folders, tokenizer
+    # files): the stamps a recorded run is replayed on (prefixlint/runmemo.py).
+    inputs: list[str] = field(default_factory=list)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -177,15 +180,21 @@ def _filter(
         result.diagnostics = sorted(kept, key=Diagnostic.sort_key)
 
 
-def iter_sources(paths: list[str], options: Options) -> Iterator[Source]:
-    """The sources under `paths`, less the built-in, command-line and config excludes."""
+def iter_sources(paths: list[str], options: Options, walked: list[str] | None = None) -> Iterator[Source]:
+    """The sources under `paths`, less the built-in, command-line and config excludes; the folders
+    listed go to `walked`."""
     from prefixlint.config import PathMatcher
     from prefixlint.sources import DEFAULT_EXCLUDES
 
     matcher = PathMatcher(Path(options.root or "."), (options.exclude or ()) + options.extend_exclude)
     defaults = DEFAULT_EXCLUDES if options.exclude is None else ()
     return discover(
-        paths, options.excludes, skip=matcher.matches, defaults=defaults, force_exclude=options.force_exclude
+        paths,
+        options.excludes,
+        skip=matcher.matches,
+        defaults=defaults,
+        force_exclude=options.force_exclude,
+        walked=walked,
     )
 
 
@@ -228,7 +237,8 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
 
         cache = ResultCache(Path(options.cache_dir))
     enabled = options.enabled_codes()
-    sources = list(iter_sources(paths, options))
+    walked: list[str] = []
+    sources = list(iter_sources(paths, options, walked))
     keys = [cache.key(s, options) if cache is not None else None for s in sources]
     found: list[list[SourceResult] | None] = [cache.get(k) if cache is not None else None for k in keys]
     missing = [i for i, f in enumerate(found) if f is None]
@@ -247,7 +257,19 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         default_name = cached_name or load_tokenizer(options.tokenizer).name
     else:
         default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
-    return Report(tokenizer=default_name, engine=options.engine, sources=results)
+    return Report(default_name, options.engine, results, _inputs(walked, sources, options))
+
+
+def _inputs(walked: list[str], sources: list[Source], options: Options) -> list[str]:
+    """What the run read or listed. A source's folder is there because a tokenizer.json or
+    tokenizer_config.json appearing beside it changes its analysis."""
+    from prefixlint.cache import tokenizer_inputs
+
+    out = list(walked)
+    for source in sources:
+        out += [source.path, os.path.dirname(source.path) or "."]
+        out += [str(p) for p in tokenizer_inputs(source.path, options)]
+    return out
 
 
 __all__ = ["Options", "Report", "lint_paths", "RULES"]

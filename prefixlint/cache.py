@@ -1,9 +1,9 @@
 """The result cache: an unchanged source is not analysed again.
 
 One JSON file per source result under `<cache dir>/v1/`, named by a SHA-256 of everything the
-analysis reads: the file's bytes and path, the tokenizer file (path, size, mtime) and the
+analysis reads: the file's bytes and path, the tokenizer file (path, size, mtime, inode) and the
 tokenizer_config.json beside the source, every analysis option, and prefixlint itself (version
-and the size/mtime of its own files, so an editable install never serves stale results). What
+and the stamps of its own files, so an editable install never serves stale results). What
 is cached is the raw analysis, before select/ignore, per-file ignores and suppressions, which are
 cheap and applied on every run. JSON, not pickle: a cache dir that arrives with a hostile
 repository must not run code.
@@ -16,12 +16,12 @@ import json
 import os
 import tempfile
 from dataclasses import asdict, fields
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.files import read_limited
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
+from prefixlint.runmemo import package_stamp, stamp
 
 if TYPE_CHECKING:
     from prefixlint.api import Options
@@ -53,25 +53,8 @@ def default_cache_dir(root: Path) -> Path:
     return Path(env) if env else root / CACHE_DIR_NAME
 
 
-def _stat(path: Path) -> list[Any]:
-    try:
-        st = path.stat()
-    except OSError:
-        return [str(path), None]
-    return [str(path), st.st_size, st.st_mtime_ns]
-
-
-@cache
-def _self_digest() -> str:
-    from prefixlint import __version__ as ver  # not importlib.metadata: 45 ms on a warm run
-
-    package = Path(__file__).resolve().parent
-    files = sorted(p for p in package.rglob("*") if p.suffix in (".py", ".toml", ".json") and p.is_file())
-    listing = json.dumps([ver, *(_stat(p) for p in files)])
-    return hashlib.sha256(listing.encode()).hexdigest()
-
-
-def _tokenizer_identity(source_path: str, options: Options) -> list[Any]:
+def tokenizer_inputs(source_path: str, options: Options) -> list[Path]:
+    """The files that decide which tokenizer analyses `source_path`, and with which special tokens."""
     from prefixlint.tokens import TokenizerError, find_tokenizer_file, resolve_tokenizer_path
 
     try:
@@ -81,15 +64,14 @@ def _tokenizer_identity(source_path: str, options: Options) -> list[Any]:
             tok = resolve_tokenizer_path(options.tokenizer)
     except TokenizerError:
         tok = Path(str(options.tokenizer))
-    beside = Path(source_path).parent / "tokenizer_config.json"
-    return [_stat(tok), _stat(tok.parent / "tokenizer_config.json"), _stat(beside)]
+    return [tok, tok.parent / "tokenizer_config.json", Path(source_path).parent / "tokenizer_config.json"]
 
 
 def _analysis_options(options: Options) -> dict[str, str]:
     return {f.name: repr(getattr(options, f.name)) for f in fields(options) if f.name not in _FILTER_OPTIONS}
 
 
-def _timed_out(result: SourceResult) -> bool:
+def timed_out(result: SourceResult) -> bool:
     return any("took longer than" in d.message for d in result.diagnostics)
 
 
@@ -123,10 +105,10 @@ class ResultCache:
             return None  # unreadable sources are cheap to re-check and reported by the analysis
         header = json.dumps(
             [
-                _self_digest(),
+                package_stamp(),
                 source.path,
                 source.kind,
-                _tokenizer_identity(source.path, options),
+                [stamp(str(p)) for p in tokenizer_inputs(source.path, options)],
                 _analysis_options(options),
             ]
         )
@@ -145,7 +127,7 @@ class ResultCache:
         return results
 
     def put(self, key: str | None, results: list[SourceResult]) -> None:
-        if key is None or any(_timed_out(r) for r in results):
+        if key is None or any(timed_out(r) for r in results):
             return  # a time limit depends on the machine's load that day, not on the file: retry next run
         try:
             self.directory.mkdir(parents=True, exist_ok=True)

@@ -65,8 +65,9 @@ def _lint_options(func: Any) -> Any:
     return func
 
 
-def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str]:
-    """(Options, fail-on) from the config file and the command line; exits 2 on a bad config."""
+def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
+    """(Options, fail-on, Config) from the config file and the command line; exits 2 on a bad
+    config."""
     from prefixlint.config import ConfigError, build_options, discover_config
     from prefixlint.engines import load_engines
     from prefixlint.rules import resolve_selector
@@ -92,7 +93,7 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str]:
         force_exclude=kw["force_exclude"],
         use_cache=not kw["no_cache"],
     )
-    return options, kw["fail_on"] or config.fail_on or "warning"
+    return options, kw["fail_on"] or config.fail_on or "warning", config
 
 
 def _write(text: str, output_file: str | None) -> None:
@@ -139,16 +140,39 @@ def check(
     from prefixlint.report import render_report
     from prefixlint.tokens import TokenizerError
 
-    options, fail_on = _setup(paths, kw)
+    options, fail_on, config = _setup(paths, kw)
     try:
         report = lint_paths(list(paths), options)
     except TokenizerError as exc:
         _fail(str(exc))
-    for note in dict.fromkeys(n for s in report.sources for n in s.notes):
-        click.echo(f"prefixlint: warning: {note}", err=True)
-    _write(render_report(report, fmt), kw["output_file"])
+    notes = dict.fromkeys(n for s in report.sources for n in s.notes)
+    warnings = "".join(f"prefixlint: warning: {n}\n" for n in notes)
+    click.echo(warnings, err=True, nl=False)
+    text = render_report(report, fmt)
+    _write(text, kw["output_file"])
     worst = report.worst()
-    sys.exit(EXIT_FINDINGS if worst is not None and worst >= Severity.parse(fail_on) else EXIT_OK)
+    code = EXIT_FINDINGS if worst is not None and worst >= Severity.parse(fail_on) else EXIT_OK
+    if kw["output_file"] is None:
+        _record_run(report, options, config, text, warnings, code)
+    sys.exit(code)
+
+
+def _record_run(report: Any, options: Any, config: Any, stdout: str, stderr: str, code: int) -> None:
+    """Let the same command line replay this run while nothing it read changes (runmemo.py). Only
+    for a run started by `main` (it knows the command line), with the result cache on, no result
+    cut off by a time limit, and a tokenizer given by path (a Hub id's cache can gain a snapshot)."""
+    argv = (click.get_current_context().find_root().obj or {}).get("argv")
+    if argv is None or options.cache_dir is None:
+        return
+    if options.tokenizer is not None and not os.path.exists(options.tokenizer):
+        return
+    from prefixlint.cache import timed_out
+    from prefixlint.runmemo import library_inputs, record
+
+    if any(timed_out(r) for r in report.sources):
+        return
+    inputs = [*config.consulted, *report.inputs, *library_inputs()]
+    record(options.cache_dir, argv, inputs, stdout, stderr, code)
 
 
 def _run_diff(
@@ -158,7 +182,7 @@ def _run_diff(
     from prefixlint.model import Severity
     from prefixlint.tokens import TokenizerError
 
-    options, fail_on = _setup(paths or (".",), kw)
+    options, fail_on, _ = _setup(paths or (".",), kw)
     try:
         result = diff_gate(ref, list(paths or (".",)), options, max_prefix_loss, Severity.parse(fail_on))
     except (DiffError, TokenizerError) as exc:
@@ -346,10 +370,11 @@ def explain(paths: tuple[str, ...], **kw: Any) -> None:
         _fail(str(exc))
 
 
-def main() -> None:
-    """Console entry point: no traceback ever reaches the user (set PREFIXLINT_DEBUG=1 to see one)."""
+def main(argv: list[str] | None = None) -> None:
+    """Run the command line `argv` (default: sys.argv); no traceback ever reaches the user (set
+    PREFIXLINT_DEBUG=1 to see one). Given `argv`, a `check` run is recorded for replay."""
     try:
-        cli(standalone_mode=True)
+        cli(args=argv, standalone_mode=True, obj=None if argv is None else {"argv": argv})
     except SystemExit:
         raise
     except KeyboardInterrupt:

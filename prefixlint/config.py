@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +61,8 @@ class Config:
     static_variables: tuple[str, ...] = ()
     dynamic_variables: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
+    # Every config file path looked for, found or not: a recorded run (runmemo) depends on them all.
+    consulted: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def root(self) -> Path:
@@ -80,13 +82,16 @@ def _has_section(path: Path) -> bool:
     return isinstance(data.get("tool"), dict) and "prefixlint" in data["tool"]
 
 
-def find_config(start: Path) -> Path | None:
-    """The nearest config file at or above `start` (a file's folder, or a folder)."""
+def find_config(start: Path, consulted: list[str] | None = None) -> Path | None:
+    """The nearest config file at or above `start` (a file's folder, or a folder); each path
+    looked at is appended to `consulted`."""
     start = start.resolve()
     folder = start if start.is_dir() else start.parent
     for directory in (folder, *folder.parents):
         for name in CONFIG_FILES:
             candidate = directory / name
+            if consulted is not None:
+                consulted.append(str(candidate))
             if candidate.is_file() and (name != "pyproject.toml" or _has_section(candidate)):
                 return candidate
     return None
@@ -199,10 +204,11 @@ def load_config(path: Path) -> Config:
 def discover_config(paths: Iterable[str], explicit: str | None = None) -> Config:
     """The config for a run: `explicit` if given, else the nearest one above the first path."""
     if explicit is not None:
-        return load_config(Path(explicit))
+        return replace(load_config(Path(explicit)), consulted=(explicit,))
     first = next(iter(paths), None)
-    found = find_config(Path(first) if first else Path.cwd())
-    return load_config(found) if found is not None else Config()
+    consulted: list[str] = []
+    found = find_config(Path(first) if first else Path.cwd(), consulted)
+    return replace(load_config(found) if found is not None else Config(), consulted=tuple(consulted))
 
 
 def _specificity(selector: str) -> int:

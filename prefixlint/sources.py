@@ -14,7 +14,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2")
-DEFAULT_EXCLUDES = (".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", "build", "dist")
+DEFAULT_EXCLUDES = (
+    ".git",
+    ".hg",
+    ".venv",
+    "venv",
+    "node_modules",
+    "__pycache__",
+    ".tox",
+    "build",
+    "dist",
+    # Tool caches: thousands of files, none of them a source (ours holds its results).
+    ".prefixlint_cache",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+)
 
 
 @dataclass(frozen=True)
@@ -50,11 +65,13 @@ def discover(
     skip: Callable[[Path, bool], bool] | None = None,
     defaults: tuple[str, ...] = DEFAULT_EXCLUDES,
     force_exclude: bool = False,
+    walked: list[str] | None = None,
 ) -> Iterator[Source]:
     """Sources under `paths`. A file named explicitly is linted whatever its name (as a template
     unless it is a .py or a tokenizer_config.json); folders yield only files of known kinds.
     `skip(path, is_dir)` is the config's excludes; it applies to files named explicitly only
-    with `force_exclude` (as in ruff, so pre-commit's file list honours the config)."""
+    with `force_exclude` (as in ruff, so pre-commit's file list honours the config). Each folder
+    listed is appended to `walked`."""
     patterns = tuple(defaults) + tuple(excludes)
     skip = skip or (lambda _path, _is_dir: False)
     seen: set[str] = set()
@@ -62,6 +79,8 @@ def discover(
         root = Path(given)
         if root.is_dir():
             for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+                if walked is not None:
+                    walked.append(dirpath)
                 rel_dir = os.path.relpath(dirpath, root)
                 dirnames[:] = sorted(
                     d

@@ -1,0 +1,144 @@
+"""Replaying a whole `check` run: when nothing it read has changed, print what it printed.
+
+A warm run through the result cache still imports click, reads the config, walks the folders and
+hashes every source (~0.15 s on the corpus, ~1 s on a repository of 1,500 files); an editor, a CI
+re-run or `pre-commit run --all-files` twice wants the answer at the cost of starting Python. So a
+finished `check` run with the result cache on records, under `<cache dir>/runs/`, its output, its
+exit code and a stamp (size, mtime, inode, mode) of everything it read or listed: the config files it
+looked for, the folders it walked, each source and its folder, the tokenizer files, jinja2's and
+tokenizers' own files, and prefixlint's. The same command line (same arguments, folder, interpreter
+and environment) stats those paths first; if every stamp matches, it replays the output and never
+imports the rest of prefixlint. make and git's index work the same way, and as in git an entry is
+not trusted when an input changed within 2 s of the entry being written ("racy": timestamps are
+coarser than edits).
+
+Only the standard library here, and little of it: this module runs before click is imported.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterable
+from typing import Any
+
+FORMAT = "runs-v1"
+RACY_NS = 2_000_000_000  # FAT's timestamps are 2 s coarse; ext4's a few ms
+KEEP_ENTRIES = 256  # past this many recorded runs, the older half goes
+_ENV_PREFIXES = ("PREFIXLINT_", "HF_")
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def stamp(path: str) -> list[Any]:
+    """What must not change about `path`; a missing path is stamped as missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, None]
+    return [path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode]
+
+
+@functools.cache
+def package_stamp() -> str:
+    """A digest of prefixlint's version and the stamps of its own code and data files, so an
+    edited (editable) install never serves results of the old code."""
+    from prefixlint import __version__
+
+    stamps = []
+    for folder, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        code = sorted(f for f in files if f.endswith((".py", ".toml", ".json")))
+        stamps += [stamp(os.path.join(folder, f)) for f in code]
+    return hashlib.sha256(json.dumps([__version__, stamps]).encode()).hexdigest()
+
+
+def library_inputs() -> list[str]:
+    """The files that change when jinja2, tokenizers or libcst is upgraded (found, not imported)."""
+    import importlib.util
+
+    specs = (importlib.util.find_spec(name) for name in ("jinja2", "tokenizers", "libcst"))
+    return [spec.origin for spec in specs if spec is not None and spec.origin]
+
+
+def run_key(argv: list[str]) -> str:
+    """The identity of a command line: arguments, folder, interpreter, the environment prefixlint
+    reads, and whether the output goes to a terminal."""
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
+    ttys = [stream.isatty() if stream else None for stream in (sys.stdout, sys.stderr)]
+    parts = [FORMAT, argv, os.getcwd(), sys.executable, env, ttys]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _entry_paths(key: str) -> Iterable[str]:
+    """Where a recorded run may be: `$PREFIXLINT_CACHE_DIR`, else the nearest `.prefixlint_cache`
+    at or above the current folder (a project root's, when run from inside the project)."""
+    env = os.environ.get("PREFIXLINT_CACHE_DIR")
+    if env:
+        yield os.path.join(env, "runs", key + ".json")
+        return
+    folder = os.getcwd()
+    while True:
+        yield os.path.join(folder, ".prefixlint_cache", "runs", key + ".json")
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
+def replay(argv: list[str]) -> int | None:
+    """Print the recorded output of this command line and return its exit code, if one is
+    recorded and nothing it read has changed; else None (and nothing printed)."""
+    try:
+        key = run_key(argv)
+        for path in _entry_paths(key):
+            try:
+                with open(path, encoding="utf-8") as fh:
+                    entry = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            if entry["package"] != package_stamp() or any(stamp(s[0]) != s for s in entry["inputs"]):
+                return None
+            sys.stderr.write(entry["stderr"])
+            sys.stderr.flush()
+            sys.stdout.write(entry["stdout"])
+            sys.stdout.flush()
+            return int(entry["exit_code"])
+    except Exception:  # a broken entry only costs the full run
+        return None
+    return None
+
+
+def record(
+    cache_dir: str, argv: list[str], inputs: Iterable[str], stdout: str, stderr: str, exit_code: int
+) -> None:
+    """Record a finished run (see the module docstring). Nothing is recorded when an input changed
+    within 2 s of now as the file system tells it (the real clock is never read)."""
+    runs = os.path.join(cache_dir, "runs")
+    path = os.path.join(runs, run_key(argv) + ".json")
+    stamps = [stamp(p) for p in dict.fromkeys(os.path.abspath(p) for p in inputs)]
+    entry = {"package": package_stamp(), "inputs": stamps, "stdout": stdout, "stderr": stderr}
+    try:
+        os.makedirs(runs, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({**entry, "exit_code": exit_code}, fh, ensure_ascii=False)
+        written = os.stat(tmp).st_mtime_ns
+        if any(s[1] is not None and s[2] > written - RACY_NS for s in stamps):
+            os.unlink(tmp)
+            return
+        os.replace(tmp, path)
+        _prune(runs)
+    except OSError:
+        pass  # a read-only cache dir: the next run is only slower
+
+
+def _prune(runs: str) -> None:
+    entries = [os.path.join(runs, n) for n in os.listdir(runs) if n.endswith(".json")]
+    if len(entries) <= KEEP_ENTRIES:
+        return
+    entries.sort(key=lambda p: os.stat(p).st_mtime_ns)
+    for old in entries[: len(entries) // 2]:
+        os.unlink(old)
