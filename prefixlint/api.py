@@ -70,7 +70,11 @@ class Report:
 def read_text(path: str, max_bytes: int = MAX_SOURCE_BYTES) -> str:
     """A source's text; raises ValueError with a reason for binary, non-UTF-8, too large or
     non-regular files (prefixlint.files), OSError for unreadable ones and symlink loops."""
-    data = read_limited(path, max_bytes)
+    return decode_source(read_limited(path, max_bytes))
+
+
+def decode_source(data: bytes) -> str:
+    """A source file's bytes as text; raises ValueError for binary or non-UTF-8 data."""
     if b"\x00" in data[:8192]:
         raise ValueError("binary file (NUL bytes), not a text source")
     try:
@@ -239,7 +243,11 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     enabled = options.enabled_codes()
     walked: list[str] = []
     sources = list(iter_sources(paths, options, walked))
-    keys = [cache.key(s, options) if cache is not None else None for s in sources]
+    contents = [_read_bytes(s, options) for s in sources]  # once: for the key and for suppressions
+    keys = [
+        cache.key(s, options, data) if cache is not None and data is not None else None
+        for s, data in zip(sources, contents, strict=True)
+    ]
     found: list[list[SourceResult] | None] = [cache.get(k) if cache is not None else None for k in keys]
     missing = [i for i, f in enumerate(found) if f is None]
     for i, fresh in zip(missing, _lint_all([sources[i] for i in missing], options, workers), strict=True):
@@ -247,9 +255,9 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         if cache is not None:
             cache.put(keys[i], fresh)
     results: list[SourceResult] = []
-    for source, raw in zip(sources, found, strict=True):
+    for source, raw, data in zip(sources, found, contents, strict=True):
         assert raw is not None
-        _filter(source, raw, options, enabled)
+        _filter(source, raw, options, enabled, _text_or_none(data))
         results.extend(raw)
     if options.tokenizer is not None:
         # Named by the results when every source came from the cache (no tokenizer load at all).
@@ -260,15 +268,28 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     return Report(default_name, options.engine, results, _inputs(walked, sources, options))
 
 
+def _read_bytes(source: Source, options: Options) -> bytes | None:
+    try:  # the same checks as the analysis: no FIFO read, no 1 GB file loaded to hash it
+        return read_limited(source.path, options.limits.file_bytes)
+    except (OSError, ValueError):
+        return None  # unreadable sources are not cached and are reported by the analysis
+
+
+def _text_or_none(data: bytes | None) -> str | None:
+    try:
+        return decode_source(data) if data is not None else None
+    except ValueError:
+        return None
+
+
 def _inputs(walked: list[str], sources: list[Source], options: Options) -> list[str]:
     """What the run read or listed. A source's folder is there because a tokenizer.json or
     tokenizer_config.json appearing beside it changes its analysis."""
     from prefixlint.cache import tokenizer_inputs
 
-    out = list(walked)
-    for source in sources:
-        out += [source.path, os.path.dirname(source.path) or "."]
-        out += [str(p) for p in tokenizer_inputs(source.path, options)]
+    out = walked + [s.path for s in sources]
+    for folder in dict.fromkeys(os.path.dirname(s.path) or "." for s in sources):
+        out += [folder, *tokenizer_inputs(folder, options.tokenizer)]
     return out
 
 

@@ -19,7 +19,6 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.files import read_limited
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.runmemo import package_stamp, stamp
 
@@ -53,18 +52,20 @@ def default_cache_dir(root: Path) -> Path:
     return Path(env) if env else root / CACHE_DIR_NAME
 
 
-def tokenizer_inputs(source_path: str, options: Options) -> list[Path]:
-    """The files that decide which tokenizer analyses `source_path`, and with which special tokens."""
+def tokenizer_inputs(folder: str, tokenizer: str | None) -> list[str]:
+    """The files that decide which tokenizer analyses the sources in `folder` (given `--tokenizer`),
+    and with which special tokens."""
     from prefixlint.tokens import TokenizerError, find_tokenizer_file, resolve_tokenizer_path
 
     try:
-        if options.tokenizer is None:
-            tok = find_tokenizer_file(Path(source_path).parent) or resolve_tokenizer_path(None)
+        if tokenizer is None:
+            tok = find_tokenizer_file(Path(folder)) or resolve_tokenizer_path(None)
         else:
-            tok = resolve_tokenizer_path(options.tokenizer)
+            tok = resolve_tokenizer_path(tokenizer)
     except TokenizerError:
-        tok = Path(str(options.tokenizer))
-    return [tok, tok.parent / "tokenizer_config.json", Path(source_path).parent / "tokenizer_config.json"]
+        tok = Path(str(tokenizer))
+    beside = os.path.join(folder, "tokenizer_config.json")
+    return [str(tok), str(tok.parent / "tokenizer_config.json"), beside]
 
 
 def _analysis_options(options: Options) -> dict[str, str]:
@@ -97,21 +98,20 @@ class ResultCache:
         self.directory = directory / FORMAT
         self.hits = 0
         self.misses = 0
+        # Per run, not per source: 500 templates in one folder share one tokenizer lookup.
+        self._folder_stamps: dict[tuple[str, str | None], list[Any]] = {}
+        self._options: tuple[Options, str] | None = None
 
-    def key(self, source: Source, options: Options) -> str | None:
-        try:  # the same checks as the analysis: no FIFO read, no 1 GB file loaded to hash it
-            content = read_limited(source.path, options.limits.file_bytes)
-        except (OSError, ValueError):
-            return None  # unreadable sources are cheap to re-check and reported by the analysis
-        header = json.dumps(
-            [
-                package_stamp(),
-                source.path,
-                source.kind,
-                [stamp(str(p)) for p in tokenizer_inputs(source.path, options)],
-                _analysis_options(options),
-            ]
-        )
+    def key(self, source: Source, options: Options, content: bytes) -> str:
+        """The key of `source` analysed with `options`, given the file's bytes."""
+        folder = os.path.dirname(source.path) or "."
+        stamps = self._folder_stamps.get((folder, options.tokenizer))
+        if stamps is None:
+            stamps = [stamp(p) for p in tokenizer_inputs(folder, options.tokenizer)]
+            self._folder_stamps[folder, options.tokenizer] = stamps
+        if self._options is None or self._options[0] is not options:
+            self._options = (options, json.dumps(_analysis_options(options)))
+        header = json.dumps([package_stamp(), source.path, source.kind, stamps]) + self._options[1]
         return hashlib.sha256(header.encode() + b"\0" + content).hexdigest()
 
     def get(self, key: str | None) -> list[SourceResult] | None:

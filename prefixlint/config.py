@@ -244,12 +244,13 @@ class PathMatcher:
     def matches(self, path: Path | str, is_dir: bool = False) -> bool:
         if self._spec is None:
             return False
-        try:
-            rel = Path(os.path.abspath(path)).relative_to(self.root).as_posix()
-        except ValueError:
+        try:  # strings, not pathlib: this runs once per file of the tree
+            rel = os.path.relpath(os.path.abspath(path), self.root)
+        except ValueError:  # another drive (Windows)
             return False
-        if rel == ".":
-            return False
+        if rel == "." or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            return False  # the root itself, or outside it
+        rel = rel.replace(os.sep, "/")
         return self._spec.match_file(rel + "/" if is_dir else rel)
 
 

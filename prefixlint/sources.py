@@ -7,8 +7,10 @@ against each path relative to the folder given and against each path part (gitig
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,8 +40,8 @@ class Source:
     kind: str  # "jinja", "tokenizer_config", "python"
 
 
-def source_kind(path: Path) -> str | None:
-    name = path.name
+def source_kind(path: str | os.PathLike[str]) -> str | None:
+    name = os.path.basename(os.fspath(path))
     if name == "tokenizer_config.json":
         return "tokenizer_config"
     if name.endswith(TEMPLATE_SUFFIXES):
@@ -49,20 +51,26 @@ def source_kind(path: Path) -> str | None:
     return None
 
 
+@functools.cache
+def _exclude_pattern(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """One regex for all glob patterns (fnmatch's translation): a path is tested once, not once per
+    pattern (a 1,500-file tree asked fnmatch 60,000 times)."""
+    globs = [p.rstrip("/") for p in patterns] or ["\x00never"]
+    return re.compile("|".join(f"(?:{fnmatch.translate(os.path.normcase(g))})" for g in globs))
+
+
 def _excluded(rel: str, patterns: tuple[str, ...]) -> bool:
-    parts = rel.split("/")
-    for pattern in patterns:
-        pattern = pattern.rstrip("/")
-        if fnmatch.fnmatch(rel, pattern) or any(fnmatch.fnmatch(part, pattern) for part in parts):
-            return True
-    return False
+    """Whether the relative path, or any one of its parts, matches one of the glob patterns."""
+    match = _exclude_pattern(patterns).match
+    rel = os.path.normcase(rel)
+    return match(rel) is not None or any(match(part) is not None for part in rel.split("/"))
 
 
 def discover(
     paths: list[str],
     excludes: tuple[str, ...] = (),
     *,
-    skip: Callable[[Path, bool], bool] | None = None,
+    skip: Callable[[str | Path, bool], bool] | None = None,
     defaults: tuple[str, ...] = DEFAULT_EXCLUDES,
     force_exclude: bool = False,
     walked: list[str] | None = None,
@@ -88,14 +96,16 @@ def discover(
                     if not _excluded(os.path.normpath(os.path.join(rel_dir, d)), patterns)
                     and not skip(Path(dirpath) / d, True)
                 )
+                folder = str(Path(dirpath))  # as Path spells it ("sub", not "./sub"), once per folder
                 for filename in sorted(filenames):
-                    file = Path(dirpath) / filename
+                    kind = source_kind(filename)
+                    if kind is None:
+                        continue
+                    file = filename if folder == "." else os.path.join(folder, filename)
                     rel = os.path.normpath(os.path.join(rel_dir, filename))
-                    kind = source_kind(file)
-                    excluded = _excluded(rel, patterns) or skip(file, False)
-                    if kind and not excluded and str(file) not in seen:
-                        seen.add(str(file))
-                        yield Source(str(file), kind)
+                    if file not in seen and not _excluded(rel, patterns) and not skip(file, False):
+                        seen.add(file)
+                        yield Source(file, kind)
         elif str(root) not in seen and not (force_exclude and skip(root, False)):
             seen.add(str(root))
             yield Source(str(root), source_kind(root) or "jinja")

@@ -108,7 +108,8 @@ def python_directives(text: str) -> list[Directive]:
 
 
 def directives_for(kind: str, text: str) -> list[Directive]:
-    if not _DIRECTIVE.search(text):
+    lowered = text.lower()  # a substring test is ~20x faster than the directive pattern's search
+    if "prefixlint" not in lowered and "noqa" not in lowered:
         return []  # no directive anywhere: skip tokenizing (most of a warm, all-cached run)
     found = python_directives(text) if kind == "python" else jinja_directives(text)
     if kind == "tokenizer_config":
