@@ -112,9 +112,6 @@ def special_tokens_for(source_path: str, tokenizer: LoadedTokenizer) -> dict[str
 
 def _lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
     """The raw results of one source; `text` stands in for the file's (the diff gate's old blob)."""
-    from prefixlint.jinja.analyze import analyze_template
-    from prefixlint.jinja.template import ChatTemplate
-
     bad_input_code = "PFX003" if source.kind == "python" else "PFX001"
     try:
         text = read_text(source.path, options.limits.file_bytes) if text is None else text
@@ -127,6 +124,9 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
         from prefixlint.python import analyze_python
 
         return [analyze_python(source.path, text, options)]
+
+    from prefixlint.jinja.analyze import analyze_template  # not for Python sources: ~60 ms of imports
+    from prefixlint.jinja.template import ChatTemplate
 
     tokenizer, tokenizer_note = tokenizer_choice(source.path, options)
     if source.kind == "tokenizer_config":
