@@ -83,19 +83,35 @@ def decode_source(data: bytes) -> str:
         raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
 
 
-def tokenizer_choice(source_path: str, options: Options) -> tuple[LoadedTokenizer, str | None]:
+def tokenizer_choice(
+    source_path: str, options: Options, wait: bool = True
+) -> tuple[LoadedTokenizer, str | None]:
     """`--tokenizer` if given; else a tokenizer.json beside the source; else the embedded default.
-    The second item says why a tokenizer.json beside the source was passed over, if one was."""
+    The second item says why a tokenizer.json beside the source was passed over, if one was.
+    `wait=False`: a tokenizer a helper is still loading is returned at once, unchecked; the caller
+    calls `check()` after using it, and asks again (waiting) if that raises."""
     if options.tokenizer is not None:
-        return load_tokenizer(options.tokenizer), None
+        return load_tokenizer(options.tokenizer, wait), None
     beside = find_tokenizer_file(Path(source_path).parent)
     if beside is not None:
         try:
-            return load_tokenizer(str(beside)), None
+            return load_tokenizer(str(beside), wait), None
         except TokenizerError as exc:
             # A broken neighbour should not stop the run: the default still gives an answer.
             return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
-    return load_tokenizer(None), None
+    return load_tokenizer(None, wait), None
+
+
+def tokenizer_file(source_path: str, options: Options) -> str | None:
+    """The file `tokenizer_choice` loads first for a source, found without loading anything (None
+    if it cannot be resolved: loading reports why)."""
+    try:
+        if options.tokenizer is not None:
+            return str(resolve_tokenizer_path(options.tokenizer))
+        beside = find_tokenizer_file(Path(source_path).parent)
+        return str(resolve_tokenizer_path(None if beside is None else str(beside)))
+    except TokenizerError:
+        return None
 
 
 def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
@@ -125,10 +141,27 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
 
         return [analyze_python(source.path, text, options)]
 
+    # A tokenizer still loading in a helper is used unchecked: its load overlaps compiling and
+    # rendering. If it turns out broken, the source is analysed again with what `tokenizer_choice`
+    # then picks (the embedded default and a note for a broken neighbour), as without helpers.
+    choice = tokenizer_choice(source.path, options, wait=False)
+    try:
+        results = _lint_templates(source, text, options, *choice)
+        choice[0].check()  # an error the analysis swallowed still counts
+    except TokenizerError:
+        retry = tokenizer_choice(source.path, options)
+        if retry[0] is choice[0]:
+            raise
+        results = _lint_templates(source, text, options, *retry)
+    return results
+
+
+def _lint_templates(
+    source: Source, text: str, options: Options, tokenizer: LoadedTokenizer, tokenizer_note: str | None
+) -> list[SourceResult]:
     from prefixlint.jinja.analyze import analyze_template  # not for Python sources: ~60 ms of imports
     from prefixlint.jinja.template import ChatTemplate
 
-    tokenizer, tokenizer_note = tokenizer_choice(source.path, options)
     if source.kind == "tokenizer_config":
         try:
             named = templates_in_tokenizer_config(text)
@@ -211,6 +244,34 @@ def _lint_one(job: tuple[Source, Options]) -> list[SourceResult]:
     return _lint_source(*job)
 
 
+# Tokenizer files loading in helpers at once, counted from the current source on: the next one
+# loads while this one is analysed, and no more than two loads compete with this process for CPU.
+TOKENIZERS_AHEAD = 2
+
+
+def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[SourceResult]]:
+    """`_lint_source` of each source in turn, with the tokenizers the templates need loading in
+    forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
+    overlaps imports, compiling and rendering here. A helper stops after the last source that
+    may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
+    from prefixlint.tokens import start_loading, stop_loading
+
+    files = [tokenizer_file(s.path, options) for s in sources]
+    starts = [f if s.kind != "python" else None for s, f in zip(sources, files, strict=True)]
+    last_use = {f: i for i, f in enumerate(files) if f is not None}
+    try:
+        for i, source in enumerate(sources):
+            ahead = dict.fromkeys(f for f in starts[i:] if f is not None)
+            for path in list(ahead)[:TOKENIZERS_AHEAD]:
+                start_loading(path)
+            yield _lint_source(source, options)
+            for path in [f for f, last in last_use.items() if last == i]:
+                stop_loading(path)
+    finally:
+        for path in last_use:
+            stop_loading(path)
+
+
 def _lint_all(sources: list[Source], options: Options, workers: int | None) -> Iterator[list[SourceResult]]:
     """The raw results of `sources`, in order: in this process for a few, else in a process pool
     (processes, not threads: analysis is CPU-bound Python, and the render time limit uses SIGALRM,
@@ -218,8 +279,7 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
     if workers is None:
         workers = min(os.cpu_count() or 1, len(sources)) if len(sources) >= PARALLEL_MIN_SOURCES else 1
     if workers <= 1:
-        for source in sources:
-            yield _lint_source(source, options)
+        yield from _lint_in_order(sources, options)
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

@@ -7,7 +7,6 @@ import gzip
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,8 @@ from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file, 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
+    from prefixlint.tokenizer_process import Encoded, TokenizerProcess
+
 EMBEDDED_NAME = "deepseek (embedded default)"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.json.gz")
 
@@ -25,34 +26,102 @@ class TokenizerError(Exception):
     """A tokenizer that cannot be found or loaded; the message says where and why."""
 
 
-@dataclass
 class LoadedTokenizer:
-    """A `tokenizers.Tokenizer` with its name and the special tokens of its tokenizer_config.json."""
+    """A tokenizer with its name and the special tokens of its tokenizer_config.json. Backed by a
+    `tokenizers.Tokenizer` in this process, or by a forked helper still loading it
+    (prefixlint/tokenizer_process.py); `tokenizer` always gives the in-process one, loading it then."""
 
-    name: str
-    path: str
-    tokenizer: Tokenizer
-    special_tokens: dict[str, str] = field(default_factory=dict)
+    def __init__(
+        self,
+        name: str,
+        path: str,
+        tokenizer: Tokenizer | None = None,
+        special_tokens: dict[str, str] | None = None,
+        remote: TokenizerProcess | None = None,
+    ) -> None:
+        self.name, self.path = name, path
+        self.special_tokens = special_tokens if special_tokens is not None else {}
+        self._tokenizer, self._remote = tokenizer, remote
+        self._verified = False  # a helper loaded the file: it loads, here too, when needed
 
-    def encode_many(self, texts: list[str]) -> list[Encoding]:
+    def __repr__(self) -> str:
+        return f"LoadedTokenizer(name={self.name!r}, path={self.path!r})"
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        if self._tokenizer is None:
+            self._tokenizer = load_backend(self.path)
+        return self._tokenizer
+
+    def _helper(self) -> TokenizerProcess | None:
+        """The helper, once it has loaded; raises TokenizerError if it could not load the file."""
+        remote = self._remote
+        if remote is None:
+            return None
+        from prefixlint.tokenizer_process import HelperGone
+
+        try:
+            state, value = remote.status()
+        except HelperGone:
+            self._remote = None  # it died: load here, as without it
+            return None
+        if state != "ok":
+            raise TokenizerError(value)
+        self._verified = True
+        return remote
+
+    def check(self) -> None:
+        """Raise the TokenizerError a load in this process would have raised, once the file is loaded."""
+        if self._tokenizer is None and not self._verified and self._helper() is None:
+            _ = self.tokenizer
+
+    def encode_many(self, texts: list[str]) -> list[Encoding | Encoded]:
+        """One encoding (`.ids`, `.offsets`) per text."""
         # Rendered chat prompts already hold their special tokens as text: add none. Many variants
         # render the same text (a template without a clock, say): each distinct text is encoded once.
         unique = list(dict.fromkeys(texts))
-        encoded = dict(
-            zip(unique, self.tokenizer.encode_batch(unique, add_special_tokens=False), strict=True)
-        )
+        encodings: list[Any] | None = None
+        remote = self._helper()
+        if remote is not None:
+            from prefixlint.tokenizer_process import HelperGone
+
+            try:
+                encodings = remote.encode_batch(unique)
+            except HelperGone:
+                self._remote = None
+        if encodings is None:
+            encodings = self.tokenizer.encode_batch(unique, add_special_tokens=False)
+        encoded = dict(zip(unique, encodings, strict=True))
         return [encoded[t] for t in texts]
 
     @cached_property
     def added_texts(self) -> frozenset[str]:
         """The texts of the added (special) tokens; read once, every template asks."""
+        remote = self._helper()
+        if remote is not None:
+            return frozenset(remote.status()[1])
         return frozenset(t.content for t in self.tokenizer.get_added_tokens_decoder().values() if t.content)
+
+    def token_to_id(self, token: str) -> int | None:
+        remote = self._helper()
+        if remote is not None:
+            from prefixlint.tokenizer_process import HelperGone
+
+            try:
+                return remote.token_to_id(token)
+            except HelperGone:
+                self._remote = None
+        return self.tokenizer.token_to_id(token)
 
     def encode(self, text: str) -> Encoding:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     def count(self, text: str) -> int:
-        return len(self.encode(text).ids) if text else 0
+        if not text:
+            return 0
+        if self._helper() is not None:
+            return len(self.encode_many([text])[0].ids)
+        return len(self.encode(text).ids)
 
 
 @cache
@@ -130,9 +199,9 @@ def resolve_tokenizer_path(spec: str | None) -> Path:
     raise TokenizerError(f"{spec}: no such file or folder")
 
 
-@cache
-def load_tokenizer_file(path: str) -> LoadedTokenizer:
-    """Load once per run; the name is the folder (or the embedded default's name)."""
+def load_backend(path: str) -> Tokenizer:
+    """Build the `tokenizers.Tokenizer` of a file, here or in a helper (the same checks, the same
+    TokenizerError messages)."""
     from tokenizers import Tokenizer
 
     p = Path(path)
@@ -148,15 +217,77 @@ def load_tokenizer_file(path: str) -> LoadedTokenizer:
                 data = fh.read(MAX_TOKENIZER_BYTES + 1)  # a gzip bomb stops at the limit
             if len(data) > MAX_TOKENIZER_BYTES:
                 raise InputError(f"too large once decompressed: over {MAX_TOKENIZER_BYTES >> 20} MB")
-            tokenizer = Tokenizer.from_str(data.decode("utf-8"))
-        else:
-            tokenizer = Tokenizer.from_file(str(p))
+            return Tokenizer.from_str(data.decode("utf-8"))
+        return Tokenizer.from_file(str(p))
     except Exception as exc:  # tokenizers raises plain Exceptions for malformed files
         raise TokenizerError(
             f"{path}: not a loadable tokenizer.json ({str(exc).splitlines()[0][:160]})"
         ) from exc
-    name, special = _identity(p)
-    return LoadedTokenizer(name=name, path=str(p), tokenizer=tokenizer, special_tokens=special)
+
+
+# Loaded once per run, by file path. A failed load is not kept: asked again, it fails again.
+_LOADED: dict[str, LoadedTokenizer] = {}
+# Helpers loading a file in a forked process (start_loading), by file path.
+_LOADING: dict[str, TokenizerProcess] = {}
+
+
+def load_tokenizer_file(path: str, wait: bool = True) -> LoadedTokenizer:
+    """The tokenizer of a file; the name is the folder (or the embedded default's name). If a helper
+    is loading it, `wait=False` returns at once, and a load failure surfaces at first use or
+    `check()` instead of here."""
+    loaded = _LOADED.get(path)
+    if loaded is None:
+        remote = _LOADING.get(path)
+        backend = load_backend(path) if remote is None else None
+        name, special = _identity(Path(path))
+        loaded = LoadedTokenizer(name, str(Path(path)), backend, special, remote)
+        _LOADED[path] = loaded
+    if wait:
+        try:
+            loaded.check()
+        except TokenizerError:
+            _LOADED.pop(path, None)
+            raise
+    return loaded
+
+
+def start_loading(path: str) -> None:
+    """Start loading a tokenizer file in a forked helper, so the load overlaps this process's work;
+    nothing happens where fork is unavailable, or if the file is loaded or loading already."""
+    if path in _LOADED or path in _LOADING:
+        return
+    from prefixlint import tokenizer_process
+
+    if not tokenizer_process.fork_available():
+        return
+    others = tuple(fd for helper in _LOADING.values() for fd in helper.fds)
+    try:
+        _LOADING[path] = tokenizer_process.TokenizerProcess(path, close_in_child=others)
+    except OSError:
+        return  # no fork (limits, memory): loaded here when needed, as without helpers
+    if len(_LOADING) == 1:
+        import atexit
+
+        atexit.register(stop_all_loading)
+
+
+def stop_loading(path: str) -> None:
+    """Stop (and reap) the helper of `path`. Its tokenizer, if it loaded, stays known by name and
+    loads here if used again; one not known to have loaded is forgotten."""
+    remote = _LOADING.pop(path, None)
+    if remote is None:
+        return
+    loaded = _LOADED.get(path)
+    if loaded is not None and loaded._remote is remote:
+        loaded._remote = None
+        if not loaded._verified:
+            del _LOADED[path]
+    remote.close()
+
+
+def stop_all_loading() -> None:
+    for path in list(_LOADING):
+        stop_loading(path)
 
 
 def _identity(p: Path) -> tuple[str, dict[str, str]]:
@@ -166,8 +297,8 @@ def _identity(p: Path) -> tuple[str, dict[str, str]]:
     return (EMBEDDED_NAME if p.parent == _embedded_dir() else str(p)), special
 
 
-def load_tokenizer(spec: str | None) -> LoadedTokenizer:
-    return load_tokenizer_file(str(resolve_tokenizer_path(spec)))
+def load_tokenizer(spec: str | None, wait: bool = True) -> LoadedTokenizer:
+    return load_tokenizer_file(str(resolve_tokenizer_path(spec)), wait)
 
 
 def common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:

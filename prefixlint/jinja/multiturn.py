@@ -313,7 +313,7 @@ def _breaks(
     kwargs: dict[str, Any] | None = None,
 ) -> tuple[list[_Break], float | None]:
     pairs = _pairs(renderer, scenarios, kwargs, tokenizer, specials)
-    eot_ids = {s: tokenizer.tokenizer.token_to_id(s) for s in {e.eot for *_, e in pairs if e and e.eot}}
+    eot_ids = {s: tokenizer.token_to_id(s) for s in {e.eot for *_, e in pairs if e and e.eot}}
     breaks, reuse = [], []
     for scenario, k, a, b, emitted in pairs:
         brk = _check(scenario, k, a, b, emitted, eot_ids)
