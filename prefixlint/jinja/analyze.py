@@ -426,6 +426,11 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
         result.diagnostics.extend(_unconfirmed_clock(template))
         return result
 
+    multiturn = None
+    if options.multiturn:
+        from prefixlint.jinja.multiturn import render_multiturn
+
+        multiturn = render_multiturn(template)  # before the first encode: a tokenizer may be loading
     all_renders = [r for _, rs in per_scenario for r in rs]
     tokenize_renders(all_renders, tokenizer)
 
@@ -451,10 +456,10 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
         )
         result.diagnostics.append(Diagnostic("PFX502", template.span(1), message, Severity.INFO))
 
-    if options.multiturn:
+    if multiturn is not None:
         from prefixlint.jinja.multiturn import analyze_multiturn
 
-        mt = analyze_multiturn(template, tokenizer)
+        mt = analyze_multiturn(template, tokenizer, multiturn)
         result.diagnostics.extend(mt.diagnostics)
         result.multiturn_reuse = mt.reuse
     return result

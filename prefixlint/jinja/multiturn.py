@@ -446,12 +446,34 @@ def _settings(
     }
 
 
-def analyze_multiturn(template: ChatTemplate, tokenizer: LoadedTokenizer) -> MultiTurnResult:
-    """Check every scenario's turns extend one another; one diagnostic per cause found."""
+@dataclass
+class MultiTurnRenders:
+    """The scenarios that apply and their turns, rendered (memoized by the renderer)."""
+
+    renderer: _Renderer
+    scenarios: list[Scenario] | None  # None: the template does not even compile
+
+
+def render_multiturn(template: ChatTemplate) -> MultiTurnRenders:
+    """Every render the analysis needs before it needs a tokenizer, in the order it would do them:
+    done while a tokenizer may still be loading in a helper (prefixlint/tokenizer_process.py)."""
     renderer = _Renderer(template)
     try:
         scenarios = _scenarios(template, renderer)
     except Exception:  # a template that does not even compile is reported elsewhere
+        return MultiTurnRenders(renderer, None)
+    for scenario in scenarios:
+        renderer.turns(scenario)
+    return MultiTurnRenders(renderer, scenarios)
+
+
+def analyze_multiturn(
+    template: ChatTemplate, tokenizer: LoadedTokenizer, rendered: MultiTurnRenders | None = None
+) -> MultiTurnResult:
+    """Check every scenario's turns extend one another; one diagnostic per cause found."""
+    rendered = rendered or render_multiturn(template)
+    renderer, scenarios = rendered.renderer, rendered.scenarios
+    if scenarios is None:
         return MultiTurnResult([], None)
     specials = _special_strings(tokenizer, template)
     breaks, reuse = _breaks(renderer, scenarios, tokenizer, specials)
