@@ -81,7 +81,12 @@ class TokenizerProcess:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         parent = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (req_r, req_w, resp_r, resp_w):
+                os.close(fd)
+            raise
         if pid == 0:  # the helper: never returns, never prints, never runs the parent's atexit
             code = 1
             try:

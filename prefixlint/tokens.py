@@ -229,6 +229,7 @@ def load_backend(path: str) -> Tokenizer:
 _LOADED: dict[str, LoadedTokenizer] = {}
 # Helpers loading a file in a forked process (start_loading), by file path.
 _LOADING: dict[str, TokenizerProcess] = {}
+_STOP_AT_EXIT = False
 
 
 def load_tokenizer_file(path: str, wait: bool = True) -> LoadedTokenizer:
@@ -265,10 +266,12 @@ def start_loading(path: str) -> None:
         _LOADING[path] = tokenizer_process.TokenizerProcess(path, close_in_child=others)
     except OSError:
         return  # no fork (limits, memory): loaded here when needed, as without helpers
-    if len(_LOADING) == 1:
+    global _STOP_AT_EXIT
+    if not _STOP_AT_EXIT:  # a run cut short (an exception, a generator not finished) reaps them too
         import atexit
 
         atexit.register(stop_all_loading)
+        _STOP_AT_EXIT = True
 
 
 def stop_loading(path: str) -> None:
