@@ -143,7 +143,7 @@ class TokenizerProcess:
             raise HelperGone(self.path)
         try:
             return _recv(self._r)
-        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+        except Exception as exc:  # EOF, a broken pipe, a garbled message: the helper is no use
             self.close()
             raise HelperGone(self.path) from exc
         except BaseException:
