@@ -97,7 +97,7 @@ class TokenizerProcess:
                         os.close(fd)
                 _serve(path, req_r, resp_w, parent)
                 code = 0
-            except BaseException:  # noqa: BLE001 - the parent sees EOF and loads in-process
+            except BaseException:  # the parent sees EOF and loads in-process
                 pass
             finally:
                 os._exit(code)
@@ -116,11 +116,6 @@ class TokenizerProcess:
         if self._status is None:
             self._status = self._receive()
         return self._status
-
-    @property
-    def loaded(self) -> bool:
-        """Known to have loaded (without waiting)."""
-        return self._status is not None and self._status[0] == "ok"
 
     def encode_batch(self, texts: list[str]) -> list[Encoded]:
         return [Encoded(ids, offsets) for ids, offsets in self._call("encode", texts)]
