@@ -261,9 +261,13 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     last_use = {f: i for i, f in enumerate(files) if f is not None}
     try:
         for i, source in enumerate(sources):
-            ahead = dict.fromkeys(f for f in starts[i:] if f is not None)
-            for path in list(ahead)[:TOKENIZERS_AHEAD]:
-                start_loading(path)
+            ahead: list[str] = []
+            for path in starts[i:]:
+                if path is not None and path not in ahead:
+                    start_loading(path)  # a no-op for one loaded or loading already
+                    ahead.append(path)
+                    if len(ahead) == TOKENIZERS_AHEAD:
+                        break
             yield _lint_source(source, options)
             for path in [f for f, last in last_use.items() if last == i]:
                 stop_loading(path)
