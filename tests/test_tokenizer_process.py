@@ -259,3 +259,28 @@ def test_corpus_json_is_byte_identical_with_helpers(fresh_registry: list[Tokeniz
     assert all(h.pid is None for h in fresh_registry)
     tokens._LOADED.clear()
     assert with_helpers == _json(paths, workers=None)
+
+
+def test_render_limits_still_stop_bombs_with_a_helper(
+    tmp_path: Path, fresh_registry: list[TokenizerProcess]
+) -> None:
+    """The render time limit (SIGALRM in this process) and the memory limit work as without helpers
+    while a helper loads, and the template beside the bombs is analysed as usual."""
+    from prefixlint.limits import Limits
+
+    (tmp_path / "a_loop.jinja").write_text(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    )
+    (tmp_path / "b_string.jinja").write_text("{{ 'a' * 10**12 }}")
+    (tmp_path / "c_clock.jinja").write_text(
+        (FIXTURES / "templates" / "clock_in_system.jinja").read_text(encoding="utf-8")
+    )
+    options = Options(limits=Limits(seconds=1.0, template_seconds=3.0), multiturn=False)
+    start = time.monotonic()
+    report = lint_paths([str(tmp_path)], options, workers=1)
+    assert time.monotonic() - start < 3.0 + 3.0 + 10.0
+    assert len(fresh_registry) == 1 and fresh_registry[0].pid is None
+    loop, string, clock = report.sources
+    assert any("took longer than 1 s" in d.message for d in loop.diagnostics), loop.diagnostics
+    assert any(d.code in ("PFX001", "PFX002") for d in string.diagnostics), string.diagnostics
+    assert "PFX101" in {d.code for d in clock.diagnostics}
