@@ -254,11 +254,12 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
     overlaps imports, compiling and rendering here. A helper stops after the last source that
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
-    from prefixlint.tokens import start_loading, stop_loading
+    from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
     files = [tokenizer_file(s.path, options) for s in sources]
     starts = [f if s.kind != "python" else None for s, f in zip(sources, files, strict=True)]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
+    stop_all_loading(keep=last_use)  # a guess from the command line (launch.py) that missed
     try:
         for i, source in enumerate(sources):
             ahead: list[str] = []
@@ -288,6 +289,9 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from prefixlint.tokens import stop_all_loading
+
+    stop_all_loading()  # each worker loads its own: a helper would only compete with them for a core
     # fork: workers start at once, with everything imported; a worker loads each tokenizer once.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:

@@ -1,9 +1,17 @@
 """The console entry point. A `check` whose recorded run still holds is replayed (runmemo.py)
-before anything heavy is imported; everything else goes to the click command line (cli.py)."""
+before anything heavy is imported; for a `check` of a few template files (pre-commit's shape) the
+tokenizer starts loading in a helper at once, before the command line is even parsed; everything
+else goes to the click command line (cli.py)."""
 
 from __future__ import annotations
 
+import os
 import sys
+
+# Fewer files than this run in one process (prefixlint.api.PARALLEL_MIN_SOURCES, not imported: it
+# pulls in the whole API); for more, pool workers load their own tokenizers.
+_FEW_FILES = 12
+_TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2", "tokenizer_config.json")
 
 
 def main() -> None:
@@ -14,6 +22,41 @@ def main() -> None:
         code = replay(argv)
         if code is not None:
             sys.exit(code)
+        _start_tokenizer_early(argv[1:])
     from prefixlint.cli import main as run_command_line
 
     run_command_line(argv)
+
+
+def _start_tokenizer_early(args: list[str]) -> None:
+    """Guess the tokenizer a `check` of a few named template files will load and start loading it
+    in a helper now: the load (~0.5 s) then overlaps the imports, the config and the rendering, not
+    only the rendering. The guess ignores the config file's `tokenizer`; a helper the run turns out
+    not to need is stopped as soon as the run knows (prefixlint.api._lint_in_order)."""
+    if "--diff" in args or any(a.startswith("--diff=") for a in args):
+        return
+    named = [a for a in args if not a.startswith("-") and os.path.exists(a)]
+    templates = [a for a in named if a.endswith(_TEMPLATE_SUFFIXES) and os.path.isfile(a)]
+    if not templates or len(named) >= _FEW_FILES or any(os.path.isdir(a) for a in named):
+        return  # nothing to tokenize, or a folder: maybe many files, and a pool that loads its own
+    spec = _option_value(args, "--tokenizer")
+    try:
+        from pathlib import Path
+
+        from prefixlint.tokens import find_tokenizer_file, resolve_tokenizer_path, start_loading
+
+        if spec is None:
+            beside = find_tokenizer_file(Path(templates[0]).parent)
+            spec = str(beside) if beside is not None else None
+        start_loading(str(resolve_tokenizer_path(spec)))
+    except Exception:  # only a guess: the run loads what it needs and reports what is wrong
+        return
+
+
+def _option_value(args: list[str], name: str) -> str | None:
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None

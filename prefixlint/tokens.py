@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -288,9 +288,12 @@ def stop_loading(path: str) -> None:
     remote.close()
 
 
-def stop_all_loading() -> None:
+def stop_all_loading(keep: Collection[str] = ()) -> None:
+    """Stop every helper but those loading a file in `keep` (one started early, on a guess from
+    the command line, that the run turns out not to need)."""
     for path in list(_LOADING):
-        stop_loading(path)
+        if path not in keep:
+            stop_loading(path)
 
 
 def _identity(p: Path) -> tuple[str, dict[str, str]]:

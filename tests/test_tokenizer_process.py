@@ -284,3 +284,45 @@ def test_render_limits_still_stop_bombs_with_a_helper(
     assert any("took longer than 1 s" in d.message for d in loop.diagnostics), loop.diagnostics
     assert any(d.code in ("PFX001", "PFX002") for d in string.diagnostics), string.diagnostics
     assert "PFX101" in {d.code for d in clock.diagnostics}
+
+
+def test_a_few_named_templates_start_their_tokenizer_before_the_command_line_is_parsed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefixlint import launch
+
+    started: list[str] = []
+    monkeypatch.setattr(tokens, "start_loading", started.append)
+    beside = tmp_path / "model"
+    beside.mkdir()
+    (beside / "chat.jinja").write_text("{{ messages }}", encoding="utf-8")
+    (tmp_path / "a.jinja").write_text("{{ messages }}", encoding="utf-8")
+    (tmp_path / "m.py").write_text("x = 1\n", encoding="utf-8")
+    named = tmp_path / "named.json"
+    named.write_bytes(b"{}")  # a guess only resolves paths: the run itself loads (and reports) it
+    launch._start_tokenizer_early([str(tmp_path / "a.jinja")])
+    assert started == [DEFAULT]
+    (beside / "tokenizer.json").write_bytes(b"{}")
+    launch._start_tokenizer_early(["--format", "json", str(beside / "chat.jinja")])
+    assert started[-1] == str(beside / "tokenizer.json")
+    launch._start_tokenizer_early([f"--tokenizer={named}", str(tmp_path / "a.jinja")])
+    assert started[-1] == str(named)
+    count = len(started)
+    for args in (
+        [str(tmp_path)],  # a folder: maybe many files, for a pool
+        [str(tmp_path / "m.py")],  # Python only: tokens only if a finding needs them
+        ["--diff", "HEAD", str(tmp_path / "a.jinja")],
+        [str(tmp_path / "a.jinja")] * 12,
+    ):
+        launch._start_tokenizer_early(args)
+    assert len(started) == count
+
+
+def test_a_helper_started_on_a_wrong_guess_is_stopped_when_the_run_starts(
+    tmp_path: Path, fresh_registry: list[TokenizerProcess]
+) -> None:
+    (tmp_path / "only.py").write_text("x = 1\n", encoding="utf-8")
+    tokens.start_loading(DEFAULT)
+    [guess] = fresh_registry
+    lint_paths([str(tmp_path / "only.py")], Options(), workers=1)
+    assert guess.pid is None and DEFAULT not in tokens._LOADING
