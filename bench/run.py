@@ -17,6 +17,7 @@ Generated repositories go to a temporary folder, removed at the end.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -71,26 +72,26 @@ def corpus_section(corpus: Path, tmp: Path) -> None:
     print(f"\n## 1-3. check on {corpus} vs the floor and the naive baseline", flush=True)
     templates = [str(corpus / "templates")]
     everything = [str(corpus)]
-    workload = tmp / "workload.json"
-    subprocess.run([PY, str(BENCH / "workload.py"), str(workload), *templates], check=True, env=BASE_ENV)
-    import json
-
-    counts = json.loads(workload.read_text())
-    renders = sum(e["renders"] for e in counts)
-    print(f"  workload: {len(counts)} templates, {renders} renders (counted, untimed)")
-    floor = best([PY, str(BENCH / "floor.py"), str(workload)])
-    naive = best([PY, str(BENCH / "naive.py"), str(workload)], repeat=1)
-    cold_t = best(check_cmd(*templates))
-    row("floor (templates)", *floor, f"{PY} bench/floor.py WORKLOAD")
-    row("naive transformers (templates)", *naive, f"{PY} bench/naive.py WORKLOAD")
-    row(
-        "check cold (templates)",
-        *cold_t,
-        " ".join(check_cmd("TEMPLATES")),
-        f"{cold_t[0] / floor[0]:.2f}x floor, {naive[0] / cold_t[0]:.1f}x faster than naive",
-    )
-    cold = best(check_cmd(*everything))
-    row("check cold (whole corpus)", *cold, " ".join(check_cmd("CORPUS")), f"{cold[0] / floor[0]:.2f}x floor")
+    for label, paths in (("templates", templates), ("whole corpus", everything)):
+        workload = tmp / f"workload-{label.replace(' ', '-')}.json"
+        subprocess.run([PY, str(BENCH / "workload.py"), str(workload), *paths], check=True, env=BASE_ENV)
+        counts = json.loads(workload.read_text())
+        renders = sum(e["renders"] for e in counts)
+        tokenizers = len({e["tokenizer"] for e in counts})
+        print(
+            f"  {label}: {len(counts)} templates, {renders} renders, {tokenizers} tokenizers (counted, untimed)"
+        )
+        floor = best([PY, str(BENCH / "floor.py"), str(workload)])
+        naive = best([PY, str(BENCH / "naive.py"), str(workload)], repeat=1)
+        cold = best(check_cmd(*paths))
+        row(f"floor ({label})", *floor, f"{PY} bench/floor.py WORKLOAD")
+        row(f"naive transformers ({label})", *naive, f"{PY} bench/naive.py WORKLOAD")
+        row(
+            f"check cold ({label})",
+            *cold,
+            " ".join(check_cmd(label.upper().replace(" ", "_"))),
+            f"{cold[0] / floor[0]:.2f}x floor, {naive[0] / cold[0]:.1f}x faster than naive",
+        )
     cache_env = {"PREFIXLINT_CACHE_DIR": str(tmp / "cache")}
     run(check_cmd(*everything, cache=True), env=cache_env)  # fill the cache, record the run
     warm = best(check_cmd(*everything, cache=True), env=cache_env, repeat=5)

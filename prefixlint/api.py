@@ -11,7 +11,7 @@ from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.limits import Limits
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
-from prefixlint.sources import ConfigError, Source, discover, templates_in_tokenizer_config
+from prefixlint.sources import ConfigError, NamedTemplate, Source, discover, templates_in_tokenizer_config
 from prefixlint.tokens import (
     LoadedTokenizer,
     TokenizerError,
@@ -141,33 +141,44 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
 
         return [analyze_python(source.path, text, options)]
 
-    # A tokenizer still loading in a helper is used unchecked: its load overlaps compiling and
-    # rendering. If it turns out broken, the source is analysed again with what `tokenizer_choice`
-    # then picks (the embedded default and a note for a broken neighbour), as without helpers.
-    choice = tokenizer_choice(source.path, options, wait=False)
-    try:
-        results = _lint_templates(source, text, options, *choice)
-        choice[0].check()  # an error the analysis swallowed still counts
-    except TokenizerError:
-        retry = tokenizer_choice(source.path, options)
-        if retry[0] is choice[0]:
-            raise
-        results = _lint_templates(source, text, options, *retry)
-    return results
-
-
-def _lint_templates(
-    source: Source, text: str, options: Options, tokenizer: LoadedTokenizer, tokenizer_note: str | None
-) -> list[SourceResult]:
-    from prefixlint.jinja.analyze import analyze_template  # not for Python sources: ~60 ms of imports
-    from prefixlint.jinja.template import ChatTemplate
-
+    named = None
     if source.kind == "tokenizer_config":
         try:
             named = templates_in_tokenizer_config(text)
         except ConfigError as exc:
             diag = Diagnostic("PFX001", Span(source.path), f"tokenizer_config.json: {exc}", Severity.ERROR)
             return [SourceResult(source.path, source.kind, diagnostics=[diag])]
+        if not named:
+            return []  # a base model's config: no chat template, so no tokenizer to load (~0.5 s)
+
+    # A tokenizer still loading in a helper is used unchecked: its load overlaps compiling and
+    # rendering. If it turns out broken, the source is analysed again with what `tokenizer_choice`
+    # then picks (the embedded default and a note for a broken neighbour), as without helpers.
+    choice = tokenizer_choice(source.path, options, wait=False)
+    try:
+        results = _lint_templates(source, text, named, options, *choice)
+        choice[0].check()  # an error the analysis swallowed still counts
+    except TokenizerError:
+        retry = tokenizer_choice(source.path, options)
+        if retry[0] is choice[0]:
+            raise
+        results = _lint_templates(source, text, named, options, *retry)
+    return results
+
+
+def _lint_templates(
+    source: Source,
+    text: str,
+    named: list[NamedTemplate] | None,
+    options: Options,
+    tokenizer: LoadedTokenizer,
+    tokenizer_note: str | None,
+) -> list[SourceResult]:
+    """The results of a template file, or of the `named` templates of a tokenizer_config.json."""
+    from prefixlint.jinja.analyze import analyze_template  # not for Python sources: ~60 ms of imports
+    from prefixlint.jinja.template import ChatTemplate
+
+    if named is not None:
         special = read_special_tokens(Path(source.path)) or dict(tokenizer.special_tokens)
         templates = [
             ChatTemplate(
@@ -240,13 +251,20 @@ def iter_sources(paths: list[str], options: Options, walked: list[str] | None = 
 PARALLEL_MIN_SOURCES = 12
 
 
-def _lint_one(job: tuple[Source, Options]) -> list[SourceResult]:
-    return _lint_source(*job)
-
-
 # Tokenizer files loading in helpers at once, counted from the current source on: the next one
 # loads while this one is analysed, and no more than two loads compete with this process for CPU.
 TOKENIZERS_AHEAD = 2
+
+
+def _renders(source: Source) -> bool:
+    """Whether a source has templates to render (a helper loading its tokenizer is worth a fork):
+    not a Python file, nor a base model's tokenizer_config.json without a chat template."""
+    if source.kind == "tokenizer_config":
+        try:
+            return b"chat_template" in read_limited(source.path)
+        except (OSError, ValueError):
+            return False
+    return source.kind != "python"
 
 
 def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[SourceResult]]:
@@ -257,7 +275,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
     files = [tokenizer_file(s.path, options) for s in sources]
-    starts = [f if s.kind != "python" else None for s, f in zip(sources, files, strict=True)]
+    starts = [f if _renders(s) else None for s, f in zip(sources, files, strict=True)]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
     stop_all_loading(keep=last_use)  # a guess from the command line (launch.py) that missed
     try:
@@ -294,8 +312,32 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
     stop_all_loading()  # each worker loads its own: a helper would only compete with them for a core
     # fork: workers start at once, with everything imported; a worker loads each tokenizer once.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    batches = _batches(sources, options, workers)
+    results: dict[int, list[SourceResult]] = {}
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
-        yield from pool.map(_lint_one, [(s, options) for s in sources])
+        jobs = [([sources[i] for i in batch], options) for batch in batches]
+        for batch, done in zip(batches, pool.map(_lint_batch, jobs), strict=True):
+            results.update(zip(batch, done, strict=True))
+    for i in range(len(sources)):
+        yield results[i]
+
+
+def _lint_batch(job: tuple[list[Source], Options]) -> list[list[SourceResult]]:
+    sources, options = job
+    return [_lint_source(source, options) for source in sources]
+
+
+def _batches(sources: list[Source], options: Options, workers: int) -> list[list[int]]:
+    """Indices of `sources` in batches for pool workers. Sources that share a tokenizer file stay
+    together, as a worker loads every tokenizer it meets (~0.5 s each; round-robin had every
+    worker load every tokenizer); groups are cut into pieces small enough that no worker idles
+    long at the end, and the largest go first."""
+    groups: dict[str | None, list[int]] = {}
+    for i, source in enumerate(sources):
+        groups.setdefault(tokenizer_file(source.path, options), []).append(i)
+    size = max(1, -(-len(sources) // (workers * 4)))
+    batches = [group[k : k + size] for group in groups.values() for k in range(0, len(group), size)]
+    return sorted(batches, key=len, reverse=True)
 
 
 def lint_paths(paths: list[str], options: Options, workers: int | None = None) -> Report:
