@@ -18,10 +18,10 @@ Only the standard library here, and little of it: this module runs before click 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import sys
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,9 +42,9 @@ def stamp(path: str) -> list[Any]:
 
 
 @functools.cache
-def package_stamp() -> str:
-    """A digest of prefixlint's version and the stamps of its own code and data files, so an
-    edited (editable) install never serves results of the old code."""
+def package_stamp() -> list[Any]:
+    """prefixlint's version and the stamps of its own code and data files, so an edited (editable)
+    install never serves results of the old code."""
     from prefixlint import __version__
 
     stamps = []
@@ -52,7 +52,7 @@ def package_stamp() -> str:
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         code = sorted(f for f in files if f.endswith((".py", ".toml", ".json")))
         stamps += [stamp(os.path.join(folder, f)) for f in code]
-    return hashlib.sha256(json.dumps([__version__, stamps]).encode()).hexdigest()
+    return [__version__, stamps]
 
 
 def library_inputs() -> list[str]:
@@ -63,25 +63,32 @@ def library_inputs() -> list[str]:
     return [spec.origin for spec in specs if spec is not None and spec.origin]
 
 
-def run_key(argv: list[str]) -> str:
-    """The identity of a command line: arguments, folder, interpreter, the environment prefixlint
-    reads, and whether the output goes to a terminal."""
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
+def run_identity(argv: list[str]) -> list[Any]:
+    """What makes two command lines the same run: arguments, folder, interpreter, the environment
+    prefixlint reads, and whether the output goes to a terminal."""
+    env = sorted([k, v] for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
     ttys = [stream.isatty() if stream else None for stream in (sys.stdout, sys.stderr)]
-    parts = [FORMAT, argv, os.getcwd(), sys.executable, env, ttys]
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return [FORMAT, argv, os.getcwd(), sys.executable, env, ttys]
 
 
-def _entry_paths(key: str) -> Iterable[str]:
+def entry_name(identity: list[Any]) -> str:
+    """A file name for a run. Checksums, not a cryptographic hash (hashlib costs 4 ms to import,
+    a tenth of this path): a clash only makes two runs share a slot, as the entry holds the
+    identity and is replayed only for an equal one."""
+    data = json.dumps(identity).encode()
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}.json"
+
+
+def _entry_paths(name: str) -> Iterable[str]:
     """Where a recorded run may be: `$PREFIXLINT_CACHE_DIR`, else the nearest `.prefixlint_cache`
     at or above the current folder (a project root's, when run from inside the project)."""
     env = os.environ.get("PREFIXLINT_CACHE_DIR")
     if env:
-        yield os.path.join(env, "runs", key + ".json")
+        yield os.path.join(env, "runs", name)
         return
     folder = os.getcwd()
     while True:
-        yield os.path.join(folder, ".prefixlint_cache", "runs", key + ".json")
+        yield os.path.join(folder, ".prefixlint_cache", "runs", name)
         parent = os.path.dirname(folder)
         if parent == folder:
             return
@@ -92,13 +99,15 @@ def replay(argv: list[str]) -> int | None:
     """Print the recorded output of this command line and return its exit code, if one is
     recorded and nothing it read has changed; else None (and nothing printed)."""
     try:
-        key = run_key(argv)
-        for path in _entry_paths(key):
+        identity = run_identity(argv)
+        for path in _entry_paths(entry_name(identity)):
             try:
                 with open(path, encoding="utf-8") as fh:
                     entry = json.load(fh)
             except (OSError, ValueError):
                 continue
+            if entry["identity"] != identity:
+                return None  # another command line in the same slot
             if entry["package"] != package_stamp() or any(stamp(s[0]) != s for s in entry["inputs"]):
                 return None
             sys.stderr.write(entry["stderr"])
@@ -117,9 +126,11 @@ def record(
     """Record a finished run (see the module docstring). Nothing is recorded when an input changed
     within 2 s of now as the file system tells it (the real clock is never read)."""
     runs = os.path.join(cache_dir, "runs")
-    path = os.path.join(runs, run_key(argv) + ".json")
+    identity = run_identity(argv)
+    path = os.path.join(runs, entry_name(identity))
     stamps = [stamp(p) for p in dict.fromkeys(os.path.abspath(p) for p in inputs)]
-    entry = {"package": package_stamp(), "inputs": stamps, "stdout": stdout, "stderr": stderr}
+    entry = {"identity": identity, "package": package_stamp(), "inputs": stamps}
+    entry |= {"stdout": stdout, "stderr": stderr}
     try:
         os.makedirs(runs, exist_ok=True)
         tmp = f"{path}.{os.getpid()}.tmp"

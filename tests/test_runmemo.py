@@ -102,6 +102,21 @@ def test_an_input_changed_just_now_is_not_trusted(tmp_path: Path) -> None:
 def test_a_broken_entry_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.setenv("PREFIXLINT_CACHE_DIR", str(tmp_path))
     (tmp_path / "runs").mkdir()
-    (tmp_path / "runs" / f"{runmemo.run_key(['check', 'a'])}.json").write_text("{not json", encoding="utf-8")
+    name = runmemo.entry_name(runmemo.run_identity(["check", "a"]))
+    (tmp_path / "runs" / name).write_text("{not json", encoding="utf-8")
     assert runmemo.replay(["check", "a"]) is None
     assert capsys.readouterr() == ("", "")
+
+
+def test_another_command_line_in_the_same_slot_is_not_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    monkeypatch.setenv("PREFIXLINT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(runmemo, "entry_name", lambda identity: "slot.json")  # a checksum clash
+    source = tmp_path / "chat.jinja"
+    source.write_text("hello", encoding="utf-8")
+    _age(source)
+    runmemo.record(str(tmp_path), ["check", "chat.jinja"], [str(source)], "report A\n", "", 1)
+    assert runmemo.replay(["check", "--select", "PFX1", "chat.jinja"]) is None
+    assert runmemo.replay(["check", "chat.jinja"]) == 1
+    assert capsys.readouterr().out == "report A\n"
