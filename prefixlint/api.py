@@ -11,7 +11,14 @@ from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.limits import Limits
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
-from prefixlint.sources import ConfigError, NamedTemplate, Source, discover, templates_in_tokenizer_config
+from prefixlint.sources import (
+    PARALLEL_MIN_SOURCES,
+    ConfigError,
+    NamedTemplate,
+    Source,
+    discover,
+    templates_in_tokenizer_config,
+)
 from prefixlint.tokens import (
     LoadedTokenizer,
     TokenizerError,
@@ -244,11 +251,6 @@ def iter_sources(paths: list[str], options: Options, walked: list[str] | None = 
         force_exclude=options.force_exclude,
         walked=walked,
     )
-
-
-# Below this many sources to analyse, a process pool costs more (start, a tokenizer per worker) than
-# it saves; above it, every core works.
-PARALLEL_MIN_SOURCES = 12
 
 
 # Tokenizer files loading in helpers at once, counted from the current source on: the next one

@@ -8,11 +8,6 @@ from __future__ import annotations
 import os
 import sys
 
-# Fewer files than this run in one process (prefixlint.api.PARALLEL_MIN_SOURCES, not imported: it
-# pulls in the whole API); for more, pool workers load their own tokenizers.
-_FEW_FILES = 12
-_TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2", "tokenizer_config.json")
-
 
 def main() -> None:
     argv = sys.argv[1:]
@@ -35,9 +30,12 @@ def _start_tokenizer_early(args: list[str]) -> None:
     not to need is stopped as soon as the run knows (prefixlint.api._lint_in_order)."""
     if "--diff" in args or any(a.startswith("--diff=") for a in args):
         return
+    from prefixlint.sources import PARALLEL_MIN_SOURCES, source_kind
+
     named = [a for a in args if not a.startswith("-") and os.path.exists(a)]
-    templates = [a for a in named if a.endswith(_TEMPLATE_SUFFIXES) and os.path.isfile(a)]
-    if not templates or len(named) >= _FEW_FILES or any(os.path.isdir(a) for a in named):
+    # Templates by name only: an option's value (a tokenizer.json, a config) is no template.
+    templates = [a for a in named if source_kind(a) in ("jinja", "tokenizer_config") and os.path.isfile(a)]
+    if not templates or len(named) >= PARALLEL_MIN_SOURCES or any(os.path.isdir(a) for a in named):
         return  # nothing to tokenize, or a folder: maybe many files, and a pool that loads its own
     spec = _option_value(args, "--tokenizer")
     try:

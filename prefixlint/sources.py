@@ -16,6 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2")
+
+# Below this many sources to analyse, a process pool costs more (start, a tokenizer per worker) than
+# it saves; above it, every core works.
+PARALLEL_MIN_SOURCES = 12
+
 DEFAULT_EXCLUDES = (
     ".git",
     ".hg",
