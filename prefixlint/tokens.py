@@ -6,7 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,9 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.json.gz")
 
 class TokenizerError(Exception):
     """A tokenizer that cannot be found or loaded; the message says where and why."""
+
+
+_NO_HELPER = object()  # "ask the in-process tokenizer": None is a real answer (an unknown token)
 
 
 class LoadedTokenizer:
@@ -80,16 +83,8 @@ class LoadedTokenizer:
         # Rendered chat prompts already hold their special tokens as text: add none. Many variants
         # render the same text (a template without a clock, say): each distinct text is encoded once.
         unique = list(dict.fromkeys(texts))
-        encodings: list[Any] | None = None
-        remote = self._helper()
-        if remote is not None:
-            from prefixlint.tokenizer_process import HelperGone
-
-            try:
-                encodings = remote.encode_batch(unique)
-            except HelperGone:
-                self._remote = None
-        if encodings is None:
+        encodings = self._ask_helper(lambda helper: helper.encode_batch(unique))
+        if encodings is _NO_HELPER:
             encodings = self.tokenizer.encode_batch(unique, add_special_tokens=False)
         encoded = dict(zip(unique, encodings, strict=True))
         return [encoded[t] for t in texts]
@@ -103,15 +98,22 @@ class LoadedTokenizer:
         return frozenset(t.content for t in self.tokenizer.get_added_tokens_decoder().values() if t.content)
 
     def token_to_id(self, token: str) -> int | None:
-        remote = self._helper()
-        if remote is not None:
-            from prefixlint.tokenizer_process import HelperGone
+        found = self._ask_helper(lambda helper: helper.token_to_id(token))
+        return self.tokenizer.token_to_id(token) if found is _NO_HELPER else found
 
-            try:
-                return remote.token_to_id(token)
-            except HelperGone:
-                self._remote = None
-        return self.tokenizer.token_to_id(token)
+    def _ask_helper(self, question: Callable[[TokenizerProcess], Any]) -> Any:
+        """The helper's answer, or _NO_HELPER when there is none or it died on the way (the caller
+        then asks the tokenizer in this process, loading it)."""
+        remote = self._helper()
+        if remote is None:
+            return _NO_HELPER
+        from prefixlint.tokenizer_process import HelperGone
+
+        try:
+            return question(remote)
+        except HelperGone:
+            self._remote = None
+            return _NO_HELPER
 
     def encode(self, text: str) -> Encoding:
         return self.tokenizer.encode(text, add_special_tokens=False)
