@@ -1,7 +1,7 @@
 """Throughput and peak memory of `prefixlint explain --log` on a 100,000-request log of
 ≈1,000–2,000-token prompts, next to raw `tokenizers` `encode_batch` on the same prompts.
 
-    /tmp/pvenv/bin/python bench/explain_throughput.py [--requests 100000]
+    python bench/explain_throughput.py [--requests 100000]
 
 Each phase runs in a fresh process so that its peak RSS is its own. Not run by the tests.
 """

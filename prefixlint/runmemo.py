@@ -98,6 +98,21 @@ def _entry_paths(name: str) -> Iterable[str]:
 def replay(argv: list[str]) -> int | None:
     """Print the recorded output of this command line and return its exit code, if one is
     recorded and nothing it read has changed; else None (and nothing printed)."""
+    entry = _valid_entry(argv)
+    if entry is None:
+        return None
+    try:  # past this point the run is answered: a failed write must not start the full run too
+        sys.stderr.write(entry["stderr"])
+        sys.stderr.flush()
+        sys.stdout.write(entry["stdout"])
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`| head`): the rest of the output is nobody's
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+    return entry["exit_code"]
+
+
+def _valid_entry(argv: list[str]) -> dict[str, Any] | None:
+    """The recorded run of this command line, if there is one and every input stamp holds."""
     try:
         identity = run_identity(argv)
         for path in _entry_paths(entry_name(identity)):
@@ -110,11 +125,8 @@ def replay(argv: list[str]) -> int | None:
                 return None  # another command line in the same slot
             if entry["package"] != package_stamp() or any(stamp(s[0]) != s for s in entry["inputs"]):
                 return None
-            sys.stderr.write(entry["stderr"])
-            sys.stderr.flush()
-            sys.stdout.write(entry["stdout"])
-            sys.stdout.flush()
-            return int(entry["exit_code"])
+            texts = isinstance(entry["stdout"], str) and isinstance(entry["stderr"], str)
+            return entry if texts and isinstance(entry["exit_code"], int) else None
     except Exception:  # a broken entry only costs the full run
         return None
     return None

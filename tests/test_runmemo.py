@@ -120,3 +120,37 @@ def test_another_command_line_in_the_same_slot_is_not_replayed(
     assert runmemo.replay(["check", "--select", "PFX1", "chat.jinja"]) is None
     assert runmemo.replay(["check", "chat.jinja"]) == 1
     assert capsys.readouterr().out == "report A\n"
+
+
+def test_a_reader_that_leaves_early_gets_no_second_run(project) -> None:
+    """`prefixlint check … | head -1` on a replayed run: the output stops, nothing runs again."""
+    import subprocess
+    import sys
+
+    root, env = project
+    shutil.copy(CLOCK, root / "prompts" / "clock.jinja")
+    _age(root / "prompts" / "clock.jinja", root / "prompts", offset=1)
+    assert _check(root, env, "--format", "full")[3]  # recorded by a full run
+    script = f"{sys.executable} -m prefixlint check --format full prompts | head -c 1"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script],
+        cwd=root,
+        env={**os.environ, **env, "PYTHONPROFILEIMPORTTIME": "1"},
+        capture_output=True,
+        text=True,
+    )
+    assert len(done.stdout) == 1
+    assert "prefixlint.cli" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_closed_pipe_while_replaying_still_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFIXLINT_CACHE_DIR", str(tmp_path))
+    source = tmp_path / "chat.jinja"
+    source.write_text("hello", encoding="utf-8")
+    _age(source)
+    runmemo.record(str(tmp_path), ["check", "chat.jinja"], [str(source)], "x" * 200_000, "", 1)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before a byte is written
+    with os.fdopen(write_end, "w") as closed:
+        monkeypatch.setattr("sys.stdout", closed)
+        assert runmemo.replay(["check", "chat.jinja"]) == 1
