@@ -26,6 +26,7 @@ from prefixlint.tokens import (
     load_tokenizer,
     read_special_tokens,
     resolve_tokenizer_path,
+    tokenizer_path_for,
 )
 
 
@@ -113,10 +114,7 @@ def tokenizer_file(source_path: str, options: Options) -> str | None:
     """The file `tokenizer_choice` loads first for a source, found without loading anything (None
     if it cannot be resolved: loading reports why)."""
     try:
-        if options.tokenizer is not None:
-            return str(resolve_tokenizer_path(options.tokenizer))
-        beside = find_tokenizer_file(Path(source_path).parent)
-        return str(resolve_tokenizer_path(None if beside is None else str(beside)))
+        return str(tokenizer_path_for(Path(source_path).parent, options.tokenizer))
     except TokenizerError:
         return None
 

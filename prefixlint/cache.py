@@ -61,13 +61,10 @@ def default_cache_dir(root: Path) -> Path:
 def tokenizer_inputs(folder: str, tokenizer: str | None) -> list[str]:
     """The files that decide which tokenizer analyses the sources in `folder` (given `--tokenizer`),
     and with which special tokens."""
-    from prefixlint.tokens import TokenizerError, find_tokenizer_file, resolve_tokenizer_path
+    from prefixlint.tokens import TokenizerError, tokenizer_path_for
 
     try:
-        if tokenizer is None:
-            tok = find_tokenizer_file(Path(folder)) or resolve_tokenizer_path(None)
-        else:
-            tok = resolve_tokenizer_path(tokenizer)
+        tok = tokenizer_path_for(Path(folder), tokenizer)
     except TokenizerError:
         tok = Path(str(tokenizer))
     beside = os.path.join(folder, "tokenizer_config.json")

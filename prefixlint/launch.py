@@ -41,12 +41,9 @@ def _start_tokenizer_early(args: list[str]) -> None:
     try:
         from pathlib import Path
 
-        from prefixlint.tokens import find_tokenizer_file, resolve_tokenizer_path, start_loading
+        from prefixlint.tokens import start_loading, tokenizer_path_for
 
-        if spec is None:
-            beside = find_tokenizer_file(Path(templates[0]).parent)
-            spec = str(beside) if beside is not None else None
-        start_loading(str(resolve_tokenizer_path(spec)))
+        start_loading(str(tokenizer_path_for(Path(templates[0]).parent, spec)))
     except Exception:  # only a guess: the run loads what it needs and reports what is wrong
         return
 

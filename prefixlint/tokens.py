@@ -179,6 +179,14 @@ def find_tokenizer_file(folder: Path) -> Path | None:
     return None
 
 
+def tokenizer_path_for(folder: Path, spec: str | None) -> Path:
+    """The tokenizer file that analyses the sources in `folder`: `--tokenizer` (`spec`) if given,
+    else a tokenizer.json beside them, else the embedded default. Raises TokenizerError."""
+    if spec is not None:
+        return resolve_tokenizer_path(spec)
+    return find_tokenizer_file(folder) or resolve_tokenizer_path(None)
+
+
 def resolve_tokenizer_path(spec: str | None) -> Path:
     """Turn `--tokenizer` (a file, a folder, a Hub model id in the local cache, or None) into a file."""
     if spec is None:
