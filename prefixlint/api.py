@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
@@ -51,6 +51,9 @@ class Options:
     root: str | None = None  # None: the current folder
     suppressions: bool = True
     cache_dir: str | None = None  # None: no result cache (the CLI sets one unless --no-cache)
+    # Where the Python frontend looks for imported modules and prompt files (None: found from the
+    # paths checked, see `project_root`).
+    project_root: str | None = None
 
     def enabled_codes(self) -> set[str]:
         from prefixlint.config import enabled_codes
@@ -345,6 +348,8 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     `workers`: processes to analyse in (None: every core when there are many sources, else 1)."""
     if options.tokenizer is not None:
         resolve_tokenizer_path(options.tokenizer)  # fail early on a missing one, before any output
+    if options.project_root is None:
+        options = replace(options, project_root=project_root(paths))
     cache = None
     if options.cache_dir is not None:
         from prefixlint.cache import ResultCache
@@ -376,6 +381,22 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     else:
         default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
     return Report(default_name, options.engine, results, _inputs(walked, sources, options))
+
+
+def project_root(paths: list[str]) -> str:
+    """The folder the checked paths belong to: the git work tree around them, else their common
+    folder. The Python frontend finds imported modules and prompt files under it."""
+    absolute = [os.path.abspath(p) for p in paths] or [os.getcwd()]
+    folders = [p if os.path.isdir(p) else os.path.dirname(p) for p in absolute]
+    common = os.path.commonpath(folders)
+    here = common
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return common
+        here = parent
 
 
 def _read_bytes(source: Source, options: Options) -> bytes | None:

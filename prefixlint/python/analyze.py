@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -10,6 +11,7 @@ import libcst as cst
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics
+from prefixlint.python.project import Project
 from prefixlint.python.scopes import index_module
 from prefixlint.python.sinks import find_prompts
 
@@ -62,8 +64,11 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         return SourceResult(path, "python", diagnostics=[syntax_error(path, text, exc)])
-    index = index_module(module)
-    evaluator = Evaluator(index)
+    index = index_module(module, os.path.abspath(path))
+    project = Project(options.project_root or os.path.dirname(os.path.abspath(path)))
+    project.add_module(path, index)
+    evaluator = Evaluator(index, project)
+    project.evaluators[os.path.abspath(path)] = evaluator
     tokenizer = _LazyTokenizer(path, options)
     found = diagnostics(path, find_prompts(index, evaluator), tokenizer.count)
     from prefixlint.python.embedded import embedded_template_diagnostics

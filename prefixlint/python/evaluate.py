@@ -5,14 +5,17 @@ holes; same-module names and helpers are followed; anything else is an unknown h
 
 from __future__ import annotations
 
+import os
 import re
 import string
 import textwrap
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.python.scopes import Binding, ModuleIndex, Pos, Scope
+from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope
 from prefixlint.python.segments import (
     EMPTY,
     Break,
@@ -21,22 +24,51 @@ from prefixlint.python.segments import (
     Provenance,
     Text,
     Value,
+    choice,
     concat,
     first_volatile,
+    holes,
     is_static,
     join,
+    map_holes,
     map_text,
+    per_option,
     static_text,
     strip_edges,
     text,
     without,
 )
-from prefixlint.python.volatile import ROLES, name_provenance, qualified_provenance, says_prompt
+from prefixlint.python.volatile import (
+    ROLES,
+    call_name_provenance,
+    name_provenance,
+    parameter_provenance,
+    placeholder_provenance,
+    qualified_provenance,
+    says_prompt,
+)
+
+if TYPE_CHECKING:
+    from prefixlint.python.project import Project
 
 MAX_DEPTH = 12
 _PERCENT = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[sdrfiaeEgGxXoc%]")
 _IDENT = re.compile(r"[A-Za-z_]\w*$")
+_DOUBLE_BRACE = re.compile(r"\{\{\s*\$?([A-Za-z_][\w.]*)\s*\}\}")
+_DOLLAR = re.compile(r"\$(?:\$|([A-Za-z_]\w*)|\{([A-Za-z_]\w*)\})")
 _PASS_THROUGH = {"str", "list", "tuple", "repr", "format", "reversed"}
+# Methods that fill a template's placeholders (str, string.Template, LangChain, LlamaIndex, Jinja).
+_FILL_METHODS = {"format", "format_map", "substitute", "safe_substitute", "partial", "format_messages",
+                 "format_prompt", "invoke", "render"}  # fmt: skip
+_LOOKUPS = {"get", "pop", "setdefault", "index", "count", "startswith", "endswith", "__getitem__"}
+# Classes whose instances are volatile (a parameter annotated so), and ones a literal seed makes stable.
+_VOLATILE_TYPES = {
+    "random.Random",
+    "random.SystemRandom",
+    "numpy.random.Generator",
+    "numpy.random.RandomState",
+}
+_SEEDABLE = {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState", "random.seed"}
 _OPAQUE = {"len", "bool", "int", "float", "isinstance", "hasattr", "getattr", "type", "id", "print"}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 
@@ -105,9 +137,19 @@ def _fstring_text(raw: str, prefix: str) -> str:
 
 
 class Evaluator:
-    def __init__(self, index: ModuleIndex) -> None:
+    """Evaluates the expressions of one module; calls and names that lead into other modules of the
+    project are evaluated by those modules' evaluators (`project`), and what comes back is placed at
+    the call in this module."""
+
+    def __init__(self, index: ModuleIndex, project: Project | None = None) -> None:
         self.index = index
-        self.active: list[cst.FunctionDef] = []
+        self.path = index.path
+        if project is None:
+            from prefixlint.python.project import Project
+
+            project = Project(os.path.dirname(os.path.abspath(index.path or ".")))
+        self.project = project
+        self.active = project.active
 
     # --- helpers -------------------------------------------------------------------------------
     def label(self, node: cst.CSTNode) -> str:
@@ -115,10 +157,32 @@ class Evaluator:
         return code if len(code) <= 60 else code[:57] + "..."
 
     def hole(
-        self, provenance: Provenance, node: cst.CSTNode, label: str | None = None, by_name: bool = False
+        self,
+        provenance: Provenance,
+        node: cst.CSTNode,
+        label: str | None = None,
+        by_name: bool = False,
+        weak: bool = False,
     ) -> Value:
         line, column = self.index.pos(node)
-        return (Hole(provenance, line, column, label or self.label(node), by_name),)
+        label = label or self.label(node)
+        return (Hole(provenance, line, column, label, by_name, self.path, weak=weak),)
+
+    def anchor(self, value: Value, node: cst.CSTNode) -> Value:
+        """A value computed in another module, placed at `node` of this one (where it enters the
+        code being checked); the message keeps where it really comes from. Placeholders written in
+        a prompt file keep their place in that file."""
+        line, column = self.index.pos(node)
+        here = self.label(node)
+
+        def move(h: Hole) -> Hole:
+            if h.path == self.path or not h.path.endswith(".py"):
+                return h
+            where = f"{os.path.relpath(h.path, self.project.root)}:{h.line}"
+            via = h.via or f"`{h.label}` in {where}"
+            return replace(h, line=line, column=column, path=self.path, label=here, via=via)
+
+        return map_holes(value, move)
 
     def unknown(self, node: cst.CSTNode) -> Value:
         return self.hole(Provenance.UNKNOWN, node)
@@ -140,7 +204,11 @@ class Evaluator:
     def _v_SimpleString(self, node: cst.SimpleString, env: Env) -> Value:
         v = node.evaluated_value
         value = text(v) if isinstance(v, str) else text(v.decode("latin-1"))
-        return self.fill(value, node, [], {}) if env.template else value
+        if not env.template:
+            return value
+        if _DOUBLE_BRACE.search(static_text(value)):
+            return self.placeholders(value, node)
+        return self.fill(value, node, [], {})
 
     def _v_ConcatenatedString(self, node: cst.ConcatenatedString, env: Env) -> Value:
         return concat(self.value(node.left, env), self.value(node.right, env))
@@ -166,17 +234,23 @@ class Evaluator:
         return self.lookup(node.value, node, env)
 
     def _v_Attribute(self, node: cst.Attribute, env: Env) -> Value:
-        if (prov := qualified_provenance(self.index.qualified_names(node))) is not None:
+        qualified = self.index.qualified_names(node)
+        if (prov := qualified_provenance(qualified)) is not None:
             return self.hole(prov, node)
         receiver = node.value
         if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
             scope = self.index.scope_for(node)
             if scope.cls is not None:
-                class_scope = self.index.scopes[scope.cls]
-                if class_scope.bindings.get(node.attr.value):
-                    return self.binding_value(
-                        node.attr.value, class_scope, class_scope.bindings[node.attr.value][-1], env
-                    )
+                found = self.class_attribute(scope.cls, node.attr.value, env)
+                if found is not None:
+                    return found
+        elif qualified and isinstance(receiver, (cst.Name, cst.Attribute)):
+            for name in sorted(qualified):  # `prompts.SYSTEM` after `from . import prompts`
+                found = self.project.resolve(name, self.path)
+                if found is not None:
+                    value = found[0].module_attribute(found[1], env)
+                    if value is not None:
+                        return self.anchor(value, node)
         base = self.value(receiver, env.deeper())
         if (h := first_volatile(base)) is not None and not h.by_name:
             return (h,)
@@ -195,21 +269,14 @@ class Evaluator:
             return self.percent(left, node.right, env, node)
         return self.propagate(node, [left, right])
 
-    def _choose(self, node: cst.CSTNode, options: list[Value]) -> Value:
-        # A branch we cannot decide: the volatile one if any (it is what may reach the prompt),
-        # else the one with the most static text.
-        for option in options:
-            if first_volatile(option) is not None:
-                return option
-        return max(options, key=lambda v: len(static_text(v)))
-
     def _v_BooleanOperation(self, node: cst.BooleanOperation, env: Env) -> Value:
-        return self._choose(node, [self.value(node.left, env.deeper()), self.value(node.right, env.deeper())])
+        return choice([self.value(node.left, env.deeper()), self.value(node.right, env.deeper())])
 
     def _v_IfExp(self, node: cst.IfExp, env: Env) -> Value:
-        return self._choose(
-            node, [self.value(node.body, env.deeper()), self.value(node.orelse, env.deeper())]
-        )
+        return choice([self.value(node.body, env.deeper()), self.value(node.orelse, env.deeper())])
+
+    def _v_Lambda(self, node: cst.Lambda, env: Env) -> Value:
+        return self.value(node.body, env.deeper())  # a default_factory: what calling it gives
 
     def _v_Set(self, node: cst.CSTNode, env: Env) -> Value:
         return self.hole(Provenance.UNORDERED, node, "a set")
@@ -259,6 +326,8 @@ class Evaluator:
     # --- calls ---------------------------------------------------------------------------------
     def _v_Call(self, node: cst.Call, env: Env) -> Value:
         qnames = self.index.qualified_names(node.func)
+        if qnames & _SEEDABLE and node.args and all(_is_literal(a.value) for a in node.args):
+            return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
         if (prov := qualified_provenance(qnames)) is not None:
             return self.hole(prov, node)
         name = func_name(node.func)
@@ -270,11 +339,24 @@ class Evaluator:
             if content is None and args:
                 content = args[-1].value if len(args) > 1 or _role_of(args[0].value) is None else None
             return concat((Break(role),), self.value(content, deeper) if content is not None else EMPTY)
+        if name in ("field", "Field") and (kwargs.keys() & {"default", "default_factory"} or args):
+            # a dataclass / pydantic field: what an instance holds unless the caller sets it
+            default = kwargs.get("default") or kwargs.get("default_factory") or args[0].value
+            return self.value(default, deeper)
+
+        from prefixlint.python import prompt_files
+
+        read = prompt_files.read_call(self, node, env)
+        if read is not None:
+            return read
         first = self.value(args[0].value, deeper) if args else None
 
         if qnames & {"textwrap.dedent", "inspect.cleandoc"} and first is not None:
-            return text(textwrap.dedent(static_text(first))) if is_static(first) else first
+            return per_option(first, lambda v: text(textwrap.dedent(static_text(v))) if is_static(v) else v)
         if "json.dumps" in qnames and first is not None:
+            dumped = prompt_files.dumps_constant(self, node, env)
+            if dumped is not None:
+                return dumped
             sort_keys = kwargs.get("sort_keys")
             if sort_keys is not None and not (isinstance(sort_keys, cst.Name) and sort_keys.value == "False"):
                 first = without(first, Provenance.UNORDERED)
@@ -289,62 +371,118 @@ class Evaluator:
             if name in _OPAQUE:
                 return self.unknown(node)
 
-        if isinstance(node.func, cst.Attribute) and (fn := self.resolve_function(node.func, node)) is None:
+        callee = self.resolve_callable(node.func, node)
+        if callee is not None:
+            evaluator, fn = callee
+            bound = self.bind_arguments(fn, node, env)
+            output = evaluator.function_output(fn, node if evaluator is self else None, env, bound)
+            return output if evaluator is self else self.anchor(output, node)
+
+        if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             receiver = self.value(node.func.value, deeper)
-            if method == "format":
+            if method in _FILL_METHODS:
                 return self.format(receiver, node, env)
             if method == "join":
                 items = self.items(args[0].value, deeper) if args else None
                 if items is None:
                     return self.propagate(node, [first] if first is not None else [])
-                return join(receiver, items)
+                return per_option(receiver, lambda sep: join(sep, items))
             if method in ("strip", "lstrip", "rstrip"):
                 chars = static_text(first) if first is not None and is_static(first) else None
-                return strip_edges(receiver, chars, left=method != "rstrip", right=method != "lstrip")
+                left, right = method != "rstrip", method != "lstrip"
+                return per_option(receiver, lambda v: strip_edges(v, chars, left=left, right=right))
             if method in _CASE_METHODS:
                 return map_text(receiver, _CASE_METHODS[method])
             if method == "replace" and len(args) >= 2 and first is not None and is_static(first):
-                return self.replace(receiver, static_text(first), self.value(args[1].value, deeper))
-            if method in ("from_template", "from_messages") and args:
-                return self.value(args[0].value, env.deeper(template=True))
+                new = self.value(args[1].value, deeper)
+                return per_option(receiver, lambda v: self.replace(v, static_text(first), new))
+            if method in ("from_template", "from_messages", "from_string") and args:
+                return self.value(args[0].value, env.deeper(template=env.template))
+            if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
+                return self.propagate(node, [receiver])
             parts = [receiver] + [self.value(a.value, deeper) for a in node.args]
-            out = self.propagate(node, parts)
-            return self._opaque_prompt(node, name, out)
-
-        fn = self.resolve_function(node.func, node)
-        if fn is not None:
-            return self.function_output(fn, node, env)
+            return self._opaque(node, name, parts)
+        if name.endswith("Template") and (args or kwargs):
+            # `PromptTemplate("...")`, `PromptTemplate(template="...")`: the text, formatted later
+            source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
+            if source is not None:
+                return self._template_source(source, env)
         parts = [self.value(a.value, deeper) for a in node.args]
-        return self._opaque_prompt(node, name, self.propagate(node, parts))
+        if not any(first_volatile(p) for p in parts) and (prov := call_name_provenance(name)) is not None:
+            return self.hole(prov, node, f"{name}()", by_name=True)
+        return self._opaque(node, name, parts)
 
-    def _opaque_prompt(self, node: cst.Call, name: str, out: Value) -> Value:
-        """A call into another module whose name says prompt: likely static text we cannot see."""
-        if first_volatile(out) is None and says_prompt(name):
+    def _template_source(self, source: cst.BaseExpression, env: Env) -> Value:
+        """The text of `Template(...)`: a string, or a file named by a path (`Path("agent.jinja")`)."""
+        from prefixlint.python import prompt_files
+
+        value = self.value(source, env.deeper(template=env.template))
+        if is_static(value) and static_text(value).endswith(prompt_files.TEMPLATE_SUFFIXES):
+            path = self.project.find_file(static_text(value), os.path.dirname(os.path.abspath(self.path)))
+            content = self.project.text(path) if path is not None else None
+            if content is not None:
+                return text(content)
+        return value
+
+    def _opaque(self, node: cst.Call, name: str, parts: list[Value]) -> Value:
+        """A call we cannot follow: volatile if an input is volatile by its source (a name is only a
+        guess, and a looked-up key is not written); static-but-unknown text when every input is
+        static, or when its name says it builds a prompt."""
+        for part in parts:
+            for h in holes(part):
+                if h.provenance.volatile and not h.by_name:
+                    return (h,)
+        if parts and all(is_static(p) for p in parts) or says_prompt(name):
             return (Open(self.index.pos(node)[0]),)
-        return out
+        return self.unknown(node)
 
     def _is_local_function(self, func: cst.Name) -> bool:
         return func.value in self.index.functions
 
-    def resolve_function(self, func: cst.BaseExpression, call: cst.CSTNode) -> cst.FunctionDef | None:
-        """A function of this module that `func` names: `helper`, `self.method`, `Class.method`."""
+    def resolve_callable(
+        self, func: cst.BaseExpression, call: cst.CSTNode
+    ) -> tuple[Evaluator, cst.FunctionDef] | None:
+        """The function `func` names, in this module or another of the project: `helper`,
+        `self.method` (inherited too), `Class.method`, `module.helper`, an imported helper."""
         if isinstance(func, cst.Name):
-            return self.index.functions.get(func.value)
+            fn = self.index.functions.get(func.value)
+            if fn is not None:
+                return self, fn
         if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             owner = func.value.value
             if owner in ("self", "cls"):
                 cls = self.index.scope_for(call).cls
-                return self.index.methods.get((cls.name.value, func.attr.value)) if cls is not None else None
-            return self.index.methods.get((owner, func.attr.value))
+                return self.method(cls, func.attr.value) if cls is not None else None
+            if owner in self.index.classes:
+                return self.method(self.index.classes[owner], func.attr.value)
+        for qualified in sorted(self.index.qualified_names(func, self.index.module_scope)):
+            found = self.project.resolve(qualified, self.path)
+            if found is None:
+                continue
+            evaluator, attr = found
+            head, _, tail = attr.partition(".")
+            if not tail and head in evaluator.index.functions:
+                return evaluator, evaluator.index.functions[head]
+            if tail and head in evaluator.index.classes:
+                return evaluator.method(evaluator.index.classes[head], tail)
         return None
 
-    def function_output(self, fn: cst.FunctionDef, call: cst.Call | None, env: Env) -> Value:
-        """What a helper contributes: its yields in order, or its most telling return value."""
+    def resolve_function(self, func: cst.BaseExpression, call: cst.CSTNode) -> cst.FunctionDef | None:
+        """A function of this module that `func` names (kept for the callers that need the node)."""
+        found = self.resolve_callable(func, call)
+        return found[1] if found is not None and found[0] is self else None
+
+    def function_output(
+        self, fn: cst.FunctionDef, call: cst.Call | None, env: Env, bound: dict[str, Value] | None = None
+    ) -> Value:
+        """What a helper contributes: its yields in order, or one of its return values."""
         if fn in self.active or env.depth > MAX_DEPTH:
             return self.unknown(call or fn)
         args = dict(env.args)
-        if call is not None:
+        if bound is not None:
+            args[fn] = bound
+        elif call is not None:
             args[fn] = self.bind_arguments(fn, call, env)
         inner = Env(args=args, depth=env.depth + 1)
         self.active.append(fn)
@@ -357,8 +495,7 @@ class Evaluator:
             self.active.pop()
         if not options:
             return self.unknown(call or fn)
-        volatile = [o for o in options if first_volatile(o) is not None]
-        return volatile[-1] if volatile else max(options, key=lambda v: len(static_text(v)))
+        return choice(options)
 
     def yielded(self, node: cst.Yield, env: Env) -> Value:
         if node.value is None:
@@ -393,25 +530,66 @@ class Evaluator:
     def lookup(self, name: str, node: cst.CSTNode, env: Env) -> Value:
         if name in env.shadow:
             return env.shadow[name]
+        if name == "__file__":
+            return text(self.path)
         scope = self.index.scope_for(node)
         pos = self.index.pos(node)
-        found = self.scoped_value(name, scope, pos, node, env)
+        found = self.scoped_value(name, scope, pos, node, env, self.index.branch_of.get(node, ()))
         if found is not None:
             return found
         if (prov := qualified_provenance(self.index.qualified_names(node))) is not None:
             return self.hole(prov, node)
-        return self.unknown(node)
+        imported = self.imported_value(name, node, env)
+        return imported if imported is not None else self.unknown(node)
 
-    def scoped_value(self, name: str, scope: Scope, pos: Pos, node: cst.CSTNode, env: Env) -> Value | None:
-        """The value of `name` read at `pos` in `scope`, or None if nothing in this module binds it."""
-        earlier = [b for b in scope.bindings.get(name, ()) if b.pos < pos]
-        if earlier:
-            return self.binding_value(name, scope, earlier[-1], env)
+    def imported_value(self, name: str, node: cst.CSTNode, env: Env) -> Value | None:
+        """A constant another module of the project defines (`from .prompts import SYSTEM`)."""
+        for qualified in sorted(self.index.imports.get(name, ())):
+            found = self.project.resolve(qualified, self.path)
+            if found is None:
+                continue
+            evaluator, attr = found
+            value = evaluator.module_attribute(attr, env)
+            if value is not None:
+                return self.anchor(value, node)
+        return None
+
+    def module_attribute(self, attr: str, env: Env) -> Value | None:
+        """The value of module-level `attr` of this module, or None if it is not a constant here."""
+        if env.depth > MAX_DEPTH or "." in attr:
+            return None
+        bindings = self.index.module_scope.bindings.get(attr)
+        if bindings and bindings[-1].kind != "unknown":
+            return self.binding_value(attr, self.index.module_scope, bindings[-1], env.deeper())
+        if attr in self.index.imports and not bindings:  # re-exported (`from .x import y` in __init__)
+            node = cst.Name(attr)
+            return self.imported_value(attr, node, env.deeper())
+        return None
+
+    def scoped_value(
+        self, name: str, scope: Scope, pos: Pos, node: cst.CSTNode, env: Env, branch: Branch = ()
+    ) -> Value | None:
+        """The value of `name` read at `pos` in `scope`: one of the bindings that may reach it (the
+        last one that runs on every path to the read, and any later ones in branches), or None if
+        nothing in this module binds it."""
+        options: list[Value] = []
+        for binding in reversed([b for b in scope.bindings.get(name, ()) if b.pos < pos]):
+            options.append(self.binding_value(name, scope, binding, env))
+            always = binding.branch == branch[: len(binding.branch)]
+            if binding.kind not in ("assign", "unknown", "loop") or always:
+                return choice(options)
+        unbound = self.unbound_value(name, scope, node, env)
+        if unbound is not None:
+            options.append(unbound)
+        return choice(options) if options else None
+
+    def unbound_value(self, name: str, scope: Scope, node: cst.CSTNode, env: Env) -> Value | None:
+        """A name not bound earlier in its function: a parameter, or a module-level name."""
         if name in scope.params:
             bound = env.args.get(scope.node, {})
             if name in bound:
                 return bound[name]
-            return self.hole(name_provenance(name) or Provenance.UNKNOWN, node, name, by_name=True)
+            return self.parameter(name, scope, node)
         if scope.parent is not None:
             module = scope.parent
             bindings = module.bindings.get(name, ())
@@ -419,12 +597,42 @@ class Evaluator:
                 return self.binding_value(name, module, bindings[-1], Env(args=env.args, depth=env.depth + 1))
         return None
 
+    def parameter(self, name: str, scope: Scope, node: cst.CSTNode) -> Value:
+        """A parameter whose caller we do not follow: its annotation (a `random.Random`) or its name
+        decides; a constructor's parameters configure the object and are static."""
+        fn = scope.node
+        if isinstance(fn, cst.FunctionDef):
+            annotated = self.annotation_provenance(fn, name)
+            if annotated is not None:
+                return self.hole(annotated, node, name)
+            if fn.name.value == "__init__":
+                return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+            where = f"`{name}`, a parameter of `{fn.name.value}()`"
+        else:
+            where = name
+        found = parameter_provenance(name)
+        if found is None:
+            return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+        prov, weak = found
+        return self.hole(prov, node, where, by_name=True, weak=weak)
+
+    def annotation_provenance(self, fn: cst.FunctionDef, name: str) -> Provenance | None:
+        """The provenance of a parameter annotated with a volatile type (`rnd: random.Random`)."""
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                for part in _annotation_names(param.annotation.annotation):
+                    names = self.index.qualified_names(part, self.index.module_scope)
+                    if names & _VOLATILE_TYPES:
+                        return qualified_provenance(names & _VOLATILE_TYPES)
+        return None
+
     def binding_value(self, name: str, scope: Scope, binding: Binding, env: Env) -> Value:
         deeper = env.deeper()
         if binding.kind == "assign" and binding.expr is not None:
             return self.in_loop(binding, self.value(binding.expr, deeper), deeper)
         if binding.kind in ("aug", "append", "extend") and binding.expr is not None:
-            before = self.scoped_value(name, scope, binding.pos, binding.expr, deeper)
+            before = self.scoped_value(name, scope, binding.pos, binding.expr, deeper, binding.branch)
             added = self.in_loop(binding, self.value(binding.expr, deeper), deeper)
             return concat(before or EMPTY, added)
         if binding.kind == "shuffle" and binding.expr is not None:
@@ -432,7 +640,7 @@ class Evaluator:
         if binding.kind == "loop" and binding.expr is not None:
             return self.propagate(binding.expr, [self.value(binding.expr, deeper)])
         line, column = binding.pos
-        return (Hole(Provenance.UNKNOWN, line, column, name),)
+        return (Hole(Provenance.UNKNOWN, line, column, name, path=self.path),)
 
     def in_loop(self, binding: Binding, value: Value, env: Env) -> Value:
         """Text added once per iteration of a loop over volatile data (a set, a sample) is volatile."""
@@ -440,6 +648,58 @@ class Evaluator:
             return value
         order = first_volatile(self.value(binding.loop_iter, env))
         return (order,) if order is not None else value
+
+    # --- classes -------------------------------------------------------------------------------
+    def class_attribute(self, cls: cst.ClassDef, attr: str, env: Env, depth: int = 0) -> Value | None:
+        """`self.attr` for an instance of `cls`: its class-level value (a dataclass field's default),
+        what its methods assign to `self.attr`, else what a base class gives."""
+        if depth > 4 or env.depth > MAX_DEPTH:
+            return None
+        options: list[Value] = []
+        class_scope = self.index.scopes[cls]
+        if class_scope.bindings.get(attr):
+            options.append(self.binding_value(attr, class_scope, class_scope.bindings[attr][-1], env))
+        for binding in self.index.instance_attrs.get((cls.name.value, attr), ()):
+            if binding.expr is not None:
+                options.append(self.value(binding.expr, env.deeper()))
+        if options:
+            return choice(options)
+        for evaluator, base in self.base_classes(cls):
+            found = evaluator.class_attribute(base, attr, env.deeper(), depth + 1)
+            if found is not None:
+                return self.anchor(found, cls) if evaluator is not self else found
+        return None
+
+    def base_classes(self, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.ClassDef]]:
+        out: list[tuple[Evaluator, cst.ClassDef]] = []
+        for arg in cls.bases:
+            found = self.find_class(arg.value)
+            if found is not None:
+                out.append(found)
+        return out
+
+    def find_class(self, node: cst.BaseExpression) -> tuple[Evaluator, cst.ClassDef] | None:
+        if isinstance(node, cst.Name) and node.value in self.index.classes:
+            return self, self.index.classes[node.value]
+        for qualified in sorted(self.index.qualified_names(node, self.index.module_scope)):
+            found = self.project.resolve(qualified, self.path)
+            if found is not None and found[1] in found[0].index.classes:
+                return found[0], found[0].index.classes[found[1]]
+        return None
+
+    def method(
+        self, cls: cst.ClassDef, name: str, depth: int = 0
+    ) -> tuple[Evaluator, cst.FunctionDef] | None:
+        fn = self.index.methods.get((cls.name.value, name))
+        if fn is not None:
+            return self, fn
+        if depth > 4:
+            return None
+        for evaluator, base in self.base_classes(cls):
+            found = evaluator.method(base, name, depth + 1)
+            if found is not None:
+                return found
+        return None
 
     # --- sequences -----------------------------------------------------------------------------
     def items(self, node: cst.BaseExpression, env: Env) -> list[Value] | None:
@@ -480,13 +740,78 @@ class Evaluator:
 
     # --- formatting ----------------------------------------------------------------------------
     def format(self, template: Value, call: cst.Call, env: Env) -> Value:
+        """`template.format(...)`, `.substitute(...)`, `.render(...)` and the like: the placeholders
+        filled with the values passed (by keyword, `**mapping` or a dict)."""
+        from prefixlint.python import prompt_files
+
+        method = func_name(call.func)
+        named = prompt_files.named_arguments(self, call, env)
+        if method == "render":
+            attributes = self.object_arguments(call)
+            return per_option(template, lambda v: prompt_files.render_jinja(self, v, named, call, attributes))
+        if method in ("substitute", "safe_substitute"):
+            return per_option(template, lambda v: self.substitute(v, call, named))
         positional = [
-            self.value(a.value, env.deeper()) for a in call.args if a.keyword is None and not a.star
+            self.value(a.value, env.deeper())
+            for a in call.args
+            if a.keyword is None and not a.star and not isinstance(a.value, cst.Dict)
         ]
-        named = {
-            a.keyword.value: self.value(a.value, env.deeper()) for a in call.args if a.keyword is not None
-        }
-        return self.fill(template, call, positional, named)
+        return per_option(template, lambda v: self.fill(v, call, positional, named))
+
+    def object_arguments(self, call: cst.Call) -> dict[str, Callable[[str], Value | None]]:
+        """Keyword arguments that pass `self` to a template: its attributes are looked up on the class."""
+        out: dict[str, Callable[[str], Value | None]] = {}
+        scope = self.index.scope_for(call)
+        for arg in call.args:
+            if (
+                arg.keyword is not None
+                and isinstance(arg.value, cst.Name)
+                and arg.value.value == "self"
+                and scope.cls is not None
+            ):
+                cls = scope.cls
+                out[arg.keyword.value] = lambda attr, cls=cls: self.class_attribute(cls, attr, Env())
+        return out
+
+    def substitute(self, template: Value, where: cst.CSTNode, named: dict[str, Value]) -> Value:
+        """`string.Template.substitute`: `$name` and `${name}`."""
+        out: list[Value] = []
+        for seg in template:
+            if not isinstance(seg, Text):
+                out.append((seg,))
+                continue
+            last = 0
+            for m in _DOLLAR.finditer(seg.text):
+                out.append(text(seg.text[last : m.start()]))
+                last = m.end()
+                if m.group(0) == "$$":
+                    out.append(text("$"))
+                    continue
+                name = m.group(1) or m.group(2)
+                out.append(named.get(name) or self.placeholder(name, where))
+            out.append(text(seg.text[last:]))
+        return concat(*out)
+
+    def placeholder(self, name: str, where: cst.CSTNode) -> Value:
+        """A placeholder nobody in the checked code fills: a hole named after it."""
+        prov = placeholder_provenance(name) if _IDENT.match(name.replace(".", "_")) else None
+        return self.hole(prov or Provenance.UNKNOWN, where, "{" + name + "}", by_name=True)
+
+    def placeholders(self, value: Value, where: cst.CSTNode) -> Value:
+        """Double-brace placeholders (`{{ name }}`, `{{time.date}}`: Jinja, Handlebars, Semantic
+        Kernel) in a template string, as holes named after them; then `str.format` ones."""
+        out: list[Value] = []
+        for seg in value:
+            if not isinstance(seg, Text) or "{{" not in seg.text:
+                out.append((seg,))
+                continue
+            last = 0
+            for m in _DOUBLE_BRACE.finditer(seg.text):
+                out.append(text(seg.text[last : m.start()]))
+                out.append(self.placeholder(m.group(1), where))
+                last = m.end()
+            out.append(text(seg.text[last:]))
+        return concat(*out)
 
     def fill(
         self, template: Value, where: cst.CSTNode, positional: list[Value], named: dict[str, Value]
@@ -515,8 +840,7 @@ class Evaluator:
                 else:
                     value = named.get(base)
                 if value is None:
-                    prov = name_provenance(base) if _IDENT.match(base) else None
-                    value = self.hole(prov or Provenance.UNKNOWN, where, "{" + field_name + "}", by_name=True)
+                    value = self.placeholder(field_name, where)
                 elif base != field_name:
                     value = self.propagate(where, [value])
                 out.append(value)
@@ -565,6 +889,24 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString))
+
+
+def _annotation_names(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The types an annotation names: `X | None`, `Optional[X]`, `"X"` give X."""
+    if isinstance(node, cst.BinaryOperation):
+        return _annotation_names(node.left) + _annotation_names(node.right)
+    if isinstance(node, cst.Subscript):
+        return [
+            n
+            for el in node.slice
+            if isinstance(el.slice, cst.Index)
+            for n in _annotation_names(el.slice.value)
+        ]
+    return [node] if isinstance(node, (cst.Name, cst.Attribute)) else []
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:

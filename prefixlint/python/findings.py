@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from prefixlint.model import Diagnostic, Severity, Span
-from prefixlint.python.segments import Hole, Open, Provenance, Text
+from prefixlint.python.segments import Hole, Open, Provenance, Text, expand
 from prefixlint.python.sinks import Prompt
 from prefixlint.rules import RULES
 
@@ -29,6 +30,15 @@ _HINT = {
 }
 
 
+_NAMED_LIKE = {
+    Provenance.CLOCK: "named like a date or time (filled where the checked code does not show)",
+    Provenance.ID: "named like an identifier",
+    Provenance.RANDOM: "named like a random choice",
+    Provenance.ENVIRONMENT: "named like a per-machine value",
+    Provenance.REQUEST: "a per-request input by its name",
+    Provenance.UNORDERED: "named like an unordered collection",
+}
+
 # Request inputs are meant to vary; they matter only when at least one cache block (16 tokens for
 # vLLM) of static text follows them, not for a few words after the user's question.
 MIN_TOKENS_AFTER_INPUT = 16
@@ -42,47 +52,67 @@ class _Candidate:
 
 
 def _candidates(prompt: Prompt) -> list[_Candidate]:
+    """Volatile holes followed by static text (or by text built elsewhere), in each form the
+    prompt may take (one per combination of branches)."""
     out = []
-    segments = prompt.value
-    for i, seg in enumerate(segments):
-        if not (isinstance(seg, Hole) and seg.provenance.volatile):
-            continue
-        after = segments[i + 1 :]
-        static = "".join(s.text for s in after if isinstance(s, Text))
-        if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
-            out.append(_Candidate(seg, prompt, static))
-        elif prompt.open_tail or any(isinstance(s, Open) for s in after):
-            out.append(_Candidate(seg, prompt, ""))
+    for segments in expand(prompt.value):
+        for i, seg in enumerate(segments):
+            if not (isinstance(seg, Hole) and seg.provenance.volatile):
+                continue
+            after = segments[i + 1 :]
+            static = "".join(s.text for s in after if isinstance(s, Text))
+            if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
+                out.append(_Candidate(seg, prompt, static))
+            elif seg.provenance is not Provenance.REQUEST and (
+                prompt.open_tail or any(isinstance(s, Open) for s in after)
+            ):
+                out.append(_Candidate(seg, prompt, ""))
     return out
+
+
+def _place(path: str, hole: Hole) -> str:
+    """Where a finding is reported: the checked file, or the prompt file a placeholder is in."""
+    if not hole.path or hole.path == os.path.abspath(path):
+        return path
+    relative = os.path.relpath(hole.path)
+    return hole.path if relative.startswith("..") else relative
 
 
 def diagnostics(path: str, prompts: list[Prompt], count_tokens: Callable[[str], int]) -> list[Diagnostic]:
     """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches."""
-    best: dict[tuple[str, int, int], _Candidate] = {}
+    best: dict[tuple[str, str, int, int], _Candidate] = {}
     for prompt in prompts:
         for cand in _candidates(prompt):
-            key = (cand.hole.provenance.value, cand.hole.line, cand.hole.column)
+            key = (_place(path, cand.hole), cand.hole.provenance.value, cand.hole.line, cand.hole.column)
             kept = best.get(key)
             if kept is None or len(cand.static_after) > len(kept.static_after):
                 best[key] = cand
     out = []
-    for (code, line, column), cand in sorted(best.items()):
-        prov = cand.hole.provenance
+    for (place, code, line, column), cand in sorted(best.items()):
+        hole = cand.hole
+        prov = hole.provenance
         where = f"{cand.prompt.what} (line {cand.prompt.line})"
+        what = f"{_WHAT[prov]} (`{hole.label}`{', ' + hole.via if hole.via else ''})"
+        if hole.by_name and not hole.via:
+            what = f"`{hole.label}`, {_NAMED_LIKE[prov]},"
+        severity = RULES[code].default_severity
         if cand.static_after:
             tokens = count_tokens(cand.static_after)
-            if prov is Provenance.REQUEST and tokens < MIN_TOKENS_AFTER_INPUT:
-                continue
+            if tokens < MIN_TOKENS_AFTER_INPUT:
+                if prov is Provenance.REQUEST:
+                    continue
+                severity = Severity.INFO  # less than one cache block of static text is lost
             message = (
-                f"{_WHAT[prov]} (`{cand.hole.label}`) is ahead of {tokens} static tokens of {where}: "
-                "they cannot be served from the prefix cache"
+                f"{what} is ahead of {tokens} static tokens of {where}: they cannot be served from the "
+                "prefix cache"
             )
-            severity = RULES[code].default_severity
         else:
             message = (
-                f"{_WHAT[prov]} (`{cand.hole.label}`) goes into {where}, and what follows it is built "
-                "elsewhere: any static text after it cannot be served from the prefix cache"
+                f"{what} goes into {where}, and what follows it is built elsewhere: any static text "
+                "after it cannot be served from the prefix cache"
             )
-            severity = min(RULES[code].default_severity, Severity.WARNING)
-        out.append(Diagnostic(code, Span(path, line, column), message, severity, hint=_HINT[prov]))
+            severity = min(severity, Severity.WARNING)
+        if hole.by_name:  # a name is a guess, not a source seen
+            severity = min(severity, Severity.INFO if hole.weak else Severity.WARNING)
+        out.append(Diagnostic(code, Span(place, line, column), message, severity, hint=_HINT[prov]))
     return out

@@ -22,6 +22,12 @@ class Binding:
     pos: Pos
     expr: cst.BaseExpression | None
     loop_iter: cst.BaseExpression | None = None  # the innermost `for` iterable around the binding
+    branch: Branch = ()  # the arms of `if`/`try`/loops around it, inside its function
+
+
+# The arms a statement sits in, outermost first: (id of the if/try/loop/match node, arm number).
+# A binding whose branch is a prefix of a read's branch runs on every path to that read.
+Branch = tuple[tuple[int, int], ...]
 
 
 @dataclass
@@ -60,6 +66,11 @@ class ModuleIndex:
     # (entering?, node) in source order for the node types later passes look at (_EVENT_TYPES):
     # they replay this list instead of walking the whole tree again.
     events: list[tuple[bool, cst.CSTNode]] = field(default_factory=list)
+    branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name -> the arms around it
+    classes: dict[str, cst.ClassDef] = field(default_factory=dict)  # module-level
+    # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
+    instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
+    path: str = ""
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
@@ -126,8 +137,14 @@ class _Indexer:
         self.path: list[cst.CSTNode] = []  # the nodes being generated, outermost first
         self.loop_bodies: list[cst.CSTNode] = []  # `for` bodies being generated
         self.owners: list[cst.CSTNode] = []  # FunctionDef/Lambda/ClassDef around the node
-        # (scope, name, kind, node whose position it takes, expr, loop_iter), in traversal order
-        self.pending: list[tuple[Scope, str, str, cst.CSTNode, cst.BaseExpression | None, object]] = []
+        # (scope, name, kind, node whose position it takes, expr, loop_iter, branch), in traversal order
+        self.pending: list[
+            tuple[Scope, str, str, cst.CSTNode, cst.BaseExpression | None, object, Branch]
+        ] = []
+        self.branch: Branch = ()
+        self.arms: list[cst.CSTNode] = []  # the blocks that pushed onto `branch`
+        self.saved_branches: list[Branch] = []
+        self.pending_attrs: list[tuple[str, str, cst.CSTNode, cst.BaseExpression, Branch]] = []
 
     @property
     def scope(self) -> Scope:
@@ -136,11 +153,19 @@ class _Indexer:
     def enter(self, node: cst.CSTNode) -> None:
         self.index.scope_of[node] = self.stack[-1]
         path = self.path
-        if path and type(path[-1]) is cst.For and node is path[-1].body:
-            self.loops.append(path[-1].iter)
-            self.loop_bodies.append(node)
+        if path:
+            parent = path[-1]
+            if type(parent) is cst.For and node is parent.body:
+                self.loops.append(parent.iter)
+                self.loop_bodies.append(node)
+            arm = _arm(parent, node)
+            if arm is not None:
+                self.branch = (*self.branch, (id(parent), arm))
+                self.arms.append(node)
         path.append(node)
         kind = type(node)
+        if kind is cst.Name:
+            self.index.branch_of[node] = self.branch
         if kind in _EVENT_TYPES:
             self.index.events.append((True, node))
         method = _ENTER.get(kind)
@@ -149,6 +174,9 @@ class _Indexer:
 
     def leave(self, node: cst.CSTNode) -> None:
         self.path.pop()
+        if self.arms and node is self.arms[-1]:
+            self.arms.pop()
+            self.branch = self.branch[:-1]
         kind = type(node)
         if kind is cst.FunctionDef:
             self.index.events.append((False, node))
@@ -162,18 +190,38 @@ class _Indexer:
     def finish(self) -> None:
         """Make the bindings, in traversal order, now that every position is known."""
         index = self.index
-        for scope, name, kind, node, expr, loop_iter in self.pending:
+        for scope, name, kind, node, expr, loop_iter, branch in self.pending:
             # A shuffle's receiver is resolved in the module scope: the statement is indexed
             # before the names inside it.
             if kind == "shuffle" and not _SHUFFLES & index.qualified_names(expr.func, index.module_scope):
                 continue
-            scope.bind(name, Binding(kind, index.pos(node), expr, loop_iter))
+            scope.bind(name, Binding(kind, index.pos(node), expr, loop_iter, branch))
+        for cls, attr, node, expr, branch in self.pending_attrs:
+            binding = Binding("assign", index.pos(node), expr, None, branch)
+            index.instance_attrs.setdefault((cls, attr), []).append(binding)
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode, expr: cst.BaseExpression | None) -> None:
-        self.pending.append((self.scope, name, kind, node, expr, self.loops[-1] if self.loops else None))
+        loop = self.loops[-1] if self.loops else None
+        self.pending.append((self.scope, name, kind, node, expr, loop, self.branch))
+
+    def _bind_self_attribute(
+        self, target: cst.BaseExpression, node: cst.CSTNode, expr: cst.BaseExpression
+    ) -> None:
+        """`self.x = expr` in a method: an attribute every method of the class may read."""
+        if (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and target.value.value == "self"
+            and self.classes
+            and isinstance(self.scope.node, cst.FunctionDef)
+        ):
+            cls = self.classes[-1].name.value
+            self.pending_attrs.append((cls, target.attr.value, node, expr, self.branch))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._bind(node.name.value, "unknown", node, None)
+        if isinstance(self.scope.node, cst.Module):
+            self.index.classes[node.name.value] = node
         scope = Scope(node, self.index.module_scope, cls=node)
         self.index.scopes[node] = scope
         self.stack.append(scope)
@@ -206,11 +254,14 @@ class _Indexer:
         self.owners.append(node)
         self.saved_loops.append(self.loops)
         self.loops = []  # an enclosing function's loop does not repeat this function's body
+        self.saved_branches.append(self.branch)
+        self.branch = ()  # nor do its branches decide which of this function's bindings run
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.pop()
         self.owners.pop()
         self.loops = self.saved_loops.pop()
+        self.branch = self.saved_branches.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         self.owners.append(node)
@@ -232,19 +283,22 @@ class _Indexer:
 
     def visit_For(self, node: cst.For) -> None:
         for name in _names_in_target(node.target):
-            self.pending.append((self.scope, name, "loop", node, node.iter, None))
+            self.pending.append((self.scope, name, "loop", node, node.iter, None, self.branch))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 self._bind(target.target.value, "assign", node, node.value)
             else:
+                self._bind_self_attribute(target.target, node, node.value)
                 for name in _names_in_target(target.target):
                     self._bind(name, "unknown", node, None)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
             self._bind(node.target.value, "assign", node, node.value)
+        elif node.value is not None:
+            self._bind_self_attribute(node.target, node, node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         if isinstance(node.target, cst.Name) and isinstance(node.operator, cst.AddAssign):
@@ -307,6 +361,22 @@ _LEAVE = {
     for name, method in vars(_Indexer).items()
     if name.startswith("leave_")
 }
+
+
+def _arm(parent: cst.CSTNode, node: cst.CSTNode) -> int | None:
+    """Which arm of a branching statement `node` is (None: not an arm, it always runs with `parent`)."""
+    kind = type(parent)
+    if kind is cst.If:
+        return 0 if node is parent.body else 1 if node is parent.orelse else None
+    if kind in (cst.For, cst.While):
+        return 0 if node is parent.body else 1 if node is parent.orelse else None
+    if kind in (cst.Try, cst.TryStar):
+        if node is parent.body or node is parent.orelse:
+            return 0
+        return next((i + 1 for i, h in enumerate(parent.handlers) if h is node), None)
+    if kind is cst.Match:
+        return next((i for i, c in enumerate(parent.cases) if c is node), None)
+    return None
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -381,9 +451,9 @@ class _IndexingState(PositionProvidingCodegenState):
         self.indexer.leave(node)
 
 
-def index_module(module: cst.Module) -> ModuleIndex:
+def index_module(module: cst.Module, path: str = "") -> ModuleIndex:
     """The index and every node's position, from one traversal of the module."""
-    index = ModuleIndex(module, {}, {}, Scope(module, None))
+    index = ModuleIndex(module, {}, {}, Scope(module, None), path=path)
     indexer = _Indexer(index)
     module._codegen(_IndexingState(module, indexer))
     indexer.finish()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from enum import Enum
 
 
@@ -29,15 +30,21 @@ class Text:
 
 @dataclass(frozen=True)
 class Hole:
-    """Text not known before the request; `line`/`column` point at the expression it comes from."""
+    """Text not known before the request; `line`/`column` point at the expression it comes from, in
+    the module being checked, or in `path` (a prompt file) when it is a placeholder written there."""
 
     provenance: Provenance
     line: int
     column: int
     label: str
-    by_name: bool = (
-        False  # guessed from an input's name, not a library call: attributes of it are not volatile
-    )
+    # Guessed from a name (a parameter, a placeholder, a helper we cannot read), not from a library
+    # call: attributes of it are not volatile, and a finding on it is at most a warning.
+    by_name: bool = False
+    path: str = ""  # "" = the module being analysed
+    via: str = ""  # where the value really comes from when that is in another file (for the message)
+    # A parameter whose name says nothing: per-request only if callers pass per-request values, so
+    # a finding on it is info.
+    weak: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,10 +62,21 @@ class Open:
     line: int
 
 
-Segment = Text | Hole | Break | Open
+@dataclass(frozen=True)
+class Choice:
+    """One of several values, decided at run time (branches, several `return`s, `a if c else b`)."""
+
+    options: tuple[tuple[Segment, ...], ...]
+
+
+Segment = Text | Hole | Break | Open | Choice
 Value = tuple[Segment, ...]
 
 EMPTY: Value = ()
+# Alternatives kept per choice and per expanded prompt: enough for an if/elif chain, bounded so a
+# long run of branches cannot multiply.
+MAX_OPTIONS = 8
+MAX_EXPANSIONS = 32
 
 
 def text(s: str) -> Value:
@@ -86,8 +104,56 @@ def join(sep: Value, items: list[Value]) -> Value:
     return concat(*parts)
 
 
+def holes(value: Value) -> list[Hole]:
+    """Every hole of a value, those inside choices too, in order."""
+    out: list[Hole] = []
+    for s in value:
+        if isinstance(s, Hole):
+            out.append(s)
+        elif isinstance(s, Choice):
+            for option in s.options:
+                out += holes(option)
+    return out
+
+
 def first_volatile(value: Value) -> Hole | None:
-    return next((s for s in value if isinstance(s, Hole) and s.provenance.volatile), None)
+    return next((h for h in holes(value) if h.provenance.volatile), None)
+
+
+def choice(options: list[Value]) -> Value:
+    """A value that is one of `options` (duplicates merged; one option is just that value)."""
+    unique: list[Value] = []
+    for option in options:
+        if option not in unique:
+            unique.append(option)
+    if len(unique) > MAX_OPTIONS:  # keep the telling ones: volatile first, then the most static text
+        unique.sort(key=lambda v: (first_volatile(v) is None, -len(static_text(v))))
+        unique = unique[:MAX_OPTIONS]
+    if len(unique) == 1:
+        return unique[0]
+    return (Choice(tuple(unique)),) if unique else EMPTY
+
+
+def expand(value: Value, limit: int = MAX_EXPANSIONS) -> list[Value]:
+    """The choice-free values `value` may take (at most `limit`; the first options first)."""
+    results: list[list[Segment]] = [[]]
+    for seg in value:
+        if isinstance(seg, Choice):
+            grown = [
+                r + list(alt) for r in results for option in seg.options for alt in expand(option, limit)
+            ]
+            results = grown[:limit]
+        else:
+            for r in results:
+                r.append(seg)
+    return [concat(tuple(r)) for r in results]
+
+
+def per_option(value: Value, fn: Callable[[Value], Value]) -> Value:
+    """`fn` applied to each choice-free form of `value` (formatting sees plain text and holes)."""
+    if not any(isinstance(s, Choice) for s in value):
+        return fn(value)
+    return choice([fn(v) for v in expand(value, MAX_OPTIONS)])
 
 
 def is_static(value: Value) -> bool:
@@ -98,8 +164,16 @@ def static_text(value: Value) -> str:
     return "".join(s.text for s in value if isinstance(s, Text))
 
 
-def map_text(value: Value, fn) -> Value:  # noqa: ANN001 - a str -> str function
-    return concat(*((Text(fn(s.text)),) if isinstance(s, Text) else (s,) for s in value))
+def map_text(value: Value, fn: Callable[[str], str]) -> Value:
+    out: list[Value] = []
+    for s in value:
+        if isinstance(s, Text):
+            out.append((Text(fn(s.text)),))
+        elif isinstance(s, Choice):
+            out.append((Choice(tuple(map_text(o, fn) for o in s.options)),))
+        else:
+            out.append((s,))
+    return concat(*out)
 
 
 def strip_edges(value: Value, chars: str | None = None, left: bool = True, right: bool = True) -> Value:
@@ -112,11 +186,21 @@ def strip_edges(value: Value, chars: str | None = None, left: bool = True, right
     return concat(tuple(segs))
 
 
+def map_holes(value: Value, fn: Callable[[Hole], Segment]) -> Value:
+    """The value with each hole (inside choices too) replaced by `fn(hole)`."""
+    out: list[Segment] = []
+    for s in value:
+        if isinstance(s, Hole):
+            out.append(fn(s))
+        elif isinstance(s, Choice):
+            out.append(Choice(tuple(map_holes(o, fn) for o in s.options)))
+        else:
+            out.append(s)
+    return tuple(out)
+
+
 def without(value: Value, provenance: Provenance) -> Value:
     """The value with holes of one provenance made unknown (e.g. `sorted()` orders a set)."""
-    return tuple(
-        Hole(Provenance.UNKNOWN, s.line, s.column, s.label, s.by_name)
-        if isinstance(s, Hole) and s.provenance is provenance
-        else s
-        for s in value
+    return map_holes(
+        value, lambda h: replace(h, provenance=Provenance.UNKNOWN) if h.provenance is provenance else h
     )

@@ -95,6 +95,11 @@ _REQUEST_NAMES = {
     "retrieved_docs",
     "documents",
     "search_results",
+    "problem_statement",
+    "issue_text",
+    "user_request",
+    "user_prompt",
+    "task_description",
 }
 
 _WORD = re.compile(r"[a-z]+|[0-9]+")
@@ -135,6 +140,63 @@ def name_provenance(name: str, attribute: bool = False) -> Provenance | None:
     if lowered in _REQUEST_NAMES:
         return _Q
     return None
+
+
+_CLOCK_CALL_WORDS = {"time", "date", "datetime", "timestamp", "now", "today", "clock"}
+_CLOCK_CALL_LEADS = {"get", "current", "local", "utc", "now", "today", "fetch", "make", "format"}
+_ID_CALL_LEADS = {"new", "generate", "gen", "make", "create", "random", "next", "get"}
+_ENV_WORDS = {"hostname", "host", "cwd", "workdir", "platform", "os", "username", "pid", "machine"}
+
+
+def call_name_provenance(name: str) -> Provenance | None:
+    """What a call of a function we cannot read (`get_local_time()`, `current_datetime()`,
+    `generate_id()`) returns, judged by its name; at most a warning, as the name may mislead."""
+    words = _words(name)
+    if not words:
+        return None
+    if words[-1] in _CLOCK_CALL_WORDS and (len(words) == 1 or words[0] in _CLOCK_CALL_LEADS):
+        return _C
+    if words[-1] in {"id", "uuid", "guid", "nonce"} and words[0] in _ID_CALL_LEADS:
+        return _I
+    if len(words) >= 2 and words[0] == "get" and words[-1] in _ENV_WORDS:
+        return _E
+    return None
+
+
+def placeholder_provenance(name: str) -> Provenance | None:
+    """A template placeholder nobody in the checked code fills: `{current_date}`, `{{time.date}}`,
+    `{time_stamp}` say a clock fills them (a finding "named like a date"), ids and machines as for
+    inputs."""
+    words = _words(name)
+    if set(words) & _DATE_WORDS and not set(words) & {"format", "fmt", "zone", "limit", "out"}:
+        return _C
+    return name_provenance(name.replace(".", "_"))
+
+
+# Parameters that configure an app (the same on every request): a value passed for them is static.
+_CONFIG_WORDS = {
+    "system", "instruction", "instructions", "template", "templates", "format",
+    "fmt", "name", "names", "role", "persona", "style", "tone", "language", "lang", "model", "schema",
+    "tools", "tool", "functions", "function", "examples", "example", "rules", "guidelines",
+    "constraints", "directives", "description", "config", "cfg", "settings", "options", "mode", "kind",
+    "type", "flag", "enabled", "verbose", "debug", "max", "min", "limit", "size", "count", "num",
+    "path", "file", "dir", "folder", "url", "key", "level", "prefix", "suffix", "separator", "sep",
+    "delimiter", "indent", "width", "agent", "profile", "spec", "version", "llm", "client",
+}  # fmt: skip
+
+
+def parameter_provenance(name: str) -> tuple[Provenance, bool] | None:
+    """A parameter read where its caller is not known: volatile by its name (a `request_id`, a
+    `query`), else a request input at info (`weak`) unless its name says app configuration."""
+    if name in ("self", "cls") or name.startswith("_"):
+        return None
+    prov = name_provenance(name)
+    if prov is not None:
+        return prov, False
+    words = set(_words(name))
+    if not words or words & _CONFIG_WORDS:
+        return None
+    return _Q, True
 
 
 PROMPT_WORDS = {"prompt", "prompts", "system", "instruction", "instructions", "preamble", "persona"}

@@ -1,0 +1,195 @@
+"""The project around a checked Python file: the modules it imports and the prompt files it reads.
+
+Found on disk, never imported: a dotted module name or a file name written in the code is looked
+for beside the module, then in each folder above it, then anywhere under the project root (the
+copy nearest the module wins). Each module is parsed once per run, and every file read is recorded,
+so a cached result is dropped when one of them changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from prefixlint.python.scopes import ModuleIndex, index_module
+
+if TYPE_CHECKING:
+    from prefixlint.python.evaluate import Evaluator
+
+# Text files a prompt may be kept in.
+PROMPT_FILE_SUFFIXES = (
+    ".txt",
+    ".md",
+    ".yaml",
+    ".yml",
+    ".j2",
+    ".jinja",
+    ".jinja2",
+    ".prompt",
+    ".json",
+    ".toml",
+)
+_INDEXED_SUFFIXES = (".py", *PROMPT_FILE_SUFFIXES)
+_SKIPPED_FOLDERS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", "site-packages"}
+# A project root that is a home folder or a whole disk must not cost a long walk: past this many
+# entries the tail search gives up (the folders around the module are still tried).
+MAX_INDEXED_FILES = 30_000
+MAX_FILE_BYTES = 1_000_000
+# Folders above a module tried for a relative path or a package, when the module is outside the root.
+MAX_PARENT_FOLDERS = 6
+
+
+@dataclass
+class Project:
+    root: str
+    modules: dict[str, ModuleIndex | None] = field(default_factory=dict)
+    evaluators: dict[str, Evaluator] = field(default_factory=dict)
+    texts: dict[str, str | None] = field(default_factory=dict)
+    read: list[str] = field(default_factory=list)  # files read besides the checked one, in order
+    _by_name: dict[str, list[str]] | None = None
+    active: list[cst.CSTNode] = field(default_factory=list)  # functions being inlined (recursion guard)
+
+    # --- files ---------------------------------------------------------------------------------
+    def text(self, path: str) -> str | None:
+        """A file's text (None if it cannot be read as UTF-8 text of a sane size); read once."""
+        path = os.path.abspath(path)
+        if path not in self.texts:
+            self.texts[path] = _read(path)
+            if self.texts[path] is not None:
+                self.read.append(path)
+        return self.texts[path]
+
+    def _index(self) -> dict[str, list[str]]:
+        """File name -> the paths under the root with that name (walked once, on first need)."""
+        if self._by_name is None:
+            self._by_name = {}
+            count = 0
+            for folder, dirs, files in os.walk(self.root):
+                dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS and not d.startswith("."))
+                for name in files:
+                    if name.endswith(_INDEXED_SUFFIXES):
+                        self._by_name.setdefault(name, []).append(os.path.join(folder, name))
+                count += len(files)
+                if count > MAX_INDEXED_FILES:
+                    break
+        return self._by_name
+
+    def find_file(self, reference: str, near: str) -> str | None:
+        """The file a relative path written in the code means, for code in folder `near`."""
+        reference = reference.replace("\\", "/").strip()
+        if not reference or "\x00" in reference:
+            return None
+        if os.path.isabs(reference):
+            return reference if os.path.isfile(reference) else None
+        reference = os.path.normpath(reference)
+        if reference.startswith(".."):
+            candidate = os.path.normpath(os.path.join(near, reference))
+            return candidate if os.path.isfile(candidate) else None
+        for folder in self._folders_up(near):
+            candidate = os.path.join(folder, reference)
+            if os.path.isfile(candidate):
+                return candidate
+        if os.sep not in reference and reference.endswith(".py"):
+            return None  # a bare module name is only looked for around the module, not anywhere
+        near = os.path.abspath(near)
+        tail = os.sep + reference
+        matches = [p for p in self._index().get(os.path.basename(reference), []) if p.endswith(tail)]
+        if not matches:
+            return None
+        return max(matches, key=lambda p: (len(os.path.commonpath([p, near])), -len(p)))
+
+    def _folders_up(self, near: str) -> list[str]:
+        near = os.path.abspath(near)
+        out = [near]
+        inside = near == self.root or near.startswith(self.root + os.sep)
+        while len(out) <= MAX_PARENT_FOLDERS or inside:
+            if out[-1] == self.root:
+                break
+            parent = os.path.dirname(out[-1])
+            if parent == out[-1]:
+                break
+            out.append(parent)
+        return out
+
+    # --- modules -------------------------------------------------------------------------------
+    def module_path(self, dotted: str, importer: str) -> str | None:
+        """The file of module `dotted` (`.x`, `..pkg.x` relative to `importer`'s package)."""
+        if dotted.startswith("."):
+            level = len(dotted) - len(dotted.lstrip("."))
+            folder = os.path.dirname(importer)
+            for _ in range(level - 1):
+                folder = os.path.dirname(folder)
+            rest = dotted.lstrip(".").replace(".", "/")
+            candidates = [os.path.join(folder, rest, "__init__.py")]
+            if rest:
+                candidates.insert(0, os.path.join(folder, rest + ".py"))
+            return next((os.path.normpath(c) for c in candidates if os.path.isfile(c)), None)
+        if dotted.split(".")[0] in sys.stdlib_module_names:
+            return None
+        rel = dotted.replace(".", "/")
+        near = os.path.dirname(os.path.abspath(importer))
+        return self.find_file(rel + ".py", near) or self.find_file(rel + "/__init__.py", near)
+
+    def module(self, path: str) -> ModuleIndex | None:
+        """The parsed, indexed module at `path` (None if it cannot be read or parsed)."""
+        path = os.path.abspath(path)
+        if path not in self.modules:
+            self.modules[path] = None
+            text = self.text(path)
+            if text is not None:
+                with contextlib.suppress(cst.ParserSyntaxError, RecursionError, ValueError):
+                    self.modules[path] = index_module(cst.parse_module(text), path)
+        return self.modules[path]
+
+    def add_module(self, path: str, index: ModuleIndex) -> None:
+        """The checked module, parsed already."""
+        self.modules[os.path.abspath(path)] = index
+
+    def evaluator(self, path: str) -> Evaluator | None:
+        from prefixlint.python.evaluate import Evaluator
+
+        path = os.path.abspath(path)
+        if path not in self.evaluators:
+            index = self.module(path)
+            if index is None:
+                return None
+            self.evaluators[path] = Evaluator(index, self)
+        return self.evaluators[path]
+
+    def resolve(self, qualified: str, importer: str) -> tuple[Evaluator, str] | None:
+        """The module that defines `qualified` (`pkg.mod.name`, `..mod.name`, as an import spells
+        it) and the name in it: the longest importable module prefix wins."""
+        rest = qualified.lstrip(".")
+        dots = qualified[: len(qualified) - len(rest)]
+        parts = rest.split(".") if rest else []
+        for cut in range(len(parts) - 1, -1, -1):
+            if cut == 0 and not dots:
+                break
+            path = self.module_path(dots + ".".join(parts[:cut]), importer)
+            if path is None or os.path.abspath(path) == os.path.abspath(importer):
+                continue
+            evaluator = self.evaluator(path)
+            if evaluator is not None:
+                return evaluator, ".".join(parts[cut:])
+        return None
+
+
+def _read(path: str) -> str | None:
+    try:
+        if os.path.getsize(path) > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError:
+        return None
+    if b"\x00" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
