@@ -366,7 +366,7 @@ class Evaluator:
                 return without(self.propagate(node, [first]), Provenance.UNORDERED)
             if name in ("set", "frozenset"):
                 return self.hole(Provenance.UNORDERED, node, "a set")
-            if name in _PASS_THROUGH and first is not None:
+            if (name in _PASS_THROUGH or qnames & {"pathlib.Path", "pathlib.PurePath"}) and first is not None:
                 return first
             if name in _OPAQUE:
                 return self.unknown(node)
@@ -380,6 +380,8 @@ class Evaluator:
 
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
+            if (prov := self.receiver_provenance(node.func.value)) is not None:
+                return self.hole(prov, node)
             receiver = self.value(node.func.value, deeper)
             if method in _FILL_METHODS:
                 return self.format(receiver, node, env)
@@ -602,9 +604,6 @@ class Evaluator:
         decides; a constructor's parameters configure the object and are static."""
         fn = scope.node
         if isinstance(fn, cst.FunctionDef):
-            annotated = self.annotation_provenance(fn, name)
-            if annotated is not None:
-                return self.hole(annotated, node, name)
             if fn.name.value == "__init__":
                 return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
             where = f"`{name}`, a parameter of `{fn.name.value}()`"
@@ -625,6 +624,29 @@ class Evaluator:
                     names = self.index.qualified_names(part, self.index.module_scope)
                     if names & _VOLATILE_TYPES:
                         return qualified_provenance(names & _VOLATILE_TYPES)
+        return None
+
+    def receiver_provenance(self, node: cst.BaseExpression) -> Provenance | None:
+        """The provenance of calls on an object of a volatile type: a parameter annotated
+        `random.Random`, or `self.rnd` set from one in a method."""
+        scope = self.index.scope_for(node)
+        if (
+            isinstance(node, cst.Name)
+            and node.value in scope.params
+            and isinstance(scope.node, cst.FunctionDef)
+        ):
+            return self.annotation_provenance(scope.node, node.value)
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+            and scope.cls is not None
+        ):
+            for binding in self.index.instance_attrs.get((scope.cls.name.value, node.attr.value), ()):
+                if isinstance(binding.expr, cst.Name):
+                    found = self.receiver_provenance(binding.expr)
+                    if found is not None:
+                        return found
         return None
 
     def binding_value(self, name: str, scope: Scope, binding: Binding, env: Env) -> Value:

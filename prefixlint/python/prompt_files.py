@@ -35,6 +35,9 @@ _READER_NAME = re.compile(r"^(load|read|get|open)_?(text|file|prompt|template|ya
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".txt", ".md", ".prompt")
 _MARKER = re.compile(r"\x00pfx(\d+)\x00", re.I)
 MAX_RENDER_CHARS = 1_000_000
+# Attributes Jinja and its sandbox look up on a value to decide how to treat it: never markers.
+_JINJA_PROBES = {"unsafe_callable", "alters_data", "jinja_pass_arg", "contextfunction", "evalcontextfunction",
+                 "environmentfunction"}  # fmt: skip
 
 
 def _path_of(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> str | None:
@@ -140,7 +143,7 @@ def read_call(ev: Evaluator, node: cst.Call, env: Env) -> Value | None:
 def _opened(ev: Evaluator, node: cst.BaseExpression, env: Env) -> str | None:
     """The file behind `open(P)`, `P.open()`, a `Path`, or a name bound to one (`with open(P) as f`)."""
     if isinstance(node, cst.Call):
-        qnames = ev.index.qualified_names(node.func)
+        qnames = _call_names(ev, node.func)
         args = [a.value for a in node.args if a.keyword is None]
         if qnames & _OPENERS and args:
             return _path_of(ev, args[0], env)
@@ -151,6 +154,16 @@ def _opened(ev: Evaluator, node: cst.BaseExpression, env: Env) -> str | None:
         if expr is not None:
             return _opened(ev, expr, env)
     return _path_of(ev, node, env)
+
+
+def _call_names(ev: Evaluator, func: cst.BaseExpression) -> set[str]:
+    """Qualified names of a callee; a builtin (`open`) that nothing in the module rebinds is itself."""
+    names = ev.index.qualified_names(func)
+    if not names and isinstance(func, cst.Name) and func.value not in ev.index.functions:
+        scope = ev.index.scope_for(func)
+        if func.value not in scope.bindings and func.value not in ev.index.module_scope.bindings:
+            return {func.value}
+    return names
 
 
 def _last_assignment(ev: Evaluator, node: cst.Name) -> cst.BaseExpression | None:
@@ -321,7 +334,7 @@ class _Marker(str):
         return self
 
     def __getattr__(self, name: str) -> _Marker:
-        if name.startswith("__"):
+        if name.startswith("_") or name in _JINJA_PROBES:
             raise AttributeError(name)
         return _Marker(self.registry, (*self.path, name))
 
@@ -359,7 +372,7 @@ def render_jinja(
             return _Marker(registry, (self._undefined_name or "?",))
 
         def __getattr__(self, name: str) -> Any:
-            if name.startswith("__"):
+            if name.startswith("_") or name in _JINJA_PROBES:
                 raise AttributeError(name)
             return _Marker(registry, (self._undefined_name or "?", name))
 

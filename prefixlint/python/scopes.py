@@ -119,7 +119,9 @@ def _names_in_target(target: cst.BaseExpression) -> list[str]:
 
 # Node types the sink finder, the embedded-template finder (their visit_/leave_ methods) and the
 # function-body index need, recorded during the single traversal.
-_EVENT_TYPES = (cst.FunctionDef, cst.Call, cst.List, cst.Dict, cst.Assign, cst.AnnAssign, cst.AugAssign)
+_EVENT_TYPES = (
+    cst.FunctionDef, cst.ClassDef, cst.With, cst.Call, cst.List, cst.Dict, cst.Assign, cst.AnnAssign, cst.AugAssign
+)  # fmt: skip
 _SHUFFLES = {"random.shuffle", "numpy.random.shuffle"}
 
 
@@ -178,7 +180,7 @@ class _Indexer:
             self.arms.pop()
             self.branch = self.branch[:-1]
         kind = type(node)
-        if kind is cst.FunctionDef:
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
             self.index.events.append((False, node))
         method = _LEAVE.get(kind)
         if method is not None:

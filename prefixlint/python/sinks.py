@@ -8,11 +8,11 @@ import libcst as cst
 
 from prefixlint.python.evaluate import Env, Evaluator, _message_role, _role_of, func_name
 from prefixlint.python.scopes import ModuleIndex
-from prefixlint.python.segments import Value, concat
+from prefixlint.python.segments import Value, concat, static_text
 from prefixlint.python.volatile import says_prompt, says_prompt_attribute
 
 # Keyword arguments that carry prompt text or messages, in the order the request puts them.
-SYSTEM_KWARGS = ("instructions", "system", "system_prompt", "system_message", "preamble")
+SYSTEM_KWARGS = ("instructions", "system", "system_prompt", "system_message", "preamble", "tools")
 TEXT_KWARGS = ("prompt", "template")
 MESSAGE_KWARGS = ("messages", "input")
 # Methods whose first positional argument is the whole prompt (LangChain, Gemini, LlamaIndex).
@@ -25,6 +25,11 @@ PROMPT_METHODS = {
     "acomplete",
     "from_template",
 }
+
+
+# A `.render()` whose text we can read is a prompt when it has this much static text (not a
+# one-line HTML or log template).
+MIN_RENDERED_TEXT = 80
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class _SinkFinder:
         self.ev = evaluator
         self.prompts: list[Prompt] = []
         self.depth = 0  # function nesting: constants are module or class level
+        self.classes: list[cst.ClassDef] = []
 
     def add(self, node: cst.CSTNode, value: Value | None, what: str, open_tail: bool = False) -> None:
         if value is not None:
@@ -68,13 +74,17 @@ class _SinkFinder:
 
     def value(self, node: cst.BaseExpression, template: bool = False) -> Value | None:
         try:
+            if isinstance(node, cst.Name) and node.value in self.index.functions:
+                # `instructions=build_instructions`: the agent calls it for every request
+                return self.ev.function_output(self.index.functions[node.value], None, Env())
             return self.ev.value(node, Env(template=template))
         except RecursionError:  # pathologically deep code: skip this prompt, not the file
             return None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth += 1
-        if says_prompt(node.name.value):
+        decorated = any(says_prompt(_decorator_name(d.decorator)) for d in node.decorators)
+        if says_prompt(node.name.value) or decorated:  # also pydantic-ai's `@agent.system_prompt`
             try:
                 output = self.ev.function_output(node, None, Env())
             except RecursionError:
@@ -83,6 +93,36 @@ class _SinkFinder:
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.depth -= 1
+        self._message_lists(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def _message_lists(self, fn: cst.FunctionDef) -> None:
+        """A list the function fills with messages (`messages.append({"role": ...})`): the whole
+        list as it stands at the end; when it is returned, the caller may append more."""
+        scope = self.index.scopes.get(fn)
+        if scope is None:
+            return
+        returned = {r.value.value for r in self.index.bodies[fn].returns if isinstance(r.value, cst.Name)}
+        end = self.index.positions.get(fn, ((0, 0), (10**9, 0)))[1]
+        for name, bindings in scope.bindings.items():
+            if not any(
+                b.kind in ("append", "extend") and b.expr is not None and _holds_message(b.expr)
+                for b in bindings
+            ):
+                continue
+            try:
+                value = self.ev.scoped_value(name, scope, end, fn, Env())
+            except RecursionError:
+                continue
+            if value is not None:
+                self.prompts.append(
+                    Prompt(value, bindings[0].pos[0], f"the messages in `{name}`", name in returned)
+                )
 
     def visit_Call(self, node: cst.Call) -> None:
         name = func_name(node.func)
@@ -102,6 +142,11 @@ class _SinkFinder:
                 body = self.value(kwargs[k])
                 if head is not None and body is not None:
                     self.add(node, concat(head, body), f"the request of `{name}()`")
+        if name == "render" and isinstance(node.func, cst.Attribute) and self.depth:
+            # `template.render(...)` of a Jinja template we can read: the rendered prompt
+            rendered = self.value(node)
+            if rendered is not None and len(static_text(rendered)) >= MIN_RENDERED_TEXT:
+                self.add(node, rendered, "the rendered template")
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
         if isinstance(node.func, cst.Attribute) and positional:
             if name in PROMPT_METHODS:
@@ -136,13 +181,35 @@ class _SinkFinder:
     def _assigned(
         self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool
     ) -> None:
-        if isinstance(target, cst.Name) and self.depth == 0 and says_prompt(target.value) and not augmented:
+        in_class = self.depth == 0 and bool(self.classes)
+        if (
+            isinstance(target, cst.Name)
+            and in_class
+            and says_prompt_attribute(target.value)
+            and not augmented
+        ):
+            # A tool's or agent's `description`/`instructions` field: sent with what follows it.
+            owner = f"{self.classes[-1].name.value}.{target.value}"
+            self.add(node, self.value(value), f"`{owner}`", open_tail=True)
+        elif isinstance(target, cst.Name) and self.depth == 0 and says_prompt(target.value) and not augmented:
             # A prompt constant: its `{placeholders}` are filled later by whoever formats it.
             self.add(node, self.value(value, template=True), f"`{target.value}`")
         elif isinstance(target, cst.Attribute) and says_prompt_attribute(target.attr.value):
             # Text stored on an object is read elsewhere: what follows it there is unknown.
             owner = self.index.module.code_for_node(target)
             self.add(node, self.value(value), f"`{owner}`", open_tail=True)
+
+
+def _decorator_name(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Call):
+        node = node.func
+    return func_name(node)
+
+
+def _holds_message(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return any(_is_message_literal(e.value) for e in node.elements)
+    return _is_message_literal(node)
 
 
 def find_prompts(index: ModuleIndex, evaluator: Evaluator) -> list[Prompt]:
