@@ -116,3 +116,52 @@ def test_one_run_mixes_python_and_templates(tmp_path: Path) -> None:
         ("app.py", "PFX101"),
         ("chat.jinja", "PFX101"),
     }
+
+
+# --- a multi-file project: each module checked alone, its imports and prompt files found on disk ---
+PROJECT = FIXTURES / "python" / "project"
+PROJECT_MODULES = sorted(p for p in PROJECT.rglob("*.py") if p.name != "__init__.py")
+
+
+@pytest.mark.parametrize("path", PROJECT_MODULES, ids=lambda p: p.name)
+def test_project_module_checked_alone(path: Path) -> None:
+    result = analyze_python(str(path), path.read_text(encoding="utf-8"), Options(project_root=str(PROJECT)))
+    got = {(d.code, d.span.line) for d in result.diagnostics if d.code.startswith(OWNED)}
+    assert got == expected(path)
+    assert all(d.span.path == str(path) for d in result.diagnostics)
+
+
+def test_findings_from_another_module_name_where_the_value_comes_from() -> None:
+    path = PROJECT / "assistant" / "agent.py"
+    result = analyze_python(str(path), path.read_text(encoding="utf-8"), Options(project_root=str(PROJECT)))
+    line = next(i for i, t in enumerate(path.read_text().splitlines(), 1) if "head = today_line()" in t)
+    clock = [d for d in result.diagnostics if d.code == "PFX101" and d.span.line == line]
+    assert len(clock) == 1
+    assert "datetime.now()" in clock[0].message and "assistant/clock.py:7" in clock[0].message
+
+
+def test_a_name_alone_is_at_most_a_warning() -> None:
+    path = PROJECT / "assistant" / "placeholders.py"
+    result = analyze_python(str(path), path.read_text(encoding="utf-8"), Options(project_root=str(PROJECT)))
+    (finding,) = result.diagnostics
+    assert finding.severity == Severity.WARNING and "named like a date" in finding.message
+
+
+def test_static_calls_on_constants_are_static_text() -> None:
+    import libcst as cst
+
+    from prefixlint.python.evaluate import Env, Evaluator
+    from prefixlint.python.project import Project
+    from prefixlint.python.scopes import index_module
+    from prefixlint.python.segments import Text, expand
+
+    path = str((PROJECT / "assistant" / "agent.py").resolve())
+    index = index_module(cst.parse_module(Path(path).read_text(encoding="utf-8")), path)
+    project = Project(str(PROJECT.resolve()))
+    project.add_module(path, index)
+    output = Evaluator(index, project).function_output(index.functions["rules_prompt"], None, Env())
+    (value,) = expand(output)
+    system = value[1]  # after the system role's Break
+    assert isinstance(system, Text)
+    assert "Answer in the customer's language.\nKeep answers under 200 words" in system.text
+    assert '{"properties": {"answer": {"type": "string"}, "articles": {"type": "array"}}' in system.text

@@ -259,6 +259,12 @@ class Evaluator:
         return self.unknown(node)
 
     def _v_Subscript(self, node: cst.Subscript, env: Env) -> Value:
+        from prefixlint.python.prompt_files import data
+
+        if isinstance(node.value, (cst.Subscript, cst.Name, cst.Call)):
+            found = data(self, node, env)  # `config["planner"]["system"]` of a YAML file or a dict
+            if isinstance(found, tuple):
+                return found
         return self.propagate(node, [self.value(node.value, env.deeper())])
 
     def _v_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
@@ -756,8 +762,12 @@ class Evaluator:
             if node.func.value in ("list", "tuple"):
                 return self.items(node.args[0].value, env.deeper())
         if isinstance(node, cst.Name):
-            value = self.lookup(node.value, node, env)
-            return [value]
+            from prefixlint.python.prompt_files import data
+
+            found = data(self, node, env)
+            if isinstance(found, list):
+                return [item if isinstance(item, tuple) else self.unknown(node) for item in found]
+            return [self.lookup(node.value, node, env)]
         return None
 
     # --- formatting ----------------------------------------------------------------------------

@@ -64,6 +64,10 @@ class Project:
                 self.read.append(path)
         return self.texts[path]
 
+    def path_of(self, content: str) -> str | None:
+        """The file a text was read from (a template's includes are looked up beside it)."""
+        return next((p for p, t in self.texts.items() if t == content), None)
+
     def _index(self) -> dict[str, list[str]]:
         """File name -> the paths under the root with that name (walked once, on first need)."""
         if self._by_name is None:

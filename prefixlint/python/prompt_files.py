@@ -210,7 +210,12 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
         expr = _last_assignment(ev, node)
         if expr is not None:
             return data(ev, expr, env, depth + 1)
-        return None
+        for qualified in sorted(ev.index.imports.get(node.value, ())):  # a constant of another module
+            found = ev.project.resolve(qualified, ev.path)
+            bindings = found[0].index.module_scope.bindings.get(found[1]) if found is not None else None
+            if bindings and bindings[-1].kind == "assign" and bindings[-1].expr is not None:
+                return data(found[0], bindings[-1].expr, env, depth + 1)
+        return ev.value(node, env.deeper())
     if (
         isinstance(node, cst.Subscript)
         and len(node.slice) == 1
@@ -382,8 +387,9 @@ def render_jinja(
         def __bool__(self) -> bool:
             return True
 
-    folder = os.path.dirname(template_path or ev.path)
-    loader = jinja2.FileSystemLoader([folder, ev.project.root])
+    template_path = template_path or ev.project.path_of(static_text(source))
+    folders = [os.path.dirname(template_path or ev.path), os.path.dirname(ev.path), ev.project.root]
+    loader = jinja2.FileSystemLoader(list(dict.fromkeys(folders)))
     env = ImmutableSandboxedEnvironment(loader=loader, undefined=Undefined, autoescape=False)
     context = {name: _Marker(registry, (name,)) for name in named}
     context.update({name: _Marker(registry, (name,)) for name in attributes if name not in context})

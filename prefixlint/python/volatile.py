@@ -193,10 +193,15 @@ def parameter_provenance(name: str) -> tuple[Provenance, bool] | None:
     prov = name_provenance(name)
     if prov is not None:
         return prov, False
-    words = set(_words(name))
-    if not words or words & _CONFIG_WORDS:
+    words = _words(name)
+    if words and words[0] in _PEOPLE:  # customer_name, user_profile: about the person asking
+        return _Q, False
+    if not words or set(words) & _CONFIG_WORDS:
         return None
     return _Q, True
+
+
+_PEOPLE = {"user", "customer", "client", "caller", "human", "patient", "student", "visitor", "member"}
 
 
 PROMPT_WORDS = {"prompt", "prompts", "system", "instruction", "instructions", "preamble", "persona"}
