@@ -120,7 +120,8 @@ def _names_in_target(target: cst.BaseExpression) -> list[str]:
 # Node types the sink finder, the embedded-template finder (their visit_/leave_ methods) and the
 # function-body index need, recorded during the single traversal.
 _EVENT_TYPES = (
-    cst.FunctionDef, cst.ClassDef, cst.With, cst.Call, cst.List, cst.Dict, cst.Assign, cst.AnnAssign, cst.AugAssign
+    cst.FunctionDef, cst.ClassDef, cst.With, cst.Call, cst.List, cst.Dict,
+    cst.Assign, cst.AnnAssign, cst.AugAssign,
 )  # fmt: skip
 _SHUFFLES = {"random.shuffle", "numpy.random.shuffle"}
 
