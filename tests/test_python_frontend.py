@@ -119,7 +119,7 @@ def test_one_run_mixes_python_and_templates(tmp_path: Path) -> None:
 
 
 # --- a multi-file project: each module checked alone, its imports and prompt files found on disk ---
-PROJECT = FIXTURES / "python" / "project"
+PROJECT = FIXTURES / "python_project"
 PROJECT_MODULES = sorted(p for p in PROJECT.rglob("*.py") if p.name != "__init__.py")
 
 

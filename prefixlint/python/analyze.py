@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from prefixlint.engines import load_engines
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics
@@ -70,7 +71,9 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     evaluator = Evaluator(index, project)
     project.evaluators[os.path.abspath(path)] = evaluator
     tokenizer = _LazyTokenizer(path, options)
-    found = diagnostics(path, find_prompts(index, evaluator), tokenizer.count)
+    engine = load_engines().get(options.engine)
+    block_size = engine.block_size if engine is not None else 1
+    found = diagnostics(path, find_prompts(index, evaluator), tokenizer.count, block_size)
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, options)

@@ -39,10 +39,6 @@ _NAMED_LIKE = {
     Provenance.UNORDERED: "named like an unordered collection",
 }
 
-# Request inputs are meant to vary; they matter only when at least one cache block (16 tokens for
-# vLLM) of static text follows them, not for a few words after the user's question.
-MIN_TOKENS_AFTER_INPUT = 16
-
 
 @dataclass
 class _Candidate:
@@ -63,9 +59,9 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             static = "".join(s.text for s in after if isinstance(s, Text))
             if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
                 out.append(_Candidate(seg, prompt, static))
-            elif seg.provenance is not Provenance.REQUEST and (
+            elif not (seg.provenance is Provenance.REQUEST or seg.by_name) and (
                 prompt.open_tail or any(isinstance(s, Open) for s in after)
-            ):
+            ):  # a guess followed by a guess is not a finding
                 out.append(_Candidate(seg, prompt, ""))
     return out
 
@@ -78,7 +74,12 @@ def _place(path: str, hole: Hole) -> str:
     return hole.path if relative.startswith("..") else relative
 
 
-def diagnostics(path: str, prompts: list[Prompt], count_tokens: Callable[[str], int]) -> list[Diagnostic]:
+def diagnostics(
+    path: str, prompts: list[Prompt], count_tokens: Callable[[str], int], block_size: int = 16
+) -> list[Diagnostic]:
+    """Less than one cache block of the engine (16 tokens for vLLM) of static text after a value
+    loses nothing the engine would have reused: info for a volatile source, and nothing at all
+    for a request input (meant to vary) or a value only named like a volatile one."""
     """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches."""
     best: dict[tuple[str, str, int, int], _Candidate] = {}
     for prompt in prompts:
@@ -98,9 +99,9 @@ def diagnostics(path: str, prompts: list[Prompt], count_tokens: Callable[[str], 
         severity = RULES[code].default_severity
         if cand.static_after:
             tokens = count_tokens(cand.static_after)
-            if tokens < MIN_TOKENS_AFTER_INPUT:
-                if prov is Provenance.REQUEST:
-                    continue
+            if tokens < block_size:
+                if prov is Provenance.REQUEST or hole.by_name:
+                    continue  # meant to vary, or only named so, with less than a block after it
                 severity = Severity.INFO  # less than one cache block of static text is lost
             message = (
                 f"{what} is ahead of {tokens} static tokens of {where}: they cannot be served from the "

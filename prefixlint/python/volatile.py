@@ -206,14 +206,23 @@ _PEOPLE = {"user", "customer", "client", "caller", "human", "patient", "student"
 
 PROMPT_WORDS = {"prompt", "prompts", "system", "instruction", "instructions", "preamble", "persona"}
 # Attributes that hold prompt text owned by another object (e.g. crewAI's `task.description`).
-PROMPT_ATTRIBUTES = PROMPT_WORDS | {"description", "backstory", "content", "template", "system_message"}
+# Attributes that hold prompt text owned by another object (e.g. crewAI's `task.description`); a
+# message's generic `content` is not one: too many objects have it.
+PROMPT_ATTRIBUTES = PROMPT_WORDS | {"description", "backstory", "template"}
+# Last words that make a prompt-ish name something else: a count, an id, a path, a flag.
+_NOT_TEXT = {"tokens", "token", "count", "counts", "len", "length", "id", "ids", "num", "size", "limit",
+             "cost", "path", "paths", "file", "dir", "url", "key", "keys", "type", "hash", "index",
+             "version", "enabled", "flag", "mode", "ms", "seconds", "names", "name", "ids", "dict"}  # fmt: skip
 ROLES = {"system", "user", "assistant", "human", "ai", "developer", "tool", "function", "model"}
 
 
 def says_prompt(name: str) -> bool:
-    """Names like SYSTEM_PROMPT, build_instructions, promptSystem."""
-    return bool(set(_words(name)) & PROMPT_WORDS)
+    """Names like SYSTEM_PROMPT, build_instructions, promptSystem (not `_total_prompt_tokens`)."""
+    words = _words(name)
+    return bool(set(words) & PROMPT_WORDS) and words[-1] not in _NOT_TEXT
 
 
 def says_prompt_attribute(name: str) -> bool:
-    return says_prompt(name) or bool(set(_words(name)) & PROMPT_ATTRIBUTES)
+    """`description`, `system_prompt`, `agent_instructions` (not `template_id`, not `content`)."""
+    words = _words(name)
+    return says_prompt(name) or (bool(words) and words[-1] in PROMPT_ATTRIBUTES)
