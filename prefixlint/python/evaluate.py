@@ -51,9 +51,16 @@ from prefixlint.python.volatile import (
 if TYPE_CHECKING:
     from prefixlint.python.project import Project
 
-MAX_DEPTH = 12
+# Nesting of expressions followed (names, calls, operands), and of functions inlined: bounded so
+# that a deep or recursive project costs little, deep enough for an agent's prompt builder.
+MAX_DEPTH = 32
+MAX_CALLS = 8
+# Expressions evaluated for one prompt before the rest of it is left unknown: branches and `+=`
+# chains can multiply the work, and a pre-commit hook must not hang on one pathological module.
+STEP_BUDGET = 20_000
 _PERCENT = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[sdrfiaeEgGxXoc%]")
 _IDENT = re.compile(r"[A-Za-z_]\w*$")
+_FIELD = re.compile(r"\{([A-Za-z_]\w*)")
 _DOUBLE_BRACE = re.compile(r"\{\{\s*\$?([A-Za-z_][\w.]*)\s*\}\}")
 _DOLLAR = re.compile(r"\$(?:\$|([A-Za-z_]\w*)|\{([A-Za-z_]\w*)\})")
 _PASS_THROUGH = {"str", "list", "tuple", "repr", "format", "reversed"}
@@ -196,7 +203,9 @@ class Evaluator:
 
     # --- expressions ---------------------------------------------------------------------------
     def value(self, node: cst.BaseExpression, env: Env) -> Value:
-        if env.depth > MAX_DEPTH:
+        project = self.project
+        project.steps += 1
+        if env.depth > MAX_DEPTH or project.steps > STEP_BUDGET:
             return self.unknown(node)
         method = getattr(self, "_v_" + type(node).__name__, None)
         return method(node, env) if method else self.unknown(node)
@@ -409,6 +418,8 @@ class Evaluator:
                 return self.value(args[0].value, env.deeper(template=env.template))
             if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
                 return self.propagate(node, [receiver])
+            if (h := first_volatile(receiver)) is not None and h.by_name:
+                return (h,)  # `timestamp.astimezone().strftime(...)`: the value itself, transformed
             parts = [receiver] + [self.value(a.value, deeper) for a in node.args]
             return self._opaque(node, name, parts)
         if name.endswith("Template") and (args or kwargs):
@@ -485,7 +496,7 @@ class Evaluator:
         self, fn: cst.FunctionDef, call: cst.Call | None, env: Env, bound: dict[str, Value] | None = None
     ) -> Value:
         """What a helper contributes: its yields in order, or one of its return values."""
-        if fn in self.active or env.depth > MAX_DEPTH:
+        if fn in self.active or env.depth > MAX_DEPTH or len(self.active) >= MAX_CALLS:
             return self.unknown(call or fn)
         args = dict(env.args)
         if bound is not None:
@@ -582,6 +593,8 @@ class Evaluator:
         nothing in this module binds it."""
         options: list[Value] = []
         for binding in reversed([b for b in scope.bindings.get(name, ()) if b.pos < pos]):
+            if binding.kind == "setitem":
+                continue  # an entry of a dict (prompt_files.data reads those)
             options.append(self.binding_value(name, scope, binding, env))
             always = binding.branch == branch[: len(binding.branch)]
             if binding.kind not in ("assign", "unknown", "loop") or always:
@@ -656,6 +669,16 @@ class Evaluator:
         return None
 
     def binding_value(self, name: str, scope: Scope, binding: Binding, env: Env) -> Value:
+        if env.args or env.shadow:
+            return self._binding_value(name, scope, binding, env)
+        # Without arguments bound, a binding has one value wherever it is read: computed once.
+        key = (id(binding), env.template)
+        memo = self.project.memo
+        if key not in memo:
+            memo[key] = self._binding_value(name, scope, binding, env)
+        return memo[key]
+
+    def _binding_value(self, name: str, scope: Scope, binding: Binding, env: Env) -> Value:
         deeper = env.deeper()
         if binding.kind == "assign" and binding.expr is not None:
             return self.in_loop(binding, self.value(binding.expr, deeper), deeper)
@@ -761,6 +784,18 @@ class Evaluator:
                 return [without(v, Provenance.UNORDERED) for v in inner] if inner is not None else None
             if node.func.value in ("list", "tuple"):
                 return self.items(node.args[0].value, env.deeper())
+            if node.func.value == "filter" and len(node.args) == 2:  # `filter(None, parts)`
+                return self.items(node.args[1].value, env.deeper())
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            left, right = self.items(node.left, env.deeper()), self.items(node.right, env.deeper())
+            if left is not None and right is not None:
+                return left + right
+        if isinstance(node, cst.IfExp):  # `parts + (extra if flag else [])`: the items it may add
+            body, orelse = self.items(node.body, env.deeper()), self.items(node.orelse, env.deeper())
+            if body is not None and orelse is not None:
+                return body if len(body) >= len(orelse) else orelse
+        if isinstance(node, cst.Call):
+            return [self.value(node, env)]
         if isinstance(node, cst.Name):
             from prefixlint.python.prompt_files import data
 
@@ -788,7 +823,20 @@ class Evaluator:
             for a in call.args
             if a.keyword is None and not a.star and not isinstance(a.value, cst.Dict)
         ]
-        return per_option(template, lambda v: self.fill(v, call, positional, named))
+        return per_option(template, lambda v: self.fill_all(v, call, positional, named))
+
+    def fill_all(
+        self, template: Value, where: cst.CSTNode, positional: list[Value], named: dict[str, Value]
+    ) -> Value:
+        """`fill`, and when the template is not all visible (its placeholders are built from names
+        we cannot read), the values passed go somewhere in it: at its end, the place that keeps the
+        least static text after them."""
+        filled = self.fill(template, where, positional, named)
+        if is_static(template):
+            return filled
+        used = {m.group(1) for seg in template if isinstance(seg, Text) for m in _FIELD.finditer(seg.text)}
+        rest = [v for k, v in named.items() if k not in used]
+        return concat(filled, *rest)
 
     def object_arguments(self, call: cst.Call) -> dict[str, Callable[[str], Value | None]]:
         """Keyword arguments that pass `self` to a template: its attributes are looked up on the class."""

@@ -53,6 +53,8 @@ class Project:
     read: list[str] = field(default_factory=list)  # files read besides the checked one, in order
     _by_name: dict[str, list[str]] | None = None
     active: list[cst.CSTNode] = field(default_factory=list)  # functions being inlined (recursion guard)
+    steps: int = 0  # expressions evaluated for the current prompt (evaluate.STEP_BUDGET)
+    memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:

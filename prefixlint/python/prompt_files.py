@@ -156,6 +156,18 @@ def _opened(ev: Evaluator, node: cst.BaseExpression, env: Env) -> str | None:
     return _path_of(ev, node, env)
 
 
+def _set_items(ev: Evaluator, node: cst.Name, env: Env) -> dict[str, Any]:
+    """Entries set on a dict after it was built (`variables["date"] = value`), before `node`."""
+    out: dict[str, Any] = {}
+    scope = ev.index.scope_for(node)
+    for binding in scope.bindings.get(node.value, ()):
+        if binding.kind == "setitem" and binding.pos < ev.index.pos(node) and binding.key is not None:
+            key = ev.value(binding.key, env.deeper())
+            name = static_text(key) if is_static(key) else "\x00" + ev.label(binding.key)
+            out[name] = ev.value(binding.expr, env.deeper()) if binding.expr is not None else None
+    return out
+
+
 def _call_names(ev: Evaluator, func: cst.BaseExpression) -> set[str]:
     """Qualified names of a callee; a builtin (`open`) that nothing in the module rebinds is itself."""
     names = ev.index.qualified_names(func)
@@ -209,7 +221,10 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
     if isinstance(node, cst.Name):
         expr = _last_assignment(ev, node)
         if expr is not None:
-            return data(ev, expr, env, depth + 1)
+            found = data(ev, expr, env, depth + 1)
+            if isinstance(found, dict):
+                found = {**found, **_set_items(ev, node, env)}
+            return found
         for qualified in sorted(ev.index.imports.get(node.value, ())):  # a constant of another module
             found = ev.project.resolve(qualified, ev.path)
             bindings = found[0].index.module_scope.bindings.get(found[1]) if found is not None else None

@@ -23,6 +23,7 @@ class Binding:
     expr: cst.BaseExpression | None
     loop_iter: cst.BaseExpression | None = None  # the innermost `for` iterable around the binding
     branch: Branch = ()  # the arms of `if`/`try`/loops around it, inside its function
+    key: cst.BaseExpression | None = None  # setitem (`name[key] = expr`): the key
 
 
 # The arms a statement sits in, outermost first: (id of the if/try/loop/match node, arm number).
@@ -148,6 +149,7 @@ class _Indexer:
         self.arms: list[cst.CSTNode] = []  # the blocks that pushed onto `branch`
         self.saved_branches: list[Branch] = []
         self.pending_attrs: list[tuple[str, str, cst.CSTNode, cst.BaseExpression, Branch]] = []
+        self.setitem_keys: dict[int, cst.BaseExpression] = {}  # index in `pending` -> the key
 
     @property
     def scope(self) -> Scope:
@@ -193,12 +195,13 @@ class _Indexer:
     def finish(self) -> None:
         """Make the bindings, in traversal order, now that every position is known."""
         index = self.index
-        for scope, name, kind, node, expr, loop_iter, branch in self.pending:
+        for i, (scope, name, kind, node, expr, loop_iter, branch) in enumerate(self.pending):
             # A shuffle's receiver is resolved in the module scope: the statement is indexed
             # before the names inside it.
             if kind == "shuffle" and not _SHUFFLES & index.qualified_names(expr.func, index.module_scope):
                 continue
-            scope.bind(name, Binding(kind, index.pos(node), expr, loop_iter, branch))
+            key = self.setitem_keys.get(i)
+            scope.bind(name, Binding(kind, index.pos(node), expr, loop_iter, branch, key))
         for cls, attr, node, expr, branch in self.pending_attrs:
             binding = Binding("assign", index.pos(node), expr, None, branch)
             index.instance_attrs.setdefault((cls, attr), []).append(binding)
@@ -292,6 +295,14 @@ class _Indexer:
         for target in node.targets:
             if isinstance(target.target, cst.Name):
                 self._bind(target.target.value, "assign", node, node.value)
+            elif (
+                isinstance(target.target, cst.Subscript)
+                and isinstance(target.target.value, cst.Name)
+                and len(target.target.slice) == 1
+                and isinstance(target.target.slice[0].slice, cst.Index)
+            ):  # `variables["date"] = value`: an entry of a dict built here
+                self._bind(target.target.value.value, "setitem", node, node.value)
+                self.setitem_keys[len(self.pending) - 1] = target.target.slice[0].slice.value
             else:
                 self._bind_self_attribute(target.target, node, node.value)
                 for name in _names_in_target(target.target):

@@ -73,6 +73,7 @@ class _SinkFinder:
             self.prompts.append(Prompt(value, self.index.pos(node)[0], what, open_tail))
 
     def value(self, node: cst.BaseExpression, template: bool = False) -> Value | None:
+        self.ev.project.steps = 0  # each prompt gets the whole budget
         try:
             if isinstance(node, cst.Name) and node.value in self.index.functions:
                 # `instructions=build_instructions`: the agent calls it for every request
@@ -85,6 +86,7 @@ class _SinkFinder:
         self.depth += 1
         decorated = any(says_prompt(_decorator_name(d.decorator)) for d in node.decorators)
         if says_prompt(node.name.value) or decorated:  # also pydantic-ai's `@agent.system_prompt`
+            self.ev.project.steps = 0
             try:
                 output = self.ev.function_output(node, None, Env())
             except RecursionError:
@@ -115,6 +117,7 @@ class _SinkFinder:
                 for b in bindings
             ):
                 continue
+            self.ev.project.steps = 0
             try:
                 value = self.ev.scoped_value(name, scope, end, fn, Env())
             except RecursionError:
