@@ -31,6 +31,23 @@ def provenance_code(name: str) -> str | None:
     return None
 
 
+# Words of a name that reads "the current date/time" (`current_date`, `today_str`, `NOW`); any other
+# word makes it something else (`birth_date` is user data, `due_time` a request field).
+_CLOCK_WORDS = frozenset({"date", "time", "now", "today", "datetime", "timestamp"})
+_CLOCK_QUALIFIERS = frozenset(
+    {"current", "curr", "cur", "todays", "string", "str", "formatted", "fmt", "utc", "local", "iso", "text"}
+)
+
+
+def clock_named(name: str) -> bool:
+    """Whether a variable is named like the current date or time (`current_date`, `now`, `today`)."""
+    words = [w for w in re.split(r"_+|(?<=[a-z])(?=[A-Z])", name.strip("_")) if w]
+    lowered = [w.lower() for w in words]
+    return any(w in _CLOCK_WORDS for w in lowered) and all(
+        w in _CLOCK_WORDS or w in _CLOCK_QUALIFIERS for w in lowered
+    )
+
+
 def sample_values(name: str) -> tuple[str, str]:
     """Two different, plausible values for a request-scoped variable."""
     code = provenance_code(name)
