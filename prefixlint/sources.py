@@ -14,14 +14,10 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from prefixlint.jinja.classify import (
-    CONFIG_KINDS,
-    NOT_PROMPT,
-    Classification,
-    classify_template,
-    template_markers,
-)
+if TYPE_CHECKING:  # its regexes cost ~5 ms to compile: only for runs that classify
+    from prefixlint.jinja.classify import Classification
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2")
 
@@ -59,6 +55,14 @@ def classify_source(
     """What a source is, before any analysis (prefixlint/jinja/classify.py has the rule): a chat
     template, an app prompt template, a Python module, or not a prompt at all (skipped).
     `template_kinds` are the config's (glob, kind) overrides; a later glob wins."""
+    from prefixlint.jinja.classify import (
+        CONFIG_KINDS,
+        NOT_PROMPT,
+        Classification,
+        classify_template,
+        template_markers,
+    )
+
     if source.kind == "tokenizer_config":
         return Classification("tokenizer_config", "the chat_template of a tokenizer_config.json")
     if source.kind == "python":
