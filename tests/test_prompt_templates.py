@@ -291,3 +291,20 @@ def test_python_with_placeholders_that_parses_is_python() -> None:
 )
 def test_clock_named(name: str, clock: bool) -> None:
     assert clock_named(name) is clock
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [
+        ("request_id", "PFX102"),
+        ("session", "PFX102"),
+        ("conversation_instructions", None),  # what a conversation holds, not its id
+        ("thread_summary", None),
+        ("user_name", "PFX105"),
+        ("hostname", "PFX104"),
+    ],
+)
+def test_provenance_by_name(name: str, code: str | None) -> None:
+    from prefixlint.jinja.variables import provenance_code
+
+    assert provenance_code(name) == code

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 
-_ID = re.compile(r"(^|_)(id|ids|uuid|guid|nonce|request|session|trace|span|conversation|thread)(_|$)", re.I)
+_ID = re.compile(r"(^|_)(id|ids|uuid|guid|nonce)(_|$)", re.I)
+# A scope word alone names an id (`session`, `request`); with other words it names something the
+# scope holds (`conversation_instructions`, `thread_summary`), which says nothing about requests.
+_SCOPE = re.compile(r"^(request|session|trace|span|conversation|thread)$", re.I)
 _ENV = re.compile(
     r"(^|_)(host|hostname|cwd|pid|platform|machine|os|env|environment|workdir|username)(_|$)", re.I
 )
@@ -22,7 +25,7 @@ _REQUEST = re.compile(
 def provenance_code(name: str) -> str | None:
     """The rule a per-request value of this variable would break, or None for app configuration
     (switches like `enable_thinking`, tool lists) that stays fixed for an app."""
-    if _ID.search(name):
+    if _ID.search(name) or _SCOPE.match(name):
         return "PFX102"
     if _ENV.search(name):
         return "PFX104"
