@@ -256,6 +256,8 @@ def test_scaffolding_python(tmp_path: Path) -> None:
         ("chat_template.jinja", "Plain words in a model's own template file {{ x }}", "jinja"),
         ("t.j2", "<|im_start|>system\nYou are helpful and kind.<|im_end|>", "jinja"),
         ("t.jinja", "{{ ''.__class__ }}", "jinja"),  # no prose: rendered as before
+        ("t.jinja", "{% include 'secret.txt' %}", "jinja"),
+        ("t.j2", "{% extends 'base.j2' %}{% block body %}User: {{ name }}{% endblock %}", "prompt_template"),
         ("t.j2", "Hello {{ cookiecutter.author }}, this is your project readme.", "not_prompt"),
         ("Dockerfile.j2", "FROM python:3.12\nRUN pip install {{ pkg }}", "not_prompt"),
         ("t.j2", "import os\nfrom {{ pkg }} import app\ndef main():\n    app.run()\n", "not_prompt"),
@@ -308,3 +310,26 @@ def test_provenance_by_name(name: str, code: str | None) -> None:
     from prefixlint.jinja.variables import provenance_code
 
     assert provenance_code(name) == code
+
+
+def test_extends_and_a_missing_nested_include(tmp_path: Path) -> None:
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "base.j2").write_text(
+        "You are a helpful assistant for the city library.\n{% block body %}{% endblock %}\n"
+        "Always answer in the language of the question, in two sentences, and cite the loan rules.\n"
+    )
+    (tmp_path / "child.j2").write_text(
+        '{% extends "base.j2" %}\n{% block body %}\nUser: {{ user_name }}\n'
+        '{% include "parts/notes.j2" %}\n{% endblock %}\n'
+    )
+    notes = tmp_path / "parts" / "notes.j2"
+    notes.write_text("Notes for the lending desk.\n")
+    [child] = lint_paths([str(tmp_path / "child.j2")], OPTIONS).sources
+    assert [(d.code, d.span.path, d.span.line) for d in child.diagnostics] == [
+        ("PFX105", str(tmp_path / "child.j2"), 3)
+    ]
+    notes.write_text('Notes for the lending desk.\n{% include "parts/gone.j2" %}\n')
+    [child] = lint_paths([str(tmp_path / "child.j2")], OPTIONS).sources
+    [d] = child.diagnostics
+    assert (d.code, d.span.path, d.span.line) == ("PFX002", str(notes), 2)
+    assert "'parts/gone.j2' not found in" in d.message

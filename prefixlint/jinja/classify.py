@@ -13,7 +13,8 @@ The rule, in order (the first that applies wins):
    (Sphinx directives), an HTML page, or a Python, TOML, YAML, shell or Dockerfile scaffold (by
    the name it renders to, `setup.py.j2`, or by its lines).
 3. **App prompt template** (kind `"prompt_template"`): anything else that holds prompt text (a
-   few words outside the Jinja tags). Its variables are the app's inputs; it is analysed as one
+   few words outside the Jinja tags; one will do in a template that includes, imports or extends
+   other files, which no served chat template can). Its variables are the app's inputs; it is analysed as one
    prompt, one variable varied at a time, its `{% include %}`s resolved (prefixlint/jinja/loader.py).
 4. Jinja code with no text of its own stays a chat template, as before this rule existed.
 
@@ -46,6 +47,7 @@ class Classification:
 _JINJA_CODE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 _JINJA_ANY = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 _WORD = re.compile(r"[^\W\d_]{2,}")
+_NAMES_TEMPLATES = re.compile(r"\{%-?\+?\s*(?:include|import|from|extends)\s")
 MIN_PROSE_WORDS = 3  # literal words a prompt template has at least (a payload or a pure macro has none)
 _ROLE_ACCESS = re.compile(r"""\.role\b|\[\s*['"]role['"]\s*\]""")
 _CHAT_NAMES = re.compile(
@@ -150,7 +152,10 @@ def classify_template(path: str, text: str) -> Classification:
     why = not_prompt_reason(path, text)
     if why is not None:
         return Classification(NOT_PROMPT, why)
-    if len(_WORD.findall(_JINJA_ANY.sub(" ", text))) < MIN_PROSE_WORDS:
+    # A template that names other template files is an app's: vLLM and transformers render chat
+    # templates without a loader. Then any text of its own will do.
+    least = 1 if _NAMES_TEMPLATES.search(text) else MIN_PROSE_WORDS
+    if len(_WORD.findall(_JINJA_ANY.sub(" ", text))) < least:
         # No text of its own: nothing says it is an app's prompt, so it is rendered as it always
         # was, as a chat template (no loader). `template-kinds` says otherwise for such files.
         return Classification(CHAT, "chat template: Jinja code without prompt text")
