@@ -333,3 +333,31 @@ def test_extends_and_a_missing_nested_include(tmp_path: Path) -> None:
     [d] = child.diagnostics
     assert (d.code, d.span.path, d.span.line) == ("PFX002", str(notes), 2)
     assert "'parts/gone.j2' not found in" in d.message
+
+
+def test_diff_gate_leaves_out_files_that_are_not_prompts(tmp_path: Path) -> None:
+    import subprocess
+
+    from prefixlint.diffgate import diff_gate
+
+    def git(*args: str) -> None:
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+
+    rst = (PROMPTS / "package.rst.jinja").read_text(encoding="utf-8")
+    (tmp_path / "package.rst.jinja").write_text(rst, encoding="utf-8")
+    (tmp_path / "system.j2").write_text("You help hikers plan day trips in the Alps, briefly.\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "base")
+    (tmp_path / "package.rst.jinja").write_text(rst + "\n.. note:: generated\n", encoding="utf-8")
+    (tmp_path / "system.j2").write_text(
+        "Request {{ request_id }}.\nYou help hikers plan day trips in the Alps.\n"
+    )
+    result = diff_gate("HEAD", [str(tmp_path)], OPTIONS)
+    assert [Path(c.path).name for c in result.changes] == ["system.j2"]
+    assert result.failed  # the request id in front: the prefix shrank and PFX102 is new
