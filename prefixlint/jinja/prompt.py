@@ -143,11 +143,6 @@ class PromptTemplate(ChatTemplate):
         self.tracing.traced = traced
         return traced
 
-    @property
-    def folders(self) -> list[str]:
-        inner = self.tracing.inner
-        return inner.folders if isinstance(inner, PromptLoader) else []
-
     def load_includes(self) -> None:
         """Load every file the template names by a constant (includes of includes too), so their
         variables are known before the first render. A file that cannot be loaded is left for
@@ -182,11 +177,6 @@ class PromptTemplate(ChatTemplate):
         self.clock.now = BASE_TIME
         self.clock.calls.clear()
         return self.budget.run(lambda limits: self.traced.render(dict(values), limits))
-
-
-@dataclass
-class _Render(TokenizedRender):
-    varied: str = ""  # the variable given its second value ("" for the base render)
 
 
 @dataclass(frozen=True)
@@ -260,7 +250,13 @@ def _static_after(a: str, b: str, d: int, end_a: int) -> str:
 
 
 def _finding(
-    template: PromptTemplate, base: _Render, other: _Render, v: _Varied, d: int, end: int, block: int
+    template: PromptTemplate,
+    base: TokenizedRender,
+    other: TokenizedRender,
+    v: _Varied,
+    d: int,
+    end: int,
+    block: int,
 ) -> Diagnostic | None:
     tail = _static_after(base.text, other.text, d, end)
     # Not the value's own last characters ("Alice Martin" and "Bo Chen" both end in "n").
@@ -326,7 +322,7 @@ def analyze_prompt_template(
         template.load_includes()
     base_values = _values(template.inputs)
     try:
-        base = _Render(template.render_values(base_values))
+        base = TokenizedRender(template.render_values(base_values))
     except Exception as exc:  # noqa: BLE001 - whatever an untrusted template raises is a finding
         path, line = error_location(exc, template.traced)
         result.diagnostics.append(
@@ -335,11 +331,11 @@ def analyze_prompt_template(
         return result
 
     varied = _varied(template, options)
-    renders: list[tuple[_Varied, _Render]] = []
+    renders: list[tuple[_Varied, TokenizedRender]] = []
     for v in varied:
         values = dict(base_values, **{v.name: Sample(sample_values(v.name)[1])})
         try:
-            renders.append((v, _Render(template.render_values(values), varied=v.name)))
+            renders.append((v, TokenizedRender(template.render_values(values))))
         except Exception as exc:  # noqa: BLE001
             path, line = error_location(exc, template.traced)
             message = f"{_error_message(exc)} with another value of `{v.name}`; analysed with the others"
