@@ -12,10 +12,11 @@ The rule, in order (the first that applies wins):
    a document or code, not text for a model: cookiecutter/copier placeholders, reStructuredText
    (Sphinx directives), an HTML page, or a Python, TOML, YAML, shell or Dockerfile scaffold (by
    the name it renders to, `setup.py.j2`, or by its lines).
-3. **App prompt template** (kind `"prompt_template"`): anything else that holds prompt text (a
-   few words outside the Jinja tags; one will do in a template that includes, imports or extends
-   other files, which no served chat template can). Its variables are the app's inputs; it is analysed as one
-   prompt, one variable varied at a time, its `{% include %}`s resolved (prefixlint/jinja/loader.py).
+3. **App prompt template** (kind `"prompt_template"`): anything else that holds prompt text,
+   a few words outside the Jinja tags (one will do in a template that includes, imports or
+   extends other files, which no served chat template can). Its variables are the app's inputs:
+   it is analysed as one prompt, one variable varied at a time, its includes resolved
+   (prefixlint/jinja/prompt.py, prefixlint/jinja/loader.py).
 4. Jinja code with no text of its own stays a chat template, as before this rule existed.
 
 A `[tool.prefixlint] template-kinds` glob overrides the rule for the files it matches. Only
