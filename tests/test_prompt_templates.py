@@ -239,6 +239,17 @@ def test_loops_and_attributes_of_unknown_inputs_render(tmp_path: Path) -> None:
     assert result.total_tokens and result.cacheable_prefix_tokens == result.total_tokens
 
 
+def test_numbers_and_slices_of_unknown_inputs_render(tmp_path: Path) -> None:
+    path = tmp_path / "list.j2"
+    path.write_text(
+        "List at most {{ max_items }} items.\n{% for i in range(max_items) %}- slot {{ i }}\n{% endfor %}"
+        "{% if count > 3 %}Many.{% endif %}{{ items[:limit] | join(', ') }} {{ price | round(2) }} "
+        "{{ ratio * 2 }}\nAlways reply in plain English and keep each item on one line.\n"
+    )
+    [result] = lint_paths([str(path)], OPTIONS).sources
+    assert result.diagnostics == [] and result.total_tokens
+
+
 def test_scaffolding_python(tmp_path: Path) -> None:
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "handler.py").write_text("def handler(event:\n    return event\n")

@@ -57,8 +57,9 @@ _PROBED = frozenset({"unsafe_callable", "alters_data"})
 class Sample:
     """A stand-in value for an app variable whose type is unknown: it prints as its text, and
     survives what templates do with inputs: `{% for x in v %}` (two items), `v.attr`, `v['key']`,
-    `v.method()`, `v|join`, `'a' + v`, `v|length`. Each derived value carries the text it came
-    from, so two samples of a variable differ wherever they are printed."""
+    `v.method()`, `v|join`, `'a' + v`, `v|length`, `range(v)`, `v > 3` (compared as text). Each
+    derived value carries the text it came from, so two samples of a variable differ wherever
+    they are printed."""
 
     __slots__ = ("text",)
 
@@ -77,7 +78,7 @@ class Sample:
         return Sample(f"{self.text}.{name}")
 
     def __getitem__(self, key: Any) -> Sample:
-        return Sample(f"{self.text}[{key}]")
+        return self if isinstance(key, slice) else Sample(f"{self.text}[{key}]")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Sample:
         return self
@@ -102,6 +103,30 @@ class Sample:
 
     def __lt__(self, other: Any) -> bool:
         return self.text < str(other)
+
+    def __gt__(self, other: Any) -> bool:
+        return self.text > str(other)
+
+    def __le__(self, other: Any) -> bool:
+        return self.text <= str(other)
+
+    def __ge__(self, other: Any) -> bool:
+        return self.text >= str(other)
+
+    def _same(self, *args: Any) -> Sample:  # arithmetic on an unknown number: still the sample
+        return self
+
+    __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = __rtruediv__ = _same
+    __floordiv__ = __rfloordiv__ = __mod__ = __pow__ = __neg__ = __round__ = __abs__ = _same
+
+    def __index__(self) -> int:  # `range(limit)`, `items[:limit]`, `'-' * width`
+        return 2
+
+    def __int__(self) -> int:
+        return 2
+
+    def __float__(self) -> float:
+        return 2.0
 
     def __hash__(self) -> int:
         return hash(self.text)
