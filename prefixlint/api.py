@@ -16,8 +16,10 @@ from prefixlint.sources import (
     ConfigError,
     NamedTemplate,
     Source,
+    classify_source,
     discover,
     templates_in_tokenizer_config,
+    uses_includes,
 )
 from prefixlint.tokens import (
     LoadedTokenizer,
@@ -51,8 +53,13 @@ class Options:
     root: str | None = None  # None: the current folder
     suppressions: bool = True
     cache_dir: str | None = None  # None: no result cache (the CLI sets one unless --no-cache)
-    # Where the Python frontend looks for imported modules and prompt files (None: found from the
-    # paths checked, see `project_root`).
+    # Config `template-kinds`: (glob, "chat" | "prompt" | "not-prompt"), a later glob wins.
+    template_kinds: tuple[tuple[str, str], ...] = ()
+    # Where app prompt templates' includes are looked for after their own folder and the project
+    # root: config `template-search-path`, absolute.
+    template_search_path: tuple[str, ...] = ()
+    # The folder imports, prompt files and template names are relative to: the config file's
+    # folder, else found from the paths checked (prefixlint.files.project_root).
     project_root: str | None = None
 
     def enabled_codes(self) -> set[str]:
@@ -69,6 +76,9 @@ class Report:
     # Every path the run read or listed (folders walked, sources and their folders, tokenizer
     # files): the stamps a recorded run is replayed on (prefixlint/runmemo.py).
     inputs: list[str] = field(default_factory=list)
+    # False when a template includes other files: they are not among `inputs`, so the run must
+    # not be replayed on them.
+    replayable: bool = True
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -144,10 +154,15 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
         diag = Diagnostic(bad_input_code, Span(source.path), f"cannot read: {reason}", Severity.ERROR)
         return [SourceResult(source.path, source.kind, diagnostics=[diag])]
 
+    classification = classify_source(source, text, options.template_kinds, options.root or ".")
+    if classification.kind == "not_prompt":
+        note = f"{source.path}: skipped, not a prompt: {classification.reason}"
+        return [SourceResult(source.path, "not_prompt", notes=[note])]
     if source.kind == "python":
         from prefixlint.python import analyze_python
 
-        return [analyze_python(source.path, text, options)]
+        return [_scaffolding_severity(analyze_python(source.path, text, options))]
+    prompt = classification.kind == "prompt_template"
 
     named = None
     if source.kind == "tokenizer_config":
@@ -164,14 +179,31 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
     # then picks (the embedded default and a note for a broken neighbour), as without helpers.
     choice = tokenizer_choice(source.path, options, wait=False)
     try:
-        results = _lint_templates(source, text, named, options, *choice)
+        results = _lint_templates(source, text, named, options, *choice, prompt=prompt)
         choice[0].check()  # an error the analysis swallowed still counts
     except TokenizerError:
         retry = tokenizer_choice(source.path, options)
         if retry[0] is choice[0]:
             raise
-        results = _lint_templates(source, text, named, options, *retry)
+        results = _lint_templates(source, text, named, options, *retry, prompt=prompt)
     return results
+
+
+def _scaffolding_severity(result: SourceResult) -> SourceResult:
+    """A .py of project scaffolding (`{{cookiecutter.name}}/`, `templates/`) that does not parse is
+    a template, not broken code: its PFX003 is info."""
+    from dataclasses import replace
+
+    from prefixlint.jinja.classify import scaffolding_path
+
+    if scaffolding_path(result.path):
+        result.diagnostics = [
+            replace(d, severity=Severity.INFO, message=f"{d.message} (in project scaffolding)")
+            if d.code == "PFX003"
+            else d
+            for d in result.diagnostics
+        ]
+    return result
 
 
 def _lint_templates(
@@ -181,11 +213,23 @@ def _lint_templates(
     options: Options,
     tokenizer: LoadedTokenizer,
     tokenizer_note: str | None,
+    prompt: bool = False,
 ) -> list[SourceResult]:
-    """The results of a template file, or of the `named` templates of a tokenizer_config.json."""
+    """The results of a template file, or of the `named` templates of a tokenizer_config.json;
+    `prompt`: the file is an app prompt template (prefixlint/jinja/prompt.py)."""
     from prefixlint.jinja.analyze import analyze_template  # not for Python sources: ~60 ms of imports
     from prefixlint.jinja.template import ChatTemplate
 
+    if prompt:
+        from prefixlint.jinja.loader import project_root
+        from prefixlint.jinja.prompt import PromptTemplate, analyze_prompt_template
+
+        search = (project_root(source.path, options.project_root), *options.template_search_path)
+        template = PromptTemplate(text, source.path, limits=options.limits, search_path=search)
+        result = analyze_prompt_template(template, tokenizer, options)
+        if tokenizer_note:
+            result.notes.append(tokenizer_note)
+        return [result]
     if named is not None:
         special = read_special_tokens(Path(source.path)) or dict(tokenizer.special_tokens)
         templates = [
@@ -227,13 +271,42 @@ def _filter(
         except (OSError, ValueError):
             directives = []
         for result in results:
-            result.diagnostics = suppress(result.diagnostics, directives)
+            own = [d for d in result.diagnostics if d.span.path == source.path]
+            elsewhere = [d for d in result.diagnostics if d.span.path != source.path]
+            result.diagnostics = suppress(own, directives) + _suppress_in_includes(elsewhere, options)
         skipped = () if options.multiturn else ("PFX4",)
         results[0].diagnostics += unused_suppressions(directives, source.path, skipped)
     keep = enabled - per_file_ignored(Path(options.root or "."), options.per_file_ignores, source.path)
     for result in results:
         kept = (d for d in result.diagnostics if d.code in keep)
         result.diagnostics = sorted(kept, key=Diagnostic.sort_key)
+
+
+def _suppress_in_includes(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic]:
+    """Findings traced into an included file obey that file's own suppression comments."""
+    from prefixlint.suppress import directives_for, suppress
+
+    out: list[Diagnostic] = []
+    for path in dict.fromkeys(d.span.path for d in diagnostics):
+        try:
+            directives = directives_for("jinja", read_text(path, options.limits.file_bytes))
+        except (OSError, ValueError):
+            directives = []
+        out += suppress([d for d in diagnostics if d.span.path == path], directives)
+    return out
+
+
+def _drop_repeats(results: list[SourceResult]) -> None:
+    """A finding traced into an included file is also found when that file is checked on its
+    own: report each (code, place) once, where it was found first."""
+    seen: set[tuple[str, Span]] = set()
+    for result in results:
+        kept = []
+        for d in result.diagnostics:
+            if (d.code, d.span) not in seen:
+                kept.append(d)
+            seen.add((d.code, d.span))
+        result.diagnostics = kept
 
 
 def iter_sources(paths: list[str], options: Options, walked: list[str] | None = None) -> Iterator[Source]:
@@ -252,6 +325,22 @@ def iter_sources(paths: list[str], options: Options, walked: list[str] | None = 
         force_exclude=options.force_exclude,
         walked=walked,
     )
+
+
+def list_sources(paths: list[str], options: Options) -> list[tuple[str, str, str]]:
+    """(path, kind, why) of every source under `paths`, classified as `check` would, analysing
+    nothing (`check --show-files`)."""
+    out = []
+    for source in iter_sources(paths, options):
+        try:
+            text = read_text(source.path, options.limits.file_bytes)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            out.append((source.path, source.kind, f"cannot read: {reason}"))
+            continue
+        found = classify_source(source, text, options.template_kinds, options.root or ".")
+        out.append((source.path, found.kind, found.reason))
+    return out
 
 
 # Tokenizer files loading in helpers at once, counted from the current source on: the next one
@@ -349,6 +438,8 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     if options.tokenizer is not None:
         resolve_tokenizer_path(options.tokenizer)  # fail early on a missing one, before any output
     if options.project_root is None:
+        from prefixlint.files import project_root
+
         options = replace(options, project_root=project_root(paths))
     cache = None
     if options.cache_dir is not None:
@@ -359,9 +450,14 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     walked: list[str] = []
     sources = list(iter_sources(paths, options, walked))
     contents = [_read_bytes(s, options) for s in sources]  # once: for the key and for suppressions
-    keys = [
-        cache.key(s, options, data) if cache is not None and data is not None else None
+    # A template that includes others depends on files the key does not cover: never cached.
+    includes = [
+        s.kind == "jinja" and data is not None and uses_includes(data)
         for s, data in zip(sources, contents, strict=True)
+    ]
+    keys = [
+        cache.key(s, options, data) if cache is not None and data is not None and not inc else None
+        for s, data, inc in zip(sources, contents, includes, strict=True)
     ]
     found: list[list[SourceResult] | None] = [cache.get(k) if cache is not None else None for k in keys]
     missing = [i for i, f in enumerate(found) if f is None]
@@ -374,29 +470,16 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         assert raw is not None
         _filter(source, raw, options, enabled, _text_or_none(data))
         results.extend(raw)
+    _drop_repeats(results)
     if options.tokenizer is not None:
         # Named by the results when every source came from the cache (no tokenizer load at all).
         cached_name = next((r.tokenizer for r in results if r.tokenizer), None)
         default_name = cached_name or load_tokenizer(options.tokenizer).name
     else:
         default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
-    return Report(default_name, options.engine, results, _inputs(walked, sources, options))
-
-
-def project_root(paths: list[str]) -> str:
-    """The folder the checked paths belong to: the git work tree around them, else their common
-    folder. The Python frontend finds imported modules and prompt files under it."""
-    absolute = [os.path.abspath(p) for p in paths] or [os.getcwd()]
-    folders = [p if os.path.isdir(p) else os.path.dirname(p) for p in absolute]
-    common = os.path.commonpath(folders)
-    here = common
-    while True:
-        if os.path.exists(os.path.join(here, ".git")):
-            return here
-        parent = os.path.dirname(here)
-        if parent == here:
-            return common
-        here = parent
+    report = Report(default_name, options.engine, results, _inputs(walked, sources, options))
+    report.replayable = not any(includes)
+    return report
 
 
 def _read_bytes(source: Source, options: Options) -> bytes | None:

@@ -127,12 +127,30 @@ _max_prefix_loss_option = click.option(
     metavar="REF",
     help="Gate on changes: compare each template with its version at git REF (`prefixlint diff`).",
 )
+@click.option(
+    "--show-files",
+    is_flag=True,
+    help="List each source with its kind (and why) and exit 0, analysing nothing.",
+)
 @_max_prefix_loss_option
 @_lint_options
 def check(
-    paths: tuple[str, ...], fmt: str, diff_ref: str | None, max_prefix_loss: int | None, **kw: Any
+    paths: tuple[str, ...],
+    fmt: str,
+    diff_ref: str | None,
+    max_prefix_loss: int | None,
+    show_files: bool,
+    **kw: Any,
 ) -> None:
-    """Lint chat templates (.jinja, .j2, tokenizer_config.json) and Python prompt code."""
+    """Lint chat templates (.jinja, .j2, tokenizer_config.json), app prompt templates and Python
+    prompt code."""
+    if show_files:
+        from prefixlint.api import list_sources
+
+        options, _, _ = _setup(paths, kw)
+        lines = [f"{path}: {kind} ({why})" for path, kind, why in list_sources(list(paths), options)]
+        _write("".join(line + "\n" for line in lines), kw["output_file"])
+        sys.exit(EXIT_OK)
     if diff_ref is not None:
         _run_diff(diff_ref, paths, "json" if fmt == "json" else "text", max_prefix_loss, kw)
     from prefixlint.api import lint_paths
@@ -145,7 +163,8 @@ def check(
         report = lint_paths(list(paths), options)
     except TokenizerError as exc:
         _fail(str(exc))
-    notes = dict.fromkeys(n for s in report.sources for n in s.notes)
+    # Skipped sources are counted in the summary and listed by --show-files, not warned about.
+    notes = dict.fromkeys(n for s in report.sources if s.kind != "not_prompt" for n in s.notes)
     warnings = "".join(f"prefixlint: warning: {n}\n" for n in notes)
     click.echo(warnings, err=True, nl=False)
     text = render_report(report, fmt)
@@ -169,7 +188,7 @@ def _record_run(report: Any, options: Any, config: Any, stdout: str, stderr: str
     from prefixlint.cache import timed_out
     from prefixlint.runmemo import library_inputs, record
 
-    if any(timed_out(r) for r in report.sources):
+    if any(timed_out(r) for r in report.sources) or not report.replayable:
         return
     inputs = [*config.consulted, *report.inputs, *library_inputs()]
     record(options.cache_dir, argv, inputs, stdout, stderr, code)

@@ -37,7 +37,11 @@ _KEYS: dict[str, str] = {
     "fail-on": "string",
     "cache-dir": "string",
     "variables": "variables",
+    "template-kinds": "template-kinds",
+    "template-search-path": "strings",
 }
+# `template-kinds` values: what a matching .jinja/.j2 file is (prefixlint/jinja/classify.py).
+TEMPLATE_KINDS = ("chat", "prompt", "not-prompt")
 _VARIABLE_KEYS = ("static", "dynamic")
 
 
@@ -60,6 +64,8 @@ class Config:
     cache_dir: str | None = None
     static_variables: tuple[str, ...] = ()
     dynamic_variables: tuple[str, ...] = ()
+    template_kinds: tuple[tuple[str, str], ...] = ()  # (glob, one of TEMPLATE_KINDS)
+    template_search_path: tuple[str, ...] = ()  # absolute folders
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     # Every config file path looked for, found or not: a recorded run (runmemo) depends on them all.
     consulted: tuple[str, ...] = field(default=(), compare=False)
@@ -119,6 +125,18 @@ def _string(value: Any, key: str, where: str) -> str:
     return value
 
 
+def _template_kinds(value: Any, key: str, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: `{key}` must be a table of glob = kind ({', '.join(TEMPLATE_KINDS)})")
+    for glob, kind in value.items():
+        if kind not in TEMPLATE_KINDS:
+            raise ConfigError(
+                f"{where}: `{key}.{glob!r}`: unknown template kind {kind!r}; "
+                f"known: {', '.join(TEMPLATE_KINDS)}"
+            )
+    return tuple(value.items())
+
+
 def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
     """Validate a `[tool.prefixlint]` table (or a prefixlint.toml's top level)."""
     where = str(path)
@@ -140,6 +158,8 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
             values[key] = tuple(
                 (glob, _selectors(codes, f"{name}.{glob!r}", where)) for glob, codes in value.items()
             )
+        elif kind == "template-kinds":
+            values[key] = _template_kinds(value, name, where)
         else:  # variables
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: `{name}` must be a table with `static` and `dynamic` lists")
@@ -181,6 +201,10 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
         cache_dir=values.get("cache-dir"),
         static_variables=values.get("static", ()),
         dynamic_variables=values.get("dynamic", ()),
+        template_kinds=values.get("template-kinds", ()),
+        template_search_path=tuple(
+            str((path.parent / folder).resolve()) for folder in values.get("template-search-path", ())
+        ),
         raw=data,
     )
 
@@ -304,4 +328,7 @@ def build_options(
         force_exclude=force_exclude,
         root=str(root),
         cache_dir=cache_dir,
+        template_kinds=config.template_kinds,
+        template_search_path=config.template_search_path,
+        project_root=str(root) if config.path is not None else None,
     )

@@ -204,6 +204,8 @@ def diff_gate(
         except (OSError, ValueError):
             new_text = None
         for new in new_results:
+            if new.kind == "not_prompt":
+                continue  # documentation, a web page, scaffolding: no prefix to gate
             old = old_by_name.get(new.name)
             change = TemplateChange(
                 source.path,

@@ -39,3 +39,19 @@ def read_limited(path: str | os.PathLike[str], max_bytes: int = MAX_SOURCE_BYTES
     if max_bytes and len(data) > max_bytes:  # it grew since the stat
         raise InputError(f"too large: over the {megabytes(max_bytes)} limit")
     return data
+
+
+def project_root(paths: list[str]) -> str:
+    """The folder the checked paths belong to: the git work tree around them, else their common
+    folder. Imported modules, prompt files and template names are looked for under it."""
+    absolute = [os.path.abspath(p) for p in paths] or [os.getcwd()]
+    folders = [p if os.path.isdir(p) else os.path.dirname(p) for p in absolute]
+    common = os.path.commonpath(folders)
+    here = common
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return common
+        here = parent

@@ -14,6 +14,10 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # its regexes cost ~5 ms to compile: only for runs that classify
+    from prefixlint.jinja.classify import Classification
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2")
 
@@ -43,6 +47,55 @@ DEFAULT_EXCLUDES = (
 class Source:
     path: str
     kind: str  # "jinja", "tokenizer_config", "python"
+
+
+def classify_source(
+    source: Source, text: str, template_kinds: tuple[tuple[str, str], ...] = (), root: str = "."
+) -> Classification:
+    """What a source is, before any analysis (prefixlint/jinja/classify.py has the rule): a chat
+    template, an app prompt template, a Python module, or not a prompt at all (skipped).
+    `template_kinds` are the config's (glob, kind) overrides; a later glob wins."""
+    from prefixlint.jinja.classify import (
+        CONFIG_KINDS,
+        NOT_PROMPT,
+        Classification,
+        classify_template,
+        template_markers,
+    )
+
+    if source.kind == "tokenizer_config":
+        return Classification("tokenizer_config", "the chat_template of a tokenizer_config.json")
+    if source.kind == "python":
+        marker = template_markers(text)
+        if marker is not None and not _parses_as_python(text):
+            return Classification(
+                NOT_PROMPT, f"a template of a Python file: does not parse, holds {marker!r}"
+            )
+        return Classification("python", "Python module")
+    for glob, kind in reversed(template_kinds):
+        from prefixlint.config import PathMatcher
+
+        if PathMatcher(Path(root), [glob]).matches(source.path):
+            return Classification(CONFIG_KINDS[kind], f"template-kinds {glob!r} = {kind!r}")
+    return classify_template(source.path, text)
+
+
+def _parses_as_python(text: str) -> bool:
+    import ast
+
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+_INCLUDE_TAG = re.compile(rb"\{%-?\+?\s*(?:include|import|from|extends)\b")
+
+
+def uses_includes(data: bytes) -> bool:
+    """Whether a template's bytes name other template files: its analysis then depends on them."""
+    return _INCLUDE_TAG.search(data) is not None
 
 
 def source_kind(path: str | os.PathLike[str]) -> str | None:

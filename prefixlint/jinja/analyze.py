@@ -396,20 +396,25 @@ def _unconfirmed_clock(template: ChatTemplate) -> list[Diagnostic]:
     return out
 
 
-def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options) -> SourceResult:
-    result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
+def compile_diagnostic(template: ChatTemplate) -> Diagnostic | None:
+    """Compile the template (once); the PFX001 that says why it does not, or None."""
     try:
-        _ = template.traced  # compile first: a template that does not parse is PFX001
+        _ = template.traced
     except jinja2.TemplateSyntaxError as exc:
         message = f"does not parse: {exc.message}" if exc.message else "does not parse"
-        result.diagnostics.append(
-            Diagnostic("PFX001", template.span(exc.lineno or 1), message, Severity.ERROR)
-        )
-        return result
+        return Diagnostic("PFX001", template.span(exc.lineno or 1), message, Severity.ERROR)
     except (RecursionError, MemoryError, ValueError) as exc:
-        result.diagnostics.append(
-            Diagnostic("PFX001", template.span(1), f"does not compile: {describe_error(exc)}", Severity.ERROR)
+        return Diagnostic(
+            "PFX001", template.span(1), f"does not compile: {describe_error(exc)}", Severity.ERROR
         )
+    return None
+
+
+def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options) -> SourceResult:
+    result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
+    failed = compile_diagnostic(template)  # compile first: a template that does not parse is PFX001
+    if failed is not None:
+        result.diagnostics.append(failed)
         return result
 
     for scenario in SCENARIOS:

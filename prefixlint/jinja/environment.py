@@ -267,10 +267,17 @@ class _LimitedTemplate(jinja2.Template):
 _LimitedSandbox.template_class = _LimitedTemplate
 
 
-def make_environment(clock: RenderClock, limits: Limits | None = None) -> ImmutableSandboxedEnvironment:
+def make_environment(
+    clock: RenderClock, limits: Limits | None = None, loader: jinja2.BaseLoader | None = None
+) -> ImmutableSandboxedEnvironment:
+    """The HF environment with prefixlint's limits. `loader`: only for app prompt templates (a
+    chat template is served without one, so it gets none: renders stay byte-identical)."""
     limits = limits or Limits()
     env = _LimitedSandbox(
-        trim_blocks=True, lstrip_blocks=True, extensions=[GenerationTag, jinja2.ext.loopcontrols]
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=[GenerationTag, jinja2.ext.loopcontrols],
+        loader=loader,
     )
     env.max_value_len = limits.output_chars or sys.maxsize  # 0: no limit
     env.max_int_bits = limits.int_bits or sys.maxsize

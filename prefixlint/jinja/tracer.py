@@ -44,6 +44,7 @@ class Origin:
     line: int
     column: int
     kind: str  # "literal" or "expression"
+    path: str | None = None  # the included file it came from (None: the template itself)
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,12 @@ class _Piece:
     kind: str
     offset: int  # source offset of the literal's first char, or of the expression's `{{`
     line: int  # from the AST, used when the offset is unknown (-1)
+    file: int = 0  # 0: the template; k: its k-th included file (TracedTemplate.files)
+
+
+def _line_col(line_starts: list[int], offset: int) -> tuple[int, int]:
+    line = bisect.bisect_right(line_starts, offset)
+    return line, offset - line_starts[line - 1] + 1
 
 
 def _is_generation_block(node: nodes.Node) -> bool:
@@ -112,14 +119,25 @@ def _compile_tracking(env: jinja2.Environment, ast: nodes.Template) -> tuple[jin
 
 
 class TracedTemplate:
-    """A compiled template that renders with a per-character map back to its source."""
+    """A compiled template that renders with a per-character map back to its source, and back to
+    the files it includes when it is given a `TracingLoader`."""
 
     def __init__(self, env: jinja2.Environment, source: str) -> None:
         self.source = normalize_newlines(source)
         self._line_starts = [0] + [m.end() for m in re.finditer("\n", self.source)]
-        ast = env.parse(self.source)
-        data_tokens, variable_starts = _token_offsets(env, self.source)
+        # Included files: (path, line starts); pieces of file k > 0 are in files[k - 1].
+        self.files: list[tuple[str, list[int]]] = []
+        self.fragment_undeclared: set[str] = set()  # variables the included files read
+        self.fragment_references: list[str | None] = []  # templates the included files name
         self._pieces: list[_Piece] = []
+        ast = env.parse(self.source)
+        self._instrument(env, ast, self.source, 0)
+        self.template, self.undeclared = _compile_tracking(env, ast)
+
+    def _instrument(self, env: jinja2.Environment, ast: nodes.Template, source: str, file: int) -> None:
+        """Put a marker before every piece of output of `ast` (from `source`, file number `file`)."""
+        data_tokens, variable_starts = _token_offsets(env, source)
+        starts = self._line_starts if file == 0 else self.files[file - 1][1]
         data_i = var_i = 0
         for output, opaque in list(_outputs(ast)):
             children: list[nodes.Node] = []
@@ -129,24 +147,38 @@ class TracedTemplate:
                     if data_i < len(data_tokens) and data_tokens[data_i][1] == child.data:
                         offset = data_tokens[data_i][0]
                     data_i += 1
-                    piece = _Piece("literal", offset, child.lineno)
+                    piece = _Piece("literal", offset, child.lineno, file)
                 else:
                     offset = variable_starts[var_i] if var_i < len(variable_starts) else -1
-                    if offset >= 0 and self.line_col(offset)[0] != child.lineno:
+                    if offset >= 0 and _line_col(starts, offset)[0] != child.lineno:
                         offset = -1  # alignment lost: fall back to the AST's line
                     var_i += 1
-                    piece = _Piece("expression", offset, child.lineno)
+                    piece = _Piece("expression", offset, child.lineno, file)
                 if not opaque:
                     marker = f"\x00{len(self._pieces)}\x01"
                     self._pieces.append(piece)
                     children.append(nodes.TemplateData(marker, lineno=child.lineno))
                 children.append(child)
             output.nodes = children
-        self.template, self.undeclared = _compile_tracking(env, ast)
 
-    def line_col(self, offset: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self._line_starts, offset)
-        return line, offset - self._line_starts[line - 1] + 1
+    def add_fragment(self, env: jinja2.Environment, source: str, name: str, path: str) -> nodes.Template:
+        """The instrumented AST of an included file, whose pieces map back to `path`."""
+        from jinja2 import meta
+
+        source = normalize_newlines(source)
+        ast = env.parse(source, name, path)
+        self.fragment_undeclared |= meta.find_undeclared_variables(ast)
+        self.fragment_references += meta.find_referenced_templates(ast)
+        self.files.append((path, [0] + [m.end() for m in re.finditer("\n", source)]))
+        self._instrument(env, ast, source, len(self.files))
+        return ast
+
+    def line_col(self, offset: int, file: int = 0) -> tuple[int, int]:
+        return _line_col(self._line_starts if file == 0 else self.files[file - 1][1], offset)
+
+    def file_path(self, file: int) -> str | None:
+        """The path of included file number `file` (None: the template itself)."""
+        return self.files[file - 1][0] if file else None
 
     def line_text(self, line: int) -> str:
         lines = self.source.split("\n")
@@ -186,13 +218,14 @@ class TracedRender:
         if i < 0:
             return Origin(1, 1, "literal")
         piece = self.traced._pieces[self._piece_ids[i]]
+        path = self.traced.file_path(piece.file)
         if piece.offset < 0:
-            return Origin(piece.line, 1, piece.kind)
+            return Origin(piece.line, 1, piece.kind, path)
         if piece.kind == "literal":
-            line, col = self.traced.line_col(piece.offset + (pos - self._starts[i]))
-            return Origin(line, col, "literal")
-        line, col = self.traced.line_col(piece.offset)
-        return Origin(line, col, "expression")
+            line, col = self.traced.line_col(piece.offset + (pos - self._starts[i]), piece.file)
+            return Origin(line, col, "literal", path)
+        line, col = self.traced.line_col(piece.offset, piece.file)
+        return Origin(line, col, "expression", path)
 
     def piece_range(self, pos: int) -> tuple[int, int]:
         """The output range [start, end) emitted by the piece that produced `pos`."""
@@ -201,3 +234,26 @@ class TracedRender:
             return 0, self._starts[0] if self._starts else len(self.text)
         end = self._starts[i + 1] if i + 1 < len(self._starts) else len(self.text)
         return self._starts[i], end
+
+
+class TracingLoader(jinja2.BaseLoader):
+    """Wraps a loader so that every file it loads is instrumented like the template that
+    includes it: output from an included file traces back to that file's path and line."""
+
+    def __init__(self, inner: jinja2.BaseLoader) -> None:
+        self.inner = inner
+        self.traced: TracedTemplate | None = None  # set once the including template is compiled
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str | None, Any]:
+        return self.inner.get_source(environment, template)
+
+    def load(self, environment: jinja2.Environment, name: str, globals: Any = None) -> jinja2.Template:
+        source, filename, uptodate = self.inner.get_source(environment, name)
+        path = filename or name
+        if self.traced is None:
+            return environment.from_string(source, globals)
+        ast = self.traced.add_fragment(environment, source, name, path)
+        code = environment.compile(ast, name, path)
+        return environment.template_class.from_code(
+            environment, code, environment.make_globals(globals), uptodate
+        )

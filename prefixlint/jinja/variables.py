@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import re
 
-_ID = re.compile(r"(^|_)(id|ids|uuid|guid|nonce|request|session|trace|span|conversation|thread)(_|$)", re.I)
+_ID = re.compile(r"(^|_)(id|ids|uuid|guid|nonce)(_|$)", re.I)
+# A scope word alone names an id (`session`, `request`); with other words it names something the
+# scope holds (`conversation_instructions`, `thread_summary`), which says nothing about requests.
+_SCOPE = re.compile(r"^(request|session|trace|span|conversation|thread)$", re.I)
 _ENV = re.compile(
     r"(^|_)(host|hostname|cwd|pid|platform|machine|os|env|environment|workdir|username)(_|$)", re.I
 )
@@ -22,13 +25,30 @@ _REQUEST = re.compile(
 def provenance_code(name: str) -> str | None:
     """The rule a per-request value of this variable would break, or None for app configuration
     (switches like `enable_thinking`, tool lists) that stays fixed for an app."""
-    if _ID.search(name):
+    if _ID.search(name) or _SCOPE.match(name):
         return "PFX102"
     if _ENV.search(name):
         return "PFX104"
     if _REQUEST.search(name):
         return "PFX105"
     return None
+
+
+# Words of a name that reads "the current date/time" (`current_date`, `today_str`, `NOW`); any other
+# word makes it something else (`birth_date` is user data, `due_time` a request field).
+_CLOCK_WORDS = frozenset({"date", "time", "now", "today", "datetime", "timestamp"})
+_CLOCK_QUALIFIERS = frozenset(
+    {"current", "curr", "cur", "todays", "string", "str", "formatted", "fmt", "utc", "local", "iso", "text"}
+)
+
+
+def clock_named(name: str) -> bool:
+    """Whether a variable is named like the current date or time (`current_date`, `now`, `today`)."""
+    words = [w for w in re.split(r"_+|(?<=[a-z])(?=[A-Z])", name.strip("_")) if w]
+    lowered = [w.lower() for w in words]
+    return any(w in _CLOCK_WORDS for w in lowered) and all(
+        w in _CLOCK_WORDS or w in _CLOCK_QUALIFIERS for w in lowered
+    )
 
 
 def sample_values(name: str) -> tuple[str, str]:

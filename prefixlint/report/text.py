@@ -19,13 +19,18 @@ def concise_line(d: Diagnostic) -> str:
 def _summary(report: Report) -> str:
     diagnostics = report.diagnostics
     files = len({s.path for s in report.sources})
+    skipped = len({s.path for s in report.sources if s.kind == "not_prompt"})
+    if skipped:  # documentation, web pages, scaffolding: prefixlint/jinja/classify.py
+        files = f"{files - skipped} file(s); {skipped} skipped as not prompts (see --show-files)"
+    else:
+        files = f"{files} file(s)"
     if not diagnostics:
-        return f"No findings in {files} file(s) (tokenizer: {report.tokenizer})."
+        return f"No findings in {files} (tokenizer: {report.tokenizer})."
     counts: dict[str, int] = {}
     for d in diagnostics:
         counts[d.severity.label] = counts.get(d.severity.label, 0) + 1
     parts = ", ".join(f"{n} {label}" for label, n in sorted(counts.items()))
-    return f"Found {len(diagnostics)} finding(s) in {files} file(s): {parts} (tokenizer: {report.tokenizer})."
+    return f"Found {len(diagnostics)} finding(s) in {files}: {parts} (tokenizer: {report.tokenizer})."
 
 
 def render_concise(report: Report) -> str:
