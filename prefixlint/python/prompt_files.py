@@ -402,9 +402,11 @@ def render_jinja(
         def __bool__(self) -> bool:
             return True
 
-    template_path = template_path or ev.project.path_of(static_text(source))
-    folders = [os.path.dirname(template_path or ev.path), os.path.dirname(ev.path), ev.project.root]
-    loader = jinja2.FileSystemLoader(list(dict.fromkeys(folders)))
+    from prefixlint.jinja.loader import prompt_loader
+
+    template_path = template_path or ev.project.path_of(static_text(source)) or ev.path
+    search = [f for f in (os.path.dirname(os.path.abspath(ev.path)), ev.project.root) if f]
+    loader = prompt_loader(template_path, search)
     env = ImmutableSandboxedEnvironment(loader=loader, undefined=Undefined, autoescape=False)
     context = {name: _Marker(registry, (name,)) for name in named}
     context.update({name: _Marker(registry, (name,)) for name in attributes if name not in context})
