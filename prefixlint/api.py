@@ -477,7 +477,8 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         default_name = cached_name or load_tokenizer(options.tokenizer).name
     else:
         default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
-    report = Report(default_name, options.engine, results, _inputs(walked, sources, options))
+    inputs = _inputs(walked, sources, options) + [dep[0] for r in results for dep in r.dependencies]
+    report = Report(default_name, options.engine, results, inputs)
     report.replayable = not any(includes)
     return report
 

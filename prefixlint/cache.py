@@ -126,6 +126,9 @@ class ResultCache:
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             self.misses += 1
             return None
+        if any(stamp(dep[0]) != dep for r in results for dep in r.dependencies):
+            self.misses += 1  # a module it imports or a prompt file it reads has changed
+            return None
         self.hits += 1
         return results
 

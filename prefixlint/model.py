@@ -94,6 +94,9 @@ class SourceResult:
     multiturn_reuse: float | None = None
     tokenizer: str = ""
     notes: list[str] = field(default_factory=list)  # what the run had to work around (stderr, JSON)
+    # Other files the analysis read (imported modules, prompt files), each as runmemo.stamp gives
+    # it when read: a cached result is stale once one of them changes.
+    dependencies: list[list[Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

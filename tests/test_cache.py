@@ -87,3 +87,26 @@ def test_a_corrupt_entry_is_a_miss(project: Path, monkeypatch: pytest.MonkeyPatc
 def test_no_cache_dir_means_no_cache(project: Path) -> None:
     lint_paths([str(project)], Options())
     assert not (project / ".prefixlint_cache").exists()
+
+
+def test_a_changed_imported_module_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Python result depends on the modules it imports: editing one re-analyses the importer."""
+    (tmp_path / "helpers.py").write_text("def stamp_line():\n    return 'Version 3.'\n", encoding="utf-8")
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "from helpers import stamp_line\n\n"
+        "def system_prompt():\n"
+        "    return stamp_line() + ' You answer questions about hotel rooms, prices and bookings, "
+        "politely and in full sentences, and you never invent a room that is not listed.'\n",
+        encoding="utf-8",
+    )
+    options = Options(cache_dir=str(tmp_path / ".prefixlint_cache"), project_root=str(tmp_path))
+    calls = _count_analyses(monkeypatch)
+    assert lint_paths([str(agent)], options).diagnostics == []
+    assert lint_paths([str(agent)], options).diagnostics == []
+    assert calls == [str(agent)]  # the second run came from the cache
+    (tmp_path / "helpers.py").write_text(
+        "import time\n\ndef stamp_line():\n    return 'Time: ' + time.ctime() + '.'\n", encoding="utf-8"
+    )
+    codes = [d.code for d in lint_paths([str(agent)], options).diagnostics]
+    assert calls == [str(agent), str(agent)] and codes == ["PFX101"]

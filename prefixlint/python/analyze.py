@@ -77,4 +77,9 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, options)
-    return SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
+    from prefixlint.runmemo import stamp
+
+    dependencies = [stamp(p) for p in project.read if p != os.path.abspath(path)]
+    result = SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
+    result.dependencies = dependencies
+    return result
