@@ -625,14 +625,15 @@ class Evaluator:
         if isinstance(fn, cst.FunctionDef):
             if fn.name.value == "__init__":
                 return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
-            where = f"`{name}`, a parameter of `{fn.name.value}()`"
+            where = f"a parameter of `{fn.name.value}()`"
         else:
-            where = name
+            where = ""
         found = parameter_provenance(name)
         if found is None:
             return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
         prov, weak = found
-        return self.hole(prov, node, where, by_name=True, weak=weak)
+        (hole,) = self.hole(prov, node, name, by_name=True, weak=weak)
+        return (replace(hole, via=where),)
 
     def annotation_provenance(self, fn: cst.FunctionDef, name: str) -> Provenance | None:
         """The provenance of a parameter annotated with a volatile type (`rnd: random.Random`)."""
@@ -701,14 +702,16 @@ class Evaluator:
         return (order,) if order is not None else value
 
     # --- classes -------------------------------------------------------------------------------
-    def class_attribute(self, cls: cst.ClassDef, attr: str, env: Env, depth: int = 0) -> Value | None:
+    def class_attribute(
+        self, cls: cst.ClassDef, attr: str, env: Env, depth: int = 0, subclasses: bool = True
+    ) -> Value | None:
         """`self.attr` for an instance of `cls`: its class-level value (a dataclass field's default),
         what its methods assign to `self.attr`, else what a base class gives."""
         if depth > 4 or env.depth > MAX_DEPTH:
             return None
         options: list[Value] = []
         class_scope = self.index.scopes[cls]
-        if class_scope.bindings.get(attr):
+        if class_scope.bindings.get(attr) and not _field_without_default(class_scope.bindings[attr][-1].expr):
             options.append(self.binding_value(attr, class_scope, class_scope.bindings[attr][-1], env))
         for binding in self.index.instance_attrs.get((cls.name.value, attr), ()):
             if binding.expr is not None:
@@ -716,9 +719,17 @@ class Evaluator:
         if options:
             return choice(options)
         for evaluator, base in self.base_classes(cls):
-            found = evaluator.class_attribute(base, attr, env.deeper(), depth + 1)
+            found = evaluator.class_attribute(base, attr, env.deeper(), depth + 1, subclasses=False)
             if found is not None:
                 return self.anchor(found, cls) if evaluator is not self else found
+        if subclasses:  # an abstract field (`prompt: str = field()`) that subclasses give a value
+            options = []
+            for evaluator, sub in self.project.subclasses(self, cls):
+                found = evaluator.class_attribute(sub, attr, env.deeper(), depth + 1, subclasses=False)
+                if found is not None:
+                    options.append(self.anchor(found, cls) if evaluator is not self else found)
+            if options:
+                return choice(options)
         return None
 
     def base_classes(self, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.ClassDef]]:
@@ -969,6 +980,14 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+def _field_without_default(node: cst.BaseExpression | None) -> bool:
+    """`field(repr=False)`: a dataclass field every instance must be given (by a subclass, say)."""
+    if not (isinstance(node, cst.Call) and func_name(node.func) in ("field", "Field")):
+        return False
+    keywords = {a.keyword.value for a in node.args if a.keyword is not None}
+    return not keywords & {"default", "default_factory"} and all(a.keyword is not None for a in node.args)
 
 
 def _is_literal(node: cst.BaseExpression) -> bool:

@@ -94,8 +94,9 @@ def diagnostics(
         prov = hole.provenance
         where = f"{cand.prompt.what} (line {cand.prompt.line})"
         what = f"{_WHAT[prov]} (`{hole.label}`{', ' + hole.via if hole.via else ''})"
-        if hole.by_name and not hole.via:
-            what = f"`{hole.label}`, {_NAMED_LIKE[prov]},"
+        if hole.by_name:
+            named = "a per-request input if its callers pass one" if hole.weak else _NAMED_LIKE[prov]
+            what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
         severity = RULES[code].default_severity
         if cand.static_after:
             tokens = count_tokens(cand.static_after)

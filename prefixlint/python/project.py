@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -40,6 +41,7 @@ _SKIPPED_FOLDERS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__
 # entries the tail search gives up (the folders around the module are still tried).
 MAX_INDEXED_FILES = 30_000
 MAX_FILE_BYTES = 1_000_000
+MAX_SIBLING_MODULES = 50
 # Folders above a module tried for a relative path or a package, when the module is outside the root.
 MAX_PARENT_FOLDERS = 6
 
@@ -155,6 +157,31 @@ class Project:
     def add_module(self, path: str, index: ModuleIndex) -> None:
         """The checked module, parsed already."""
         self.modules[os.path.abspath(path)] = index
+
+    def subclasses(self, evaluator: Evaluator, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.ClassDef]]:
+        """Classes deriving from `cls` in the modules beside its own (where an abstract base's
+        concrete classes usually live); found by a text search first, so few modules are parsed."""
+        name = cls.name.value
+        folder = os.path.dirname(evaluator.path)
+        try:
+            files = sorted(f for f in os.listdir(folder) if f.endswith(".py"))[:MAX_SIBLING_MODULES]
+        except OSError:
+            return []
+        out = []
+        for file in files:
+            path = os.path.join(folder, file)
+            text = (
+                self.text(path) if path == evaluator.path or os.path.getsize(path) < MAX_FILE_BYTES else None
+            )
+            if text is None or not re.search(rf"class\s+\w+\s*\([^)]*\b{re.escape(name)}\b", text):
+                continue
+            other = self.evaluator(path)
+            if other is None:
+                continue
+            for candidate in other.index.classes.values():
+                if any(found == (evaluator, cls) for found in other.base_classes(candidate)):
+                    out.append((other, candidate))
+        return out
 
     def evaluator(self, path: str) -> Evaluator | None:
         from prefixlint.python.evaluate import Evaluator

@@ -180,7 +180,8 @@ def _call_names(ev: Evaluator, func: cst.BaseExpression) -> set[str]:
 
 def _last_assignment(ev: Evaluator, node: cst.Name) -> cst.BaseExpression | None:
     scope = ev.index.scope_for(node)
-    bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < ev.index.pos(node)]
+    here = ev.index.pos(node)
+    bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < here and b.kind != "setitem"]
     if bindings and bindings[-1].kind == "assign":
         return bindings[-1].expr
     module = ev.index.module_scope.bindings.get(node.value)
