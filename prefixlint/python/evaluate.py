@@ -76,7 +76,9 @@ _VOLATILE_TYPES = {
     "numpy.random.RandomState",
 }
 _SEEDABLE = {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState", "random.seed"}
-_OPAQUE = {"len", "bool", "int", "float", "isinstance", "hasattr", "getattr", "type", "id", "print"}
+_OPAQUE = {"len", "bool", "isinstance", "hasattr", "getattr", "type", "id", "print"}
+# Builtins whose result is their argument in another form: `int(time.time())` is still the clock.
+_CONVERSIONS = {"int", "float", "round", "abs"}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 
 
@@ -104,7 +106,12 @@ def _message_role(call: cst.Call, func_name: str) -> str | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "role":
             return _role_of(arg.value) or "unknown"
+    has_content = any(a.keyword and a.keyword.value in ("content", "text") for a in call.args)
     if not func_name.endswith("Message"):
+        # builders such as `make_assistant_message(content=...)`, `create_user_message(text=...)`
+        words = re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", func_name).lower())
+        if "message" in words and has_content:
+            return next((w for w in words if w in ROLES), "unknown")
         return None
     prefix = func_name[: -len("Message")].lower()
     if prefix in ROLES:
@@ -112,7 +119,7 @@ def _message_role(call: cst.Call, func_name: str) -> str | None:
     positional = [a.value for a in call.args if a.keyword is None]
     if positional and (role := _role_of(positional[0])):
         return role
-    return "unknown" if any(a.keyword and a.keyword.value == "content" for a in call.args) else None
+    return "unknown" if has_content else None
 
 
 def _role_of(node: cst.BaseExpression) -> str | None:
@@ -385,6 +392,8 @@ class Evaluator:
                 return first
             if name in _OPAQUE:
                 return self.unknown(node)
+            if name in _CONVERSIONS and first is not None:
+                return self.propagate(node, [first])
 
         callee = self.resolve_callable(node.func, node)
         if callee is not None:

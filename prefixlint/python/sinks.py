@@ -151,6 +151,9 @@ class _SinkFinder:
             if rendered is not None and len(static_text(rendered)) >= MIN_RENDERED_TEXT:
                 self.add(node, rendered, "the rendered template")
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
+        if name.endswith("Agent") and positional and not set(system) - {"tools"}:
+            # `ChatAgent("You are ...")`: an agent's first argument is its system message
+            self.add(node, self.value(positional[0]), f"the first argument of `{name}()`", open_tail=True)
         if isinstance(node.func, cst.Attribute) and positional:
             if name in PROMPT_METHODS:
                 self.add(
