@@ -165,3 +165,18 @@ def test_static_calls_on_constants_are_static_text() -> None:
     assert isinstance(system, Text)
     assert "Answer in the customer's language.\nKeep answers under 200 words" in system.text
     assert '{"properties": {"answer": {"type": "string"}, "articles": {"type": "array"}}' in system.text
+
+
+def test_python_sources_have_prefix_numbers() -> None:
+    """The main prompt's static text ahead of its first volatile value, in tokens of the tokenizer."""
+    from prefixlint.api import tokenizer_for
+
+    path = FIXTURES / "python" / "helpers_and_constants.py"
+    result = analyze_python(str(path), path.read_text(encoding="utf-8"), Options())
+    count = tokenizer_for(str(path), Options()).count
+    persona = "You are {name}, a careful research assistant.\n".replace("{name}", "")
+    tools = "\n## Tools\n- search(query): look something up\n- calculator(expression): do arithmetic\n"
+    assert result.cacheable_prefix_tokens == count("Date: ")
+    assert result.total_tokens == count("Date: \n" + persona + tools)
+    clean = FIXTURES / "python" / "broken.py"
+    assert analyze_python(str(clean), clean.read_text(encoding="utf-8"), Options()).total_tokens is None

@@ -11,7 +11,7 @@ import libcst as cst
 from prefixlint.engines import load_engines
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.python.evaluate import Evaluator
-from prefixlint.python.findings import diagnostics
+from prefixlint.python.findings import diagnostics, prefix_numbers
 from prefixlint.python.project import Project
 from prefixlint.python.scopes import index_module
 from prefixlint.python.sinks import find_prompts
@@ -73,13 +73,17 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     tokenizer = _LazyTokenizer(path, options)
     engine = load_engines().get(options.engine)
     block_size = engine.block_size if engine is not None else 1
-    found = diagnostics(path, find_prompts(index, evaluator), tokenizer.count, block_size)
+    prompts = find_prompts(index, evaluator)
+    found = diagnostics(path, prompts, tokenizer.count, block_size)
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, options)
     from prefixlint.runmemo import stamp
 
-    dependencies = [stamp(p) for p in project.read if p != os.path.abspath(path)]
     result = SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
-    result.dependencies = dependencies
+    result.dependencies = [stamp(p) for p in project.read if p != os.path.abspath(path)]
+    numbers = prefix_numbers(prompts, tokenizer.count)
+    if numbers is not None:
+        result.cacheable_prefix_tokens, result.total_tokens = numbers
+        result.tokenizer = tokenizer.get().name
     return result

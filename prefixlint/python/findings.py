@@ -118,3 +118,28 @@ def diagnostics(
             severity = min(severity, Severity.INFO if hole.weak else Severity.WARNING)
         out.append(Diagnostic(code, Span(place, line, column), message, severity, hint=_HINT[prov]))
     return out
+
+
+def prefix_numbers(prompts: list[Prompt], count_tokens: Callable[[str], int]) -> tuple[int, int] | None:
+    """(cacheable, total) tokens of the module's main prompt: the one that loses the most static
+    text behind a volatile value, else the largest. Cacheable is the static text ahead of its first
+    volatile value; None without a prompt."""
+    best: tuple[int, int, str, str] | None = None
+    for prompt in prompts:
+        for form in expand(prompt.value):
+            total = "".join(s.text for s in form if isinstance(s, Text))
+            if not total.strip():
+                continue
+            ahead = []
+            for seg in form:
+                if isinstance(seg, Hole) and seg.provenance.volatile:
+                    break
+                if isinstance(seg, Text):
+                    ahead.append(seg.text)
+            cacheable = "".join(ahead)
+            rank = (len(total) - len(cacheable), len(total), cacheable, total)
+            if best is None or rank[:2] > best[:2]:
+                best = rank
+    if best is None:
+        return None
+    return count_tokens(best[2]), count_tokens(best[3])
