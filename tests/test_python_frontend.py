@@ -44,13 +44,22 @@ def test_fixtures_cover_every_rule() -> None:
     assert any(not expected(p) for p in PY_FIXTURES), "a clean fixture must stay silent"
 
 
-def test_clean_file_is_silent_and_loads_no_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_module_without_prompts_is_silent_and_loads_no_tokenizer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import prefixlint.api
 
     def boom(*args: object) -> None:
-        raise AssertionError("the tokenizer is only needed for a finding")
+        raise AssertionError("the tokenizer is only needed for a prompt's numbers or a finding")
 
     monkeypatch.setattr(prefixlint.api, "tokenizer_for", boom)
+    module = tmp_path / "geometry.py"
+    module.write_text("import math\n\ndef area(r: float) -> float:\n    return math.pi * r * r\n")
+    result = analyze_python(str(module), module.read_text(), Options())
+    assert result.diagnostics == [] and result.total_tokens is None
+
+
+def test_clean_file_is_silent() -> None:
     assert found(FIXTURES / "python" / "clean.py") == set()
 
 

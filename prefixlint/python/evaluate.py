@@ -179,7 +179,8 @@ class Evaluator:
         weak: bool = False,
     ) -> Value:
         line, column = self.index.pos(node)
-        label = label or self.label(node)
+        if label is None:  # generating a node's code is costly: only volatile holes are ever shown
+            label = self.label(node) if provenance.volatile else ""
         return (Hole(provenance, line, column, label, by_name, self.path, weak=weak),)
 
     def anchor(self, value: Value, node: cst.CSTNode) -> Value:
@@ -187,14 +188,13 @@ class Evaluator:
         code being checked); the message keeps where it really comes from. Placeholders written in
         a prompt file keep their place in that file."""
         line, column = self.index.pos(node)
-        here = self.label(node)
 
         def move(h: Hole) -> Hole:
-            if h.path == self.path or not h.path.endswith(".py"):
+            if h.path == self.path or not h.path.endswith(".py") or not h.provenance.volatile:
                 return h
             where = f"{os.path.relpath(h.path, self.project.root)}:{h.line}"
             via = h.via or f"`{h.label}` in {where}"
-            return replace(h, line=line, column=column, path=self.path, label=here, via=via)
+            return replace(h, line=line, column=column, path=self.path, label=self.label(node), via=via)
 
         return map_holes(value, move)
 
@@ -731,7 +731,8 @@ class Evaluator:
             found = evaluator.class_attribute(base, attr, env.deeper(), depth + 1, subclasses=False)
             if found is not None:
                 return self.anchor(found, cls) if evaluator is not self else found
-        if subclasses:  # an abstract field (`prompt: str = field()`) that subclasses give a value
+        if subclasses and _declares_without_value(cls, attr):
+            # an abstract field (`prompt: str`, `prompt: str = field()`) that subclasses give a value
             options = []
             for evaluator, sub in self.project.subclasses(self, cls):
                 found = evaluator.class_attribute(sub, attr, env.deeper(), depth + 1, subclasses=False)
@@ -989,6 +990,19 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+def _declares_without_value(cls: cst.ClassDef, attr: str) -> bool:
+    """Whether `cls` declares `attr` (annotated) without giving it a value."""
+    for statement in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if (
+                isinstance(small, cst.AnnAssign)
+                and isinstance(small.target, cst.Name)
+                and small.target.value == attr
+            ):
+                return small.value is None or _field_without_default(small.value)
+    return False
 
 
 def _field_without_default(node: cst.BaseExpression | None) -> bool:

@@ -144,14 +144,20 @@ class Project:
         return self.find_file(rel + ".py", near) or self.find_file(rel + "/__init__.py", near)
 
     def module(self, path: str) -> ModuleIndex | None:
-        """The parsed, indexed module at `path` (None if it cannot be read or parsed)."""
+        """The parsed, indexed module at `path` (None if it cannot be read or parsed); parsed once
+        per process while its text is unchanged, for every checked file that imports it."""
         path = os.path.abspath(path)
         if path not in self.modules:
             self.modules[path] = None
             text = self.text(path)
             if text is not None:
-                with contextlib.suppress(cst.ParserSyntaxError, RecursionError, ValueError):
-                    self.modules[path] = index_module(cst.parse_module(text), path)
+                cached = _PARSED.get(path)
+                if cached is not None and cached[0] == text:
+                    self.modules[path] = cached[1]
+                else:
+                    with contextlib.suppress(cst.ParserSyntaxError, RecursionError, ValueError):
+                        self.modules[path] = index_module(cst.parse_module(text), path)
+                    _PARSED[path] = (text, self.modules[path])
         return self.modules[path]
 
     def add_module(self, path: str, index: ModuleIndex) -> None:
@@ -210,6 +216,10 @@ class Project:
             if evaluator is not None:
                 return evaluator, ".".join(parts[cut:])
         return None
+
+
+# Modules parsed in this process, by path: (their text, their index).
+_PARSED: dict[str, tuple[str, ModuleIndex | None]] = {}
 
 
 def _read(path: str) -> str | None:

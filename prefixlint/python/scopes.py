@@ -163,7 +163,7 @@ class _Indexer:
             if type(parent) is cst.For and node is parent.body:
                 self.loops.append(parent.iter)
                 self.loop_bodies.append(node)
-            arm = _arm(parent, node)
+            arm = _arm(parent, node) if type(parent) in _BRANCHING else None
             if arm is not None:
                 self.branch = (*self.branch, (id(parent), arm))
                 self.arms.append(node)
@@ -375,6 +375,9 @@ _LEAVE = {
     for name, method in vars(_Indexer).items()
     if name.startswith("leave_")
 }
+
+
+_BRANCHING = frozenset({cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match})
 
 
 def _arm(parent: cst.CSTNode, node: cst.CSTNode) -> int | None:
