@@ -58,6 +58,9 @@ class Options:
     # Where app prompt templates' includes are looked for after their own folder and the project
     # root: config `template-search-path`, absolute.
     template_search_path: tuple[str, ...] = ()
+    # The project's own prompt builders (config `[tool.prefixlint.python] sinks`): each argument of a
+    # call to one is prompt text, in order.
+    python_sinks: tuple[str, ...] = ()
     # The folder imports, prompt files and template names are relative to: the config file's
     # folder, else found from the paths checked (prefixlint.files.project_root).
     project_root: str | None = None

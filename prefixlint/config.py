@@ -39,10 +39,12 @@ _KEYS: dict[str, str] = {
     "variables": "variables",
     "template-kinds": "template-kinds",
     "template-search-path": "strings",
+    "python": "python",
 }
 # `template-kinds` values: what a matching .jinja/.j2 file is (prefixlint/jinja/classify.py).
 TEMPLATE_KINDS = ("chat", "prompt", "not-prompt")
 _VARIABLE_KEYS = ("static", "dynamic")
+_PYTHON_KEYS = ("sinks",)
 
 
 class ConfigError(Exception):
@@ -66,6 +68,8 @@ class Config:
     dynamic_variables: tuple[str, ...] = ()
     template_kinds: tuple[tuple[str, str], ...] = ()  # (glob, one of TEMPLATE_KINDS)
     template_search_path: tuple[str, ...] = ()  # absolute folders
+    # `[tool.prefixlint.python] sinks`: the project's own prompt builders (qualified or bare names)
+    python_sinks: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     # Every config file path looked for, found or not: a recorded run (runmemo) depends on them all.
     consulted: tuple[str, ...] = field(default=(), compare=False)
@@ -160,6 +164,15 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
             )
         elif kind == "template-kinds":
             values[key] = _template_kinds(value, name, where)
+        elif kind == "python":
+            if not isinstance(value, dict):
+                raise ConfigError(f'{where}: `{name}` must be a table (e.g. `sinks = ["pkg.mod.build"]`)')
+            for sub in value:
+                if sub not in _PYTHON_KEYS:
+                    raise ConfigError(
+                        f"{where}: unknown key `{name}.{sub}`; known keys: {', '.join(_PYTHON_KEYS)}"
+                    )
+            values["python-sinks"] = _strings(value.get("sinks", []), f"{name}.sinks", where)
         else:  # variables
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: `{name}` must be a table with `static` and `dynamic` lists")
@@ -202,6 +215,7 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
         static_variables=values.get("static", ()),
         dynamic_variables=values.get("dynamic", ()),
         template_kinds=values.get("template-kinds", ()),
+        python_sinks=values.get("python-sinks", ()),
         template_search_path=tuple(
             str((path.parent / folder).resolve()) for folder in values.get("template-search-path", ())
         ),
@@ -330,5 +344,6 @@ def build_options(
         cache_dir=cache_dir,
         template_kinds=config.template_kinds,
         template_search_path=config.template_search_path,
+        python_sinks=config.python_sinks,
         project_root=str(root) if config.path is not None else None,
     )

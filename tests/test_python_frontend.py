@@ -189,3 +189,28 @@ def test_python_sources_have_prefix_numbers() -> None:
     assert result.total_tokens == count("Date: \n" + persona + tools)
     clean = FIXTURES / "python" / "broken.py"
     assert analyze_python(str(clean), clean.read_text(encoding="utf-8"), Options()).total_tokens is None
+
+
+def test_configured_sink_is_a_prompt(tmp_path: Path) -> None:
+    """`[tool.prefixlint.python] sinks` names a project's own message builder."""
+    from prefixlint.config import build_options, load_config
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.prefixlint.python]\nsinks = ["chat.format_chat_message"]\n', encoding="utf-8"
+    )
+    module = tmp_path / "bot.py"
+    module.write_text(
+        "import time\n"
+        "from chat import format_chat_message\n\n"
+        "def build(question):\n"
+        "    return format_chat_message('system', 'Now: ' + time.ctime() + '. You are a careful assistant that "
+        "answers questions about the opening hours of the city library and its branches.')\n",
+        encoding="utf-8",
+    )
+    text = module.read_text(encoding="utf-8")
+    assert analyze_python(str(module), text, Options()).diagnostics == []  # not a known sink
+    options = build_options(load_config(tmp_path / "pyproject.toml"))
+    assert options.python_sinks == ("chat.format_chat_message",)
+    assert [(d.code, d.span.line) for d in analyze_python(str(module), text, options).diagnostics] == [
+        ("PFX101", 5)
+    ]

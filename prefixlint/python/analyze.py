@@ -73,7 +73,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     tokenizer = _LazyTokenizer(path, options)
     engine = load_engines().get(options.engine)
     block_size = engine.block_size if engine is not None else 1
-    prompts = find_prompts(index, evaluator)
+    prompts = find_prompts(index, evaluator, options.python_sinks)
     found = diagnostics(path, prompts, tokenizer.count, block_size)
     from prefixlint.python.embedded import embedded_template_diagnostics
 

@@ -61,7 +61,10 @@ def _is_message_literal(node: cst.BaseExpression) -> bool:
 class _SinkFinder:
     """visit_/leave_ methods replayed over the index's recorded nodes (ModuleIndex.replay)."""
 
-    def __init__(self, index: ModuleIndex, evaluator: Evaluator) -> None:
+    def __init__(
+        self, index: ModuleIndex, evaluator: Evaluator, declared: frozenset[str] = frozenset()
+    ) -> None:
+        self.declared = declared  # configured sinks: qualified (`pkg.mod.fn`) or bare (`fn`) names
         self.index = index
         self.ev = evaluator
         self.prompts: list[Prompt] = []
@@ -129,6 +132,10 @@ class _SinkFinder:
 
     def visit_Call(self, node: cst.Call) -> None:
         name = func_name(node.func)
+        if self.declared and (name in self.declared or self.index.qualified_names(node.func) & self.declared):
+            parts = [self.value(a.value) for a in node.args]
+            if all(p is not None for p in parts):
+                self.add(node, concat(*parts), f"the arguments of `{name}()` (a configured sink)")
         if _message_role(node, name) is not None:
             self.add(node, self.value(node), f"the `{name}` message")
             return
@@ -218,7 +225,7 @@ def _holds_message(node: cst.BaseExpression) -> bool:
     return _is_message_literal(node)
 
 
-def find_prompts(index: ModuleIndex, evaluator: Evaluator) -> list[Prompt]:
-    finder = _SinkFinder(index, evaluator)
+def find_prompts(index: ModuleIndex, evaluator: Evaluator, declared: tuple[str, ...] = ()) -> list[Prompt]:
+    finder = _SinkFinder(index, evaluator, frozenset(declared))
     index.replay(finder)
     return finder.prompts
