@@ -203,8 +203,8 @@ def test_configured_sink_is_a_prompt(tmp_path: Path) -> None:
         "import time\n"
         "from chat import format_chat_message\n\n"
         "def build(question):\n"
-        "    return format_chat_message('system', 'Now: ' + time.ctime() + '. You are a careful assistant that "
-        "answers questions about the opening hours of the city library and its branches.')\n",
+        "    return format_chat_message('system', 'Now: ' + time.ctime() + '. You are a careful "
+        "assistant that answers questions about the opening hours of the city library and its branches.')\n",
         encoding="utf-8",
     )
     text = module.read_text(encoding="utf-8")
