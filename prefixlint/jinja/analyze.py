@@ -26,7 +26,7 @@ from prefixlint.jinja.inputs import (
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
-from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult
+from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
@@ -201,15 +201,36 @@ def _variant_label(r: Render) -> str:
 
 
 def _evidence(a: Render, b: Render, d: int, t: int, lost: int) -> Evidence:
+    return divergence_evidence(
+        a.text, b.text, len(a.ids), d, t, lost, f"{a.scenario.label}; varied: {_variant_label(b)}"
+    )
+
+
+def below_engine_minimum(cacheable: int, engine_name: str, span: Span, where: str = "") -> Diagnostic | None:
+    """PFX502 when the engine caches nothing of a prefix this short (OpenAI: under 1,024 tokens)."""
+    engine = load_engines().get(engine_name)
+    if engine is None or not engine.minimum_tokens or cacheable >= engine.minimum_tokens:
+        return None
+    message = (
+        f"the static prefix is {cacheable:,} tokens{' ' + where if where else ''}; "
+        f"{engine.name} caches nothing below {engine.minimum_tokens:,} tokens"
+    )
+    return Diagnostic("PFX502", span, message, Severity.INFO)
+
+
+def divergence_evidence(
+    text_a: str, text_b: str, tokens_a: int, d: int, t: int, lost: int, inputs: str
+) -> Evidence:
+    """What a finding from two renders rests on: they agree up to char `d` / token `t`."""
     return Evidence(
         token_index=t,
         char_offset=d,
         cacheable_tokens=t,
-        context_a=_context(a.text, d),
-        context_b=_context(b.text, d),
+        context_a=_context(text_a, d),
+        context_b=_context(text_b, d),
         static_tokens_lost=lost,
-        engines=cacheable_per_engine(t, len(a.ids)),
-        inputs=f"{a.scenario.label}; varied: {_variant_label(b)}",
+        engines=cacheable_per_engine(t, tokens_a),
+        inputs=inputs,
     )
 
 
@@ -449,17 +470,11 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     result.cacheable_prefix_tokens = min(
         [common_prefix_len(base.ids, r.ids) for r in stable] or [len(base.ids)]
     )
-    engine = load_engines().get(options.engine)
-    if (
-        engine is not None
-        and engine.minimum_tokens
-        and result.cacheable_prefix_tokens < engine.minimum_tokens
-    ):
-        message = (
-            f"the static prefix is {result.cacheable_prefix_tokens:,} tokens {primary[0].scenario.label}; "
-            f"{engine.name} caches nothing below {engine.minimum_tokens:,} tokens"
-        )
-        result.diagnostics.append(Diagnostic("PFX502", template.span(1), message, Severity.INFO))
+    below = below_engine_minimum(
+        result.cacheable_prefix_tokens, options.engine, template.span(1), primary[0].scenario.label
+    )
+    if below is not None:
+        result.diagnostics.append(below)
 
     if multiturn is not None:
         from prefixlint.jinja.multiturn import analyze_multiturn

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from prefixlint.engines import cacheable_per_engine, load_engines
+from prefixlint.engines import load_engines
+from prefixlint.jinja.analyze import below_engine_minimum, divergence_evidence
 from prefixlint.jinja.environment import (
     TEMPLATE_FILENAME,
     RenderBudget,
@@ -43,7 +44,7 @@ from prefixlint.jinja.template import ENV_GLOBALS, ChatTemplate, describe_error,
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.tracer import TracedRender, TracedTemplate, TracingLoader
 from prefixlint.jinja.variables import clock_named, provenance_code, sample_values
-from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
+from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
@@ -253,10 +254,6 @@ def _span(template: PromptTemplate, path: str | None, line: int, column: int = 1
     return Span(path, line, column) if path else template.span(line, column)
 
 
-def _context(text: str, at: int) -> str:
-    return text[max(0, at - CONTEXT_CHARS) : at] + "‖" + text[at : at + CONTEXT_CHARS]
-
-
 def _first_difference(a: str, b: str) -> int | None:
     if a == b:
         return None
@@ -311,16 +308,8 @@ def _finding(
     if lost < block:
         severity = Severity.INFO
         what += f" (less than one {block}-token cache block)"
-    evidence = Evidence(
-        token_index=t,
-        char_offset=d,
-        cacheable_tokens=t,
-        context_a=_context(base.text, d),
-        context_b=_context(other.text, d),
-        static_tokens_lost=lost,
-        engines=cacheable_per_engine(t, len(base.ids)),
-        inputs=f"app prompt template; varied: template variable `{v.name}`",
-    )
+    varied = f"app prompt template; varied: template variable `{v.name}`"
+    evidence = divergence_evidence(base.text, other.text, len(base.ids), d, t, lost, varied)
     return Diagnostic(
         v.code, _span(template, origin.path, origin.line, origin.column), what, severity, evidence=evidence
     )
@@ -385,14 +374,7 @@ def analyze_prompt_template(
     result.cacheable_prefix_tokens = min(
         [common_prefix_len(base.ids, r.ids) for _, r in renders] or [len(base.ids)]
     )
-    if (
-        engine is not None
-        and engine.minimum_tokens
-        and result.cacheable_prefix_tokens < engine.minimum_tokens
-    ):
-        message = (
-            f"the static prefix is {result.cacheable_prefix_tokens:,} tokens; "
-            f"{engine.name} caches nothing below {engine.minimum_tokens:,} tokens"
-        )
-        result.diagnostics.append(Diagnostic("PFX502", template.span(1), message, Severity.INFO))
+    below = below_engine_minimum(result.cacheable_prefix_tokens, options.engine, template.span(1))
+    if below is not None:
+        result.diagnostics.append(below)
     return result

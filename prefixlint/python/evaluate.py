@@ -876,22 +876,14 @@ class Evaluator:
 
     def substitute(self, template: Value, where: cst.CSTNode, named: dict[str, Value]) -> Value:
         """`string.Template.substitute`: `$name` and `${name}`."""
-        out: list[Value] = []
-        for seg in template:
-            if not isinstance(seg, Text):
-                out.append((seg,))
-                continue
-            last = 0
-            for m in _DOLLAR.finditer(seg.text):
-                out.append(text(seg.text[last : m.start()]))
-                last = m.end()
-                if m.group(0) == "$$":
-                    out.append(text("$"))
-                    continue
-                name = m.group(1) or m.group(2)
-                out.append(named.get(name) or self.placeholder(name, where))
-            out.append(text(seg.text[last:]))
-        return concat(*out)
+
+        def field(m: re.Match[str]) -> Value:
+            if m.group(0) == "$$":
+                return text("$")
+            name = m.group(1) or m.group(2)
+            return named.get(name) or self.placeholder(name, where)
+
+        return _replace_matches(template, _DOLLAR, field)
 
     def placeholder(self, name: str, where: cst.CSTNode) -> Value:
         """A placeholder nobody in the checked code fills: a hole named after it."""
@@ -900,19 +892,8 @@ class Evaluator:
 
     def placeholders(self, value: Value, where: cst.CSTNode) -> Value:
         """Double-brace placeholders (`{{ name }}`, `{{time.date}}`: Jinja, Handlebars, Semantic
-        Kernel) in a template string, as holes named after them; then `str.format` ones."""
-        out: list[Value] = []
-        for seg in value:
-            if not isinstance(seg, Text) or "{{" not in seg.text:
-                out.append((seg,))
-                continue
-            last = 0
-            for m in _DOUBLE_BRACE.finditer(seg.text):
-                out.append(text(seg.text[last : m.start()]))
-                out.append(self.placeholder(m.group(1), where))
-                last = m.end()
-            out.append(text(seg.text[last:]))
-        return concat(*out)
+        Kernel) in a template string, as holes named after them."""
+        return _replace_matches(value, _DOUBLE_BRACE, lambda m: self.placeholder(m.group(1), where))
 
     def fill(
         self, template: Value, where: cst.CSTNode, positional: list[Value], named: dict[str, Value]
@@ -959,25 +940,16 @@ class Evaluator:
                 for e in right.elements
                 if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
             }
-        out: list[Value] = []
-        index = 0
-        for seg in left:
-            if not isinstance(seg, Text):
-                out.append((seg,))
-                continue
-            last = 0
-            for m in _PERCENT.finditer(seg.text):
-                out.append(text(seg.text[last : m.start()]))
-                last = m.end()
-                if m.group(0) == "%%":
-                    out.append(text("%"))
-                elif m.group(1):
-                    out.append(named.get(m.group(1)) or self.unknown(node))
-                else:
-                    out.append(values[index] if index < len(values) else self.unknown(node))
-                    index += 1
-            out.append(text(seg.text[last:]))
-        return concat(*out)
+        positions = iter(values)
+
+        def field(m: re.Match[str]) -> Value:
+            if m.group(0) == "%%":
+                return text("%")
+            if m.group(1):
+                return named.get(m.group(1)) or self.unknown(node)
+            return next(positions, None) or self.unknown(node)
+
+        return _replace_matches(left, _PERCENT, field)
 
     def replace(self, value: Value, old: str, new: Value) -> Value:
         if not old:
@@ -990,6 +962,24 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+def _replace_matches(
+    template: Value, pattern: re.Pattern[str], field: Callable[[re.Match[str]], Value]
+) -> Value:
+    """The template with each match of `pattern` in its static text replaced by `field(match)`."""
+    out: list[Value] = []
+    for seg in template:
+        if not isinstance(seg, Text):
+            out.append((seg,))
+            continue
+        last = 0
+        for m in pattern.finditer(seg.text):
+            out.append(text(seg.text[last : m.start()]))
+            out.append(field(m))
+            last = m.end()
+        out.append(text(seg.text[last:]))
+    return concat(*out)
 
 
 def _declares_without_value(cls: cst.ClassDef, attr: str) -> bool:
