@@ -12,7 +12,7 @@ from prefixlint.engines import load_engines
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics, prefix_numbers
-from prefixlint.python.project import Project
+from prefixlint.python.project import Project, parsed_module
 from prefixlint.python.scopes import index_module
 from prefixlint.python.sinks import find_prompts
 
@@ -61,13 +61,15 @@ def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic
 
 def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     """Diagnostics for one Python source (kind "python")."""
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        return SourceResult(path, "python", diagnostics=[syntax_error(path, text, exc)])
-    index = index_module(module, os.path.abspath(path))
+    index = parsed_module(path, text)
+    if index is None:
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            return SourceResult(path, "python", diagnostics=[syntax_error(path, text, exc)])
+        index = index_module(module, os.path.abspath(path))
     project = Project(options.project_root or os.path.dirname(os.path.abspath(path)))
-    project.add_module(path, index)
+    project.add_module(path, index, text)
     evaluator = Evaluator(index, project)
     project.evaluators[os.path.abspath(path)] = evaluator
     tokenizer = _LazyTokenizer(path, options)

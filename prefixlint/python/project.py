@@ -42,6 +42,8 @@ _SKIPPED_FOLDERS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__
 MAX_INDEXED_FILES = 30_000
 MAX_FILE_BYTES = 1_000_000
 MAX_SIBLING_MODULES = 50
+# Imported modules kept parsed per process (a libcst tree of a large module is megabytes).
+MAX_PARSED_MODULES = 200
 # Folders above a module tried for a relative path or a package, when the module is outside the root.
 MAX_PARENT_FOLDERS = 6
 
@@ -73,9 +75,12 @@ class Project:
         return next((p for p, t in self.texts.items() if t == content), None)
 
     def _index(self) -> dict[str, list[str]]:
-        """File name -> the paths under the root with that name (walked once, on first need)."""
+        """File name -> the paths under the root with that name (walked once per process, on first
+        need: the tree does not change during a run)."""
+        if self._by_name is None and self.root in _WALKED:
+            self._by_name = _WALKED[self.root]
         if self._by_name is None:
-            self._by_name = {}
+            self._by_name = _WALKED[self.root] = {}
             count = 0
             for folder, dirs, files in os.walk(self.root):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_FOLDERS and not d.startswith("."))
@@ -157,12 +162,17 @@ class Project:
                 else:
                     with contextlib.suppress(cst.ParserSyntaxError, RecursionError, ValueError):
                         self.modules[path] = index_module(cst.parse_module(text), path)
+                    if len(_PARSED) >= MAX_PARSED_MODULES:  # bounded memory: drop the oldest
+                        del _PARSED[next(iter(_PARSED))]
                     _PARSED[path] = (text, self.modules[path])
         return self.modules[path]
 
-    def add_module(self, path: str, index: ModuleIndex) -> None:
+    def add_module(self, path: str, index: ModuleIndex, text: str | None = None) -> None:
         """The checked module, parsed already."""
-        self.modules[os.path.abspath(path)] = index
+        path = os.path.abspath(path)
+        self.modules[path] = index
+        if text is not None:
+            self.texts[path] = text
 
     def subclasses(self, evaluator: Evaluator, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.ClassDef]]:
         """Classes deriving from `cls` in the modules beside its own (where an abstract base's
@@ -218,6 +228,15 @@ class Project:
         return None
 
 
+def parsed_module(path: str, text: str) -> ModuleIndex | None:
+    """The index of a module this process parsed already with this very text (as an import of an
+    earlier checked file), else None."""
+    cached = _PARSED.get(os.path.abspath(path))
+    return cached[1] if cached is not None and cached[0] == text else None
+
+
+# Project roots walked in this process: file name -> paths.
+_WALKED: dict[str, dict[str, list[str]]] = {}
 # Modules parsed in this process, by path: (their text, their index).
 _PARSED: dict[str, tuple[str, ModuleIndex | None]] = {}
 
