@@ -257,7 +257,7 @@ class Evaluator:
         if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
             scope = self.index.scope_for(node)
             if scope.cls is not None:
-                found = self.class_attribute(scope.cls, node.attr.value, env)
+                found = self.class_attribute(scope.cls, node.attr.value, env, at=node)
                 if found is not None:
                     return found
         elif qualified and isinstance(receiver, (cst.Name, cst.Attribute)):
@@ -712,7 +712,13 @@ class Evaluator:
 
     # --- classes -------------------------------------------------------------------------------
     def class_attribute(
-        self, cls: cst.ClassDef, attr: str, env: Env, depth: int = 0, subclasses: bool = True
+        self,
+        cls: cst.ClassDef,
+        attr: str,
+        env: Env,
+        depth: int = 0,
+        subclasses: bool = True,
+        at: cst.CSTNode | None = None,
     ) -> Value | None:
         """`self.attr` for an instance of `cls`: its class-level value (a dataclass field's default),
         what its methods assign to `self.attr`, else what a base class gives."""
@@ -729,15 +735,15 @@ class Evaluator:
             return choice(options)
         for evaluator, base in self.base_classes(cls):
             found = evaluator.class_attribute(base, attr, env.deeper(), depth + 1, subclasses=False)
-            if found is not None:
-                return self.anchor(found, cls) if evaluator is not self else found
+            if found is not None:  # placed where it is read here (`at`), or at the class
+                return self.anchor(found, at or cls) if evaluator is not self else found
         if subclasses and _declares_without_value(cls, attr):
             # an abstract field (`prompt: str`, `prompt: str = field()`) that subclasses give a value
             options = []
             for evaluator, sub in self.project.subclasses(self, cls):
                 found = evaluator.class_attribute(sub, attr, env.deeper(), depth + 1, subclasses=False)
                 if found is not None:
-                    options.append(self.anchor(found, cls) if evaluator is not self else found)
+                    options.append(self.anchor(found, at or cls) if evaluator is not self else found)
             if options:
                 return choice(options)
         return None
@@ -871,7 +877,7 @@ class Evaluator:
                 and scope.cls is not None
             ):
                 cls = scope.cls
-                out[arg.keyword.value] = lambda attr, cls=cls: self.class_attribute(cls, attr, Env())
+                out[arg.keyword.value] = lambda attr, cls=cls: self.class_attribute(cls, attr, Env(), at=call)
         return out
 
     def substitute(self, template: Value, where: cst.CSTNode, named: dict[str, Value]) -> Value:
