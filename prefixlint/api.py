@@ -61,6 +61,9 @@ class Options:
     # The project's own prompt builders (config `[tool.prefixlint.python] sinks`): each argument of a
     # call to one is prompt text, in order.
     python_sinks: tuple[str, ...] = ()
+    # Count a Python source's prompt in tokens (its JSON `cacheable_prefix_tokens`/`total_tokens`);
+    # off for outputs that do not show them, so a pre-commit run loads no tokenizer for a clean file.
+    python_numbers: bool = True
     # The folder imports, prompt files and template names are relative to: the config file's
     # folder, else found from the paths checked (prefixlint.files.project_root).
     project_root: str | None = None
@@ -351,15 +354,21 @@ def list_sources(paths: list[str], options: Options) -> list[tuple[str, str, str
 TOKENIZERS_AHEAD = 2
 
 
-def _renders(source: Source) -> bool:
-    """Whether a source has templates to render (a helper loading its tokenizer is worth a fork):
-    not a Python file, nor a base model's tokenizer_config.json without a chat template."""
-    if source.kind == "tokenizer_config":
+def _renders(source: Source, options: Options) -> bool:
+    """Whether a source needs its tokenizer (a helper loading it is worth a fork): a template, a
+    Python file with prompt text (its numbers are counted in tokens), not a base model's
+    tokenizer_config.json without a chat template."""
+    if source.kind in ("tokenizer_config", "python"):
         try:
-            return b"chat_template" in read_limited(source.path)
+            data = read_limited(source.path)
         except (OSError, ValueError):
             return False
-    return source.kind != "python"
+        if source.kind == "python":
+            from prefixlint.python import may_hold_prompts
+
+            return options.python_numbers and may_hold_prompts(data.decode("utf-8", "replace"))
+        return b"chat_template" in data
+    return True
 
 
 def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[SourceResult]]:
@@ -370,7 +379,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
     files = [tokenizer_file(s.path, options) for s in sources]
-    starts = [f if _renders(s) else None for s, f in zip(sources, files, strict=True)]
+    starts = [f if _renders(s, options) else None for s, f in zip(sources, files, strict=True)]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
     stop_all_loading(keep=last_use)  # a guess from the command line (launch.py) that missed
     try:

@@ -159,6 +159,7 @@ def check(
     from prefixlint.tokens import TokenizerError
 
     options, fail_on, config = _setup(paths, kw)
+    options.python_numbers = fmt in ("json", "sarif")  # the outputs that show per-source numbers
     try:
         report = lint_paths(list(paths), options)
     except TokenizerError as exc:

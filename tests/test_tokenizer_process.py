@@ -171,8 +171,13 @@ def test_without_fork_nothing_is_forked(
 def test_python_only_and_cached_runs_start_no_helper(
     tmp_path: Path, fresh_registry: list[TokenizerProcess]
 ) -> None:
-    lint_paths([str(FIXTURES / "python")], Options(), workers=1)
-    assert not fresh_registry  # its token counts loaded the tokenizer here, as before helpers
+    plain = tmp_path / "geometry.py"
+    plain.write_text("import math\n\n\ndef area(r):\n    return math.pi * r * r\n", encoding="utf-8")
+    lint_paths([str(plain)], Options(), workers=1)
+    assert not fresh_registry  # no prompt text: no tokenizer needed, no helper
+    lint_paths([str(FIXTURES / "python" / "clean.py")], Options(), workers=1)
+    assert len(fresh_registry) == 1  # a prompt's numbers are counted in tokens: loaded beside the parse
+    fresh_registry.clear()
     tokens._LOADED.clear()
     template = tmp_path / "t.jinja"
     template.write_text((FIXTURES / "templates" / "clock_in_system.jinja").read_text(encoding="utf-8"))

@@ -34,14 +34,19 @@ def _parses(path: str, text: str) -> bool:
     return True
 
 
+def may_hold_prompts(text: str) -> bool:
+    """Whether a module has any text a prompt sink needs (else it is only checked for syntax)."""
+    return _MAY_HOLD_PROMPTS.search(text) is not None
+
+
 def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     """Diagnostics for one Python source; a file that cannot hold a prompt costs no libcst (whose
     import alone takes ~0.5 s)."""
-    if not _MAY_HOLD_PROMPTS.search(text) and _parses(path, text):
+    if not may_hold_prompts(text) and _parses(path, text):
         return SourceResult(path, "python")
     from prefixlint.python.analyze import analyze_python as analyze
 
     return analyze(path, text, options)
 
 
-__all__ = ["analyze_python"]
+__all__ = ["analyze_python", "may_hold_prompts"]

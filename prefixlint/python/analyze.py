@@ -84,7 +84,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
 
     result = SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
     result.dependencies = [stamp(p) for p in project.read if p != os.path.abspath(path)]
-    numbers = prefix_numbers(prompts, tokenizer.count)
+    numbers = prefix_numbers(prompts, tokenizer.count) if options.python_numbers else None
     if numbers is not None:
         result.cacheable_prefix_tokens, result.total_tokens = numbers
         result.tokenizer = tokenizer.get().name

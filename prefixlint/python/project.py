@@ -41,6 +41,11 @@ _SKIPPED_FOLDERS = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__
 # entries the tail search gives up (the folders around the module are still tried).
 MAX_INDEXED_FILES = 30_000
 MAX_FILE_BYTES = 1_000_000
+# Modules read to follow an import: one larger than this (a 6,000-line agent class) is not parsed
+# (about 1 s of libcst per 250 KB), and one checked file reads at most this much imported source,
+# so a pre-commit run on one file stays fast.
+MAX_IMPORTED_MODULE_BYTES = 150_000
+MAX_IMPORTED_BYTES = 400_000
 MAX_SIBLING_MODULES = 50
 # Imported modules kept parsed per process (a libcst tree of a large module is megabytes).
 MAX_PARSED_MODULES = 200
@@ -58,6 +63,7 @@ class Project:
     _by_name: dict[str, list[str]] | None = None
     active: list[cst.CSTNode] = field(default_factory=list)  # functions being inlined (recursion guard)
     steps: int = 0  # expressions evaluated for the current prompt (evaluate.STEP_BUDGET)
+    imported_bytes: int = 0  # source of imported modules parsed for this checked file
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
 
     # --- files ---------------------------------------------------------------------------------
@@ -154,7 +160,7 @@ class Project:
         path = os.path.abspath(path)
         if path not in self.modules:
             self.modules[path] = None
-            text = self.text(path)
+            text = self.text(path) if self._affordable(path) else None
             if text is not None:
                 cached = _PARSED.get(path)
                 if cached is not None and cached[0] == text:
@@ -166,6 +172,16 @@ class Project:
                         del _PARSED[next(iter(_PARSED))]
                     _PARSED[path] = (text, self.modules[path])
         return self.modules[path]
+
+    def _affordable(self, path: str) -> bool:
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return False
+        if size > MAX_IMPORTED_MODULE_BYTES or self.imported_bytes + size > MAX_IMPORTED_BYTES:
+            return False
+        self.imported_bytes += size
+        return True
 
     def add_module(self, path: str, index: ModuleIndex, text: str | None = None) -> None:
         """The checked module, parsed already."""
