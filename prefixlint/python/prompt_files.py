@@ -382,9 +382,11 @@ def render_jinja(
     if not is_static(source):
         return source
     import jinja2
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    from prefixlint.jinja.environment import time_limit
+    from prefixlint.jinja.environment import RenderClock, make_environment, recursion_limit, time_limit
+    from prefixlint.jinja.inputs import BASE_TIME
+    from prefixlint.jinja.loader import prompt_loader
+    from prefixlint.limits import Limits
 
     registry: list[tuple[str, ...]] = []
 
@@ -403,16 +405,18 @@ def render_jinja(
         def __bool__(self) -> bool:
             return True
 
-    from prefixlint.jinja.loader import prompt_loader
-
     template_path = template_path or ev.project.path_of(static_text(source)) or ev.path
     search = [f for f in (os.path.dirname(os.path.abspath(ev.path)), ev.project.root) if f]
-    loader = prompt_loader(template_path, search)
-    env = ImmutableSandboxedEnvironment(loader=loader, undefined=Undefined, autoescape=False)
+    limits = Limits()
+    # The sandbox with prefixlint's output and size limits, with jinja2's own defaults for
+    # whitespace (an app's `Environment()`, not a chat template's trim_blocks/lstrip_blocks).
+    env = make_environment(RenderClock(BASE_TIME), limits, prompt_loader(template_path, search))
+    env.trim_blocks = env.lstrip_blocks = False
+    env.undefined = Undefined
     context = {name: _Marker(registry, (name,)) for name in named}
     context.update({name: _Marker(registry, (name,)) for name in attributes if name not in context})
     try:
-        with time_limit(2.0, "rendering"):
+        with time_limit(limits.seconds, "rendering"), recursion_limit(limits.recursion):
             rendered = env.from_string(static_text(source)).render(**context)
     except Exception:  # noqa: BLE001 - a template that cannot render here is left as unknown text
         return ev.unknown(where)
