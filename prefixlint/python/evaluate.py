@@ -616,10 +616,16 @@ class Evaluator:
     def unbound_value(self, name: str, scope: Scope, node: cst.CSTNode, env: Env) -> Value | None:
         """A name not bound earlier in its function: a parameter, or a module-level name."""
         if name in scope.params:
-            bound = env.args.get(scope.node, {})
+            if scope.node not in env.args:  # the function judged on its own: its caller is unknown
+                return self.parameter(name, scope, node)
+            bound = env.args[scope.node]
             if name in bound:
                 return bound[name]
-            return self.parameter(name, scope, node)
+            # A call that does not pass it: the default (or what *args/**kwargs carried: unknown)
+            default = _default_of(scope.node, name)
+            if default is not None:
+                return self.value(default, Env(args=env.args, depth=env.depth + 1))
+            return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
         if scope.parent is not None:
             module = scope.parent
             bindings = module.bindings.get(name, ())
@@ -968,6 +974,15 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+def _default_of(fn: cst.CSTNode, name: str) -> cst.BaseExpression | None:
+    if not isinstance(fn, cst.FunctionDef):
+        return None
+    p = fn.params
+    return next(
+        (x.default for x in (*p.posonly_params, *p.params, *p.kwonly_params) if x.name.value == name), None
+    )
 
 
 def _replace_matches(
