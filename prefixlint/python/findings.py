@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prefixlint.model import Diagnostic, Severity, Span
-from prefixlint.python.segments import Hole, Open, Provenance, Text, expand
+from prefixlint.python.segments import Break, Hole, Open, Provenance, Text, expand
 from prefixlint.python.sinks import Prompt
 from prefixlint.rules import RULES
 
@@ -56,7 +56,13 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             if not (isinstance(seg, Hole) and seg.provenance.volatile):
                 continue
             after = segments[i + 1 :]
-            static = "".join(s.text for s in after if isinstance(s, Text))
+            # A request input (meant to vary, often beside other inputs) must be followed by one
+            # stretch of static text long enough to lose; any other volatile value loses all the
+            # static text after it, between other values too.
+            if seg.provenance is Provenance.REQUEST:
+                static = _longest_static_run(after)
+            else:
+                static = "".join(s.text for s in after if isinstance(s, Text))
             if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
                 out.append(_Candidate(seg, prompt, static))
             elif not (seg.provenance is Provenance.REQUEST or seg.by_name) and (
@@ -64,6 +70,18 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             ):  # a guess followed by a guess is not a finding
                 out.append(_Candidate(seg, prompt, ""))
     return out
+
+
+def _longest_static_run(segments: tuple) -> str:
+    runs, current = [], []
+    for seg in segments:
+        if isinstance(seg, Text):
+            current.append(seg.text)
+        elif not isinstance(seg, Break):  # a role header between messages is static too
+            runs.append("".join(current))
+            current = []
+    runs.append("".join(current))
+    return max(runs, key=len)
 
 
 def _place(path: str, hole: Hole) -> str:
