@@ -43,7 +43,10 @@ class _TemplateFinder:
             return
         value = self.ev.value(args[0].value, Env())
         if is_static(value) and ("{{" in static_text(value) or "{%" in static_text(value)):
-            self.found.append((static_text(value), self.index.pos(args[0].value)[0]))
+            from prefixlint.jinja.classify import not_prompt_reason
+
+            if not_prompt_reason(self.index.path, static_text(value)) is None:  # not an HTML report
+                self.found.append((static_text(value), self.index.pos(args[0].value)[0]))
 
 
 def embedded_template_diagnostics(

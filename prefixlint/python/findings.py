@@ -55,6 +55,8 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
         for i, seg in enumerate(segments):
             if not (isinstance(seg, Hole) and seg.provenance.volatile):
                 continue
+            if _after_request_input(segments[:i]):
+                break  # the prompt already differs per request there: nothing after it is lost to this
             after = segments[i + 1 :]
             # A request input (meant to vary, often beside other inputs) must be followed by one
             # stretch of static text long enough to lose; any other volatile value loses all the
@@ -70,6 +72,11 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             ):  # a guess followed by a guess is not a finding
                 out.append(_Candidate(seg, prompt, ""))
     return out
+
+
+def _after_request_input(before: tuple) -> bool:
+    """Whether a per-request input (one named so, not a mere parameter) comes earlier in the prompt."""
+    return any(isinstance(s, Hole) and s.provenance is Provenance.REQUEST and not s.weak for s in before)
 
 
 def _longest_static_run(segments: tuple) -> str:
