@@ -45,6 +45,7 @@ class _Candidate:
     hole: Hole
     prompt: Prompt
     static_after: str  # the static text that follows the hole ("" when only unknown content follows)
+    more_follows: bool = True  # another message or text built elsewhere comes after it
 
 
 def _candidates(prompt: Prompt) -> list[_Candidate]:
@@ -66,7 +67,8 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             else:
                 static = "".join(s.text for s in after if isinstance(s, Text))
             if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
-                out.append(_Candidate(seg, prompt, static))
+                more = prompt.open_tail or any(isinstance(s, (Open, Break)) for s in after)
+                out.append(_Candidate(seg, prompt, static, more))
             elif not (seg.provenance is Provenance.REQUEST or seg.by_name) and (
                 prompt.open_tail or any(isinstance(s, Open) for s in after)
             ):  # a guess followed by a guess is not a finding
@@ -126,9 +128,11 @@ def diagnostics(
         if cand.static_after:
             tokens = count_tokens(cand.static_after)
             if tokens < block_size:
-                if prov is Provenance.REQUEST or hole.by_name:
-                    continue  # meant to vary, or only named so, with less than a block after it
-                severity = Severity.INFO  # less than one cache block of static text is lost
+                if prov is Provenance.REQUEST or hole.by_name or not cand.more_follows:
+                    # meant to vary, only named so, or near the end of the last text: a few
+                    # tokens after it lose nothing the engine would have kept
+                    continue
+                severity = Severity.INFO  # less than one cache block here, but more follows
             message = (
                 f"{what} is ahead of {tokens} static tokens of {where}: they cannot be served from the "
                 "prefix cache"
