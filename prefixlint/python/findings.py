@@ -59,6 +59,12 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             if _after_request_input(segments[:i]):
                 break  # the prompt already differs per request there: nothing after it is lost to this
             after = segments[i + 1 :]
+            turn = _turn_role(segments[:i])
+            if turn is not None and seg.provenance in _RECORD_KINDS:
+                # A date or id written into a conversation turn records when or by whom it was
+                # written: what it can cost is the rest of that turn, not the turns after it.
+                end = next((k for k, s in enumerate(after) if isinstance(s, Break)), len(after))
+                after = after[:end]
             # A request input (meant to vary, often beside other inputs) must be followed by one
             # stretch of static text long enough to lose; any other volatile value loses all the
             # static text after it, between other values too.
@@ -67,13 +73,28 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             else:
                 static = "".join(s.text for s in after if isinstance(s, Text))
             if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
-                more = prompt.open_tail or any(isinstance(s, (Open, Break)) for s in after)
+                more = (turn is None or seg.provenance not in _RECORD_KINDS) and (
+                    prompt.open_tail or any(isinstance(s, (Open, Break)) for s in after)
+                )
                 out.append(_Candidate(seg, prompt, static, more))
-            elif not (seg.provenance is Provenance.REQUEST or seg.by_name) and (
-                prompt.open_tail or any(isinstance(s, Open) for s in after)
+            elif (
+                not (seg.provenance is Provenance.REQUEST or seg.by_name)
+                and not (turn is not None and seg.provenance in _RECORD_KINDS)
+                and (prompt.open_tail or any(isinstance(s, Open) for s in after))
             ):  # a guess followed by a guess is not a finding
                 out.append(_Candidate(seg, prompt, ""))
     return out
+
+
+# Values that, written into a user/assistant/tool turn, record that turn (a timestamp, who sent it).
+_RECORD_KINDS = {Provenance.CLOCK, Provenance.ID, Provenance.ENVIRONMENT}
+_TURN_ROLES = {"user", "assistant", "tool", "function", "human", "ai", "model"}
+
+
+def _turn_role(before: tuple) -> str | None:
+    """The role of the conversation turn a segment is in, if it is not a system message."""
+    role = next((s.role for s in reversed(before) if isinstance(s, Break)), None)
+    return role if role in _TURN_ROLES else None
 
 
 def _after_request_input(before: tuple) -> bool:
