@@ -764,7 +764,12 @@ class Evaluator:
         if binding.kind == "shuffle" and binding.expr is not None:
             return self.hole(Provenance.RANDOM, binding.expr)
         if binding.kind == "loop" and binding.expr is not None:
-            return self.propagate(binding.expr, [self.value(binding.expr, deeper)])
+            # One element of a shuffled list or a set is not random text itself: the order only
+            # matters to text accumulated across the loop (in_loop).
+            iterable = without(
+                without(self.value(binding.expr, deeper), Provenance.RANDOM), Provenance.UNORDERED
+            )
+            return self.propagate(binding.expr, [iterable])
         line, column = binding.pos
         return (Hole(Provenance.UNKNOWN, line, column, name, path=self.path),)
 

@@ -86,6 +86,10 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
     return out
 
 
+# Chat-format markers (`<|eot_id|>`, `<|im_start|>`, `[INST]`, `</s>`) are one special token each in
+# the models that use them, whatever the tokenizer used to count.
+_SPECIAL_MARKER = re.compile(r"<\|[^|<>\s]{1,40}\|>|\[/?INST\]|</?s>")
+
 # Values that, written into a user/assistant/tool turn, record that turn (a timestamp, who sent it).
 _RECORD_KINDS = {Provenance.CLOCK, Provenance.ID, Provenance.ENVIRONMENT}
 _TURN_ROLES = {"user", "assistant", "tool", "function", "human", "ai", "model"}
@@ -147,7 +151,7 @@ def diagnostics(
             what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
         severity = RULES[code].default_severity
         if cand.static_after:
-            tokens = count_tokens(cand.static_after)
+            tokens = count_tokens(_SPECIAL_MARKER.sub("\x00", cand.static_after))
             if tokens < block_size:
                 if prov is Provenance.REQUEST or hole.by_name or not cand.more_follows:
                     # meant to vary, only named so, or near the end of the last text: a few
