@@ -284,7 +284,10 @@ class Evaluator:
             found = data(self, node, env)  # `config["planner"]["system"]` of a YAML file or a dict
             if isinstance(found, tuple):
                 return found
-        return self.propagate(node, [self.value(node.value, env.deeper())])
+        base = self.value(node.value, env.deeper())
+        if (h := first_volatile(base)) is not None and not h.by_name:
+            return (h,)
+        return self.unknown(node)  # an item of an input known only by its name: as attributes
 
     def _v_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
         left, right = self.value(node.left, env.deeper()), self.value(node.right, env.deeper())

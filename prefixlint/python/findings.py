@@ -98,7 +98,9 @@ _TURN_ROLES = {"user", "assistant", "tool", "function", "human", "ai", "model"}
 def _turn_role(before: tuple) -> str | None:
     """The role of the conversation turn a segment is in, if it is not a system message."""
     role = next((s.role for s in reversed(before) if isinstance(s, Break)), None)
-    return role if role in _TURN_ROLES else None
+    # A role copied from elsewhere (`role=message.role`) replays a conversation: turns, not a
+    # system prompt, which code writes as the literal "system".
+    return role if role in _TURN_ROLES or role == "unknown" else None
 
 
 def _after_request_input(before: tuple) -> bool:
