@@ -306,6 +306,8 @@ def _finding(
             f"{lost:,} static tokens; a different value per request makes them all uncacheable"
         )
     if lost < block:
+        if v.code == "PFX105":
+            return None  # per-request input, meant to vary: a few tokens after it lose nothing kept
         severity = Severity.INFO
         what += f" (less than one {block}-token cache block)"
     varied = f"app prompt template; varied: template variable `{v.name}`"

@@ -803,7 +803,12 @@ class Evaluator:
             options.append(self.binding_value(attr, class_scope, class_scope.bindings[attr][-1], env))
         for binding in self.index.instance_attrs.get((cls.name.value, attr), ()):
             if binding.expr is not None:
-                options.append(self.value(binding.expr, env.deeper()))
+                # A parameter a method stores on the object (`self.summary = summary`) is the
+                # object's state, not an input of the request that reads it later.
+                stored = self.value(binding.expr, env.deeper())
+                options.append(
+                    map_holes(stored, lambda h: replace(h, provenance=Provenance.UNKNOWN) if h.weak else h)
+                )
         if options:
             return choice(options)
         for evaluator, base in self.base_classes(cls):
