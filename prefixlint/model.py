@@ -41,9 +41,10 @@ class Evidence:
     cacheable_tokens: int
     context_a: str
     context_b: str
-    static_tokens_lost: int = 0
+    static_tokens_lost: int = 0  # prompt tokens recomputed per request (per turn for PFX4xx)
     engines: dict[str, int] = field(default_factory=dict)
     inputs: str = ""
+    reply_tokens_lost: int = 0  # generated tokens whose cache the next turn does not reuse
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ Divergence points are measured in tokens of the model's tokenizer and traced to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import jinja2
@@ -71,6 +71,7 @@ class Finding:
     message: str
     evidence: Evidence
     required: bool = True  # False: optional variables (info unless the user says they vary)
+    origin_line: int = 0  # the template line that prints the divergent text (0: `line`)
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -258,7 +259,8 @@ def _clock_finding(
         f'`strftime_now("{fmt}")`{called} renders the current {what} at token {t:,}{printed}, '
         f"ahead of {lost:,} static tokens; {when}"
     )
-    return Finding("PFX101", line, column, base.scenario, message, _evidence(base, other, d, t, lost))
+    ev = _evidence(base, other, d, t, lost)
+    return Finding("PFX101", line, column, base.scenario, message, ev, origin_line=origin.line)
 
 
 def _variable_finding(
@@ -360,10 +362,13 @@ def _findings(renders: list[Render], template: ChatTemplate) -> list[Finding]:
     return findings
 
 
-def _merge(findings: list[Finding], working: list[Scenario], template: ChatTemplate) -> list[Diagnostic]:
+def _merge(
+    findings: list[Finding], working: list[Scenario], template: ChatTemplate, engine: str
+) -> list[tuple[Diagnostic, int]]:
     """One diagnostic per (code, line): an error where it happens in every scenario that renders,
-    a warning where it depends on the scenario (a conditional clock, say)."""
-    from prefixlint.rules import RULES
+    a warning where it depends on the scenario (a conditional clock, say); less than one cache
+    block of the engine lost is info (rules.severity_from_cost)."""
+    from prefixlint.rules import RULES, severity_from_cost
 
     groups: dict[tuple[str, int], list[Finding]] = {}
     for f in findings:
@@ -380,8 +385,68 @@ def _merge(findings: list[Finding], working: list[Scenario], template: ChatTempl
         if not first.required:
             message += "; the template has a default, so this matters only if you pass it per request"
             severity = Severity.INFO
+        ev = first.evidence
+        severity = severity_from_cost(severity, ev.static_tokens_lost, ev.reply_tokens_lost, engine)
+        diag = Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence)
+        out.append((diag, first.origin_line or line))
+    return out
+
+
+# Most specific first: the code a finding keeps when one cause shows as several (issue 14, point 3).
+# A per-request divergence (PFX1xx-5xx of the variants analysis) is the cause of the multi-turn
+# break it also makes, so it comes before PFX4xx; PFX501 and PFX302 say least about the cause.
+SPECIFICITY = (
+    "PFX101",
+    "PFX102",
+    "PFX103",
+    "PFX104",
+    "PFX201",
+    "PFX301",
+    "PFX105",
+    "PFX501",
+    "PFX402",
+    "PFX401",
+    "PFX403",
+    "PFX302",
+)
+
+
+def merge_same_origin(found: list[tuple[Diagnostic, int]]) -> list[Diagnostic]:
+    """One cause, one finding: findings printed by the same template line with the same first
+    divergent token (the same rendered value: a date read by `strftime_now` and passed as
+    `date_string`; a generation prompt that both mismatches and drops reasoning) become one, under
+    the most specific code, its severity and cost the largest of the group, the others named in
+    its message ("also: …")."""
+    from prefixlint.rules import RULES
+
+    groups: dict[tuple[str, int, int], list[Diagnostic]] = {}
+    out: list[Diagnostic] = []
+    for diag, origin in found:
+        if diag.evidence is None:
+            out.append(diag)
+            continue
+        key = (diag.span.path, origin, diag.evidence.token_index)
+        groups.setdefault(key, []).append(diag)
+    for group in groups.values():
+        group.sort(key=lambda d: SPECIFICITY.index(d.code) if d.code in SPECIFICITY else len(SPECIFICITY))
+        keep, others = group[0], group[1:]
+        if not others:
+            out.append(keep)
+            continue
+        also = ", ".join(f"{d.code} {RULES[d.code].name} (line {d.span.line})" for d in others)
+        evidence = replace(
+            keep.evidence,
+            static_tokens_lost=max(d.evidence.static_tokens_lost for d in group),
+            reply_tokens_lost=max(d.evidence.reply_tokens_lost for d in group),
+        )
         out.append(
-            Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence)
+            replace(
+                keep,
+                message=f"{keep.message}; also: {also}",
+                severity=max(d.severity for d in group),
+                hint=keep.hint or next((d.hint for d in others if d.hint), ""),
+                evidence=evidence,
+            )
         )
     return out
 
@@ -461,7 +526,7 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     tokenize_renders(all_renders, tokenizer)
 
     findings = [f for _, rs in per_scenario for f in _findings(rs, template)]
-    result.diagnostics.extend(_merge(findings, working, template))
+    found = _merge(findings, working, template, options.engine)
 
     primary = per_scenario[0][1]
     base = primary[0]
@@ -479,7 +544,8 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     if multiturn is not None:
         from prefixlint.jinja.multiturn import analyze_multiturn
 
-        mt = analyze_multiturn(template, tokenizer, multiturn)
-        result.diagnostics.extend(mt.diagnostics)
+        mt = analyze_multiturn(template, tokenizer, multiturn, options.engine)
+        found.extend((d, d.span.line) for d in mt.diagnostics)
         result.multiturn_reuse = mt.reuse
+    result.diagnostics.extend(merge_same_origin(found))
     return result

@@ -36,11 +36,10 @@ from prefixlint.jinja.multiturn_scenarios import (
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
-from prefixlint.rules import RULES
+from prefixlint.rules import RULES, severity_from_cost
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
-BOUNDARY_TOKENS = 16  # a break that loses at most this many of turn N's tokens is a boundary one
 MOVED_MIN_CHARS = 24  # a shorter run of history text reappearing later is not a moved block
 _SWITCH = re.compile(r"think|reason", re.IGNORECASE)
 # Message fields a template may `set` at top level: not switches.
@@ -72,6 +71,8 @@ class _Break:
     reused: int
     total: int
     held_text: str = ""  # turn N + the generated reply, when that is what breaks (no template line)
+    static_lost: int = 0  # turn N's prompt tokens turn N+1 recomputes
+    reply_lost: int = 0  # generated tokens of the reply whose cache turn N+1 does not reuse
 
     @property
     def reuse(self) -> float:
@@ -199,9 +200,12 @@ def _check(
     # recompute the last prompt token anyway, and such merges are the tokenizer's more than the
     # template's. A merge into the reply's first word (a trailing space) is not.
     merged_last = same_text and common == len(a.ids) - 1 and not _has_word(b, common)
+    reply = len(emitted.ids) + (1 if emitted.eot else 0) if emitted is not None else 0
     if common < len(a.ids) and not merged_last:
         char_a = a.offsets[common][0] if same_text else common_prefix_len(a.text, b.text)
-        return _Break("", "", scenario, k, a, b, char_a, char_a, common, common, len(a.ids))
+        brk = _Break("", "", scenario, k, a, b, char_a, char_a, common, common, len(a.ids))
+        brk.static_lost, brk.reply_lost = len(a.ids) - common, reply  # the reply came after the break
+        return brk
     if emitted is None:
         return None
     held = a.ids + emitted.ids
@@ -222,6 +226,8 @@ def _check(
         char, code = common_prefix_len(expected, b.text), ""
     brk = _Break(code, "boundary" if code else "", scenario, k, a, b, char, char, same, same, compared)
     brk.held_text = expected + emitted.eot
+    brk.static_lost = max(0, len(a.ids) - same)
+    brk.reply_lost = max(0, compared - max(same, len(a.ids)))
     return brk
 
 
@@ -320,6 +326,9 @@ def _breaks(
         if brk is None:
             reuse.append(1.0)
             continue
+        step = scenario.steps[k - 1]
+        if emitted is None and step.reply_text:  # the break is in turn N: the whole reply is lost too
+            brk.reply_lost = len(tokenizer.encode_many([step.reply_text])[0].ids)
         breaks.append(_classify(brk, scenario.steps[k - 1], renderer, kwargs))
         reuse.append(brk.reuse)
     return breaks, (min(reuse) if reuse else None)
@@ -363,16 +372,24 @@ _HINTS = {
 }
 
 
-def _severity(brk: _Break) -> Severity:
-    lost = brk.total - brk.reused
-    if lost <= BOUNDARY_TOKENS:
-        return Severity.WARNING
-    if brk.reuse < 0.5:
-        return Severity.ERROR
-    return RULES[brk.code].default_severity
+def _severity(brk: _Break, engine: str) -> Severity:
+    """The rule's severity, lowered by what the break costs (rules.severity_from_cost): turn N's
+    last token alone is recomputed by engines anyway."""
+    return severity_from_cost(
+        RULES[brk.code].default_severity, brk.static_lost, brk.reply_lost, engine, last_token_only=True
+    )
 
 
-def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Diagnostic:
+def _tokens(n: int) -> str:
+    return f"{n:,} token" if n == 1 else f"{n:,} tokens"
+
+
+def _cost(brk: _Break) -> str:
+    reply = f" and {_tokens(brk.reply_lost)} the model generated" if brk.reply_lost else ""
+    return f"each turn recomputes {_tokens(brk.static_lost)} of the prompt{reply}"
+
+
+def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str, engine: str) -> Diagnostic:
     brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
     k, k1 = brk.turn, brk.turn + 1
     text_a = brk.held_text or brk.a.text
@@ -388,7 +405,7 @@ def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Di
     message = (
         f"{what} ({brk.scenario.label}): turn {k1} diverges at token {brk.token_index} (char {brk.char_a}); "
         f"{side_a}, turn {k1} «{_shown(context_b)}» from {template.where(line_b)}; "
-        f"turn {k1} reuses {brk.reused:,} of {brk.total:,} tokens ({brk.reuse:.0%})"
+        f"turn {k1} reuses {brk.reused:,} of {brk.total:,} tokens ({brk.reuse:.0%}); {_cost(brk)}"
     )
     others = len(group) - 1
     if others:
@@ -403,11 +420,13 @@ def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Di
         cacheable_tokens=brk.reused,
         context_a=context_a,
         context_b=context_b,
-        static_tokens_lost=brk.total - brk.reused,
+        static_tokens_lost=brk.static_lost,
         engines=cacheable_per_engine(brk.reused, len(brk.b.ids)),
         inputs=f"{brk.scenario.name}, turn {k} -> {k1}",
+        reply_tokens_lost=brk.reply_lost,
     )
-    return Diagnostic(brk.code, template.span(line, col), message, _severity(brk), _HINTS[brk.code], evidence)
+    severity = _severity(brk, engine)
+    return Diagnostic(brk.code, template.span(line, col), message, severity, _HINTS[brk.code], evidence)
 
 
 def _settings(
@@ -468,7 +487,10 @@ def render_multiturn(template: ChatTemplate) -> MultiTurnRenders:
 
 
 def analyze_multiturn(
-    template: ChatTemplate, tokenizer: LoadedTokenizer, rendered: MultiTurnRenders | None = None
+    template: ChatTemplate,
+    tokenizer: LoadedTokenizer,
+    rendered: MultiTurnRenders | None = None,
+    engine: str = "vllm",
 ) -> MultiTurnResult:
     """Check every scenario's turns extend one another; one diagnostic per cause found."""
     rendered = rendered or render_multiturn(template)
@@ -484,7 +506,7 @@ def analyze_multiturn(
     for brk in breaks:
         groups.setdefault(brk.code, []).append(brk)
     diagnostics = [
-        _diagnostic(template, group, settings.get(code, ""))
+        _diagnostic(template, group, settings.get(code, ""), engine)
         for code, group in sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
     ]
     return MultiTurnResult(diagnostics, reuse)

@@ -1,0 +1,125 @@
+"""Findings a user can trust (issue 14): a cost on every finding, severity from that cost under one
+rule, one finding per cause, scenario errors as findings, one cacheable prefix for every command.
+Each case is a fixture under fixtures/trust/ with the code, line, severity and cost it must give."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIXTURES, run_prefixlint
+
+from prefixlint.api import Options, lint_paths
+from prefixlint.model import Severity
+from prefixlint.rules import cost_unit, severity_from_cost
+
+TRUST = FIXTURES / "trust"
+
+
+def _diagnostics(name: str, engine: str = "vllm") -> list:
+    report = lint_paths([str(TRUST / name)], Options(engine=engine))
+    return [d for d in report.diagnostics if d.code != "PFX502"]
+
+
+# --- point 2: severity from cost, one rule for every code ---------------------------------------
+
+
+def test_cost_unit_is_one_block_or_one_caching_step() -> None:
+    assert cost_unit("vllm") == 16
+    assert cost_unit("sglang") == 1
+    assert cost_unit("openai") == 128
+
+
+@pytest.mark.parametrize(
+    ("static", "reply", "last_only", "expected"),
+    [
+        (15, 15, False, Severity.INFO),  # under a vLLM block either way
+        (1, 0, True, Severity.INFO),  # only the recomputed last token
+        (3, 40, False, Severity.WARNING),  # generated tokens only: a warning
+        (16, 0, False, Severity.ERROR),  # a block of prompt prefix: the rule's severity
+    ],
+)
+def test_one_rule_for_every_code(static: int, reply: int, last_only: bool, expected: Severity) -> None:
+    assert severity_from_cost(Severity.ERROR, static, reply, "vllm", last_only) == expected
+
+
+def test_a_one_token_generation_prompt_mismatch_is_info() -> None:
+    [diag] = _diagnostics("../multiturn/generation_prompt_mismatch.jinja")
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX403", 6, Severity.INFO)
+    assert diag.evidence.static_tokens_lost == 1
+    assert diag.evidence.reply_tokens_lost < 16
+
+
+def test_the_last_token_alone_is_info_even_per_token_engines() -> None:
+    """SGLang caches per token, but the last prompt token is recomputed anyway; the reply's tokens
+    are still lost there, so the finding is a warning about generated tokens, not an error."""
+    [diag] = _diagnostics("../multiturn/generation_prompt_mismatch.jinja", engine="sglang")
+    assert diag.severity == Severity.WARNING
+    assert diag.evidence.static_tokens_lost == 1 and diag.evidence.reply_tokens_lost > 1
+
+
+def test_a_generation_prompt_of_a_block_or_more_keeps_the_rules_severity() -> None:
+    [diag] = _diagnostics("long_generation_prompt.jinja")
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX403", 6, Severity.WARNING)
+    assert diag.evidence.static_tokens_lost == 21
+    assert "recomputes 21 tokens of the prompt" in diag.message
+
+
+def test_short_static_tail_after_a_variable_is_info(tmp_path) -> None:
+    path = tmp_path / "t.jinja"
+    path.write_text(
+        "{{- '<|im_start|>system\\nRequest ' + request_id + '.<|im_end|>\\n' }}"
+        "{%- for m in messages if m.role != 'system' %}"
+        "{{- '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
+        "{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}",
+        encoding="utf-8",
+    )
+    [diag] = [d for d in lint_paths([str(path)], Options()).diagnostics if d.code == "PFX102"]
+    assert diag.evidence.static_tokens_lost < 16
+    assert diag.severity == Severity.INFO
+
+
+# --- point 1: the cost fields ---------------------------------------------------------------------
+
+
+def test_dropped_reasoning_costs_generated_tokens_not_static_ones() -> None:
+    """The prompt prefix is intact: what is lost is the reply the model generated."""
+    [diag] = _diagnostics("../multiturn/reasoning_stripped.jinja")
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX401", 4, Severity.WARNING)
+    assert diag.evidence.static_tokens_lost == 0
+    assert diag.evidence.reply_tokens_lost == 23
+
+
+def test_every_finding_in_json_carries_both_costs() -> None:
+    result = run_prefixlint(
+        "check", "--no-cache", "--format", "json", str(TRUST), str(FIXTURES / "templates")
+    )
+    assert result.returncode == 1, result.stderr
+    diagnostics = json.loads(result.stdout)["diagnostics"]
+    with_evidence = [d for d in diagnostics if "evidence" in d]
+    assert with_evidence
+    for d in with_evidence:
+        assert isinstance(d["evidence"]["static_tokens_lost"], int)
+        assert isinstance(d["evidence"]["reply_tokens_lost"], int)
+        # Done-when of issue 14: no warning or error of PFX3xx-5xx costs less than a vLLM block.
+        if d["code"][3] in "345" and d["severity"] != "info":
+            assert max(d["evidence"]["static_tokens_lost"], d["evidence"]["reply_tokens_lost"]) >= 16, d
+
+
+# --- point 3: one cause, one finding --------------------------------------------------------------
+
+
+def test_one_date_read_two_ways_is_one_finding() -> None:
+    [diag] = _diagnostics("date_read_twice.jinja")
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX101", 3, Severity.ERROR)
+    assert "also: PFX105 request-input-in-prefix (line 5)" in diag.message
+    assert diag.evidence.token_index == 12
+    assert diag.evidence.static_tokens_lost == 94
+
+
+def test_a_think_generation_prompt_and_dropped_reasoning_are_one_finding() -> None:
+    [diag] = _diagnostics("think_prompt_stripped.jinja")
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX401", 10, Severity.WARNING)
+    assert "also: PFX403 generation-prompt-mismatch (line 10)" in diag.message
+    assert diag.evidence.token_index == 72
+    assert (diag.evidence.static_tokens_lost, diag.evidence.reply_tokens_lost) == (2, 22)
