@@ -123,3 +123,31 @@ def test_a_think_generation_prompt_and_dropped_reasoning_are_one_finding() -> No
     assert "also: PFX403 generation-prompt-mismatch (line 10)" in diag.message
     assert diag.evidence.token_index == 72
     assert (diag.evidence.static_tokens_lost, diag.evidence.reply_tokens_lost) == (2, 22)
+
+
+# --- point 6: a scenario that makes the template raise is a finding --------------------------------
+
+
+def test_a_tool_call_turn_that_raises_is_pfx002_naming_the_scenario() -> None:
+    [diag] = _diagnostics("tool_call_raises.jinja")
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX002", 10, Severity.WARNING)
+    assert "SecurityError" in diag.message
+    assert "«agent loop with tool calls» at turn 2" in diag.message
+
+
+def test_a_multi_turn_failure_the_variants_saw_too_is_one_pfx002(tmp_path) -> None:
+    path = tmp_path / "t.jinja"
+    path.write_text(
+        (FIXTURES / "multiturn" / "clean.jinja")
+        .read_text(encoding="utf-8")
+        .replace(
+            "{%- for message in messages %}",
+            "{%- if messages[0].role == 'system' %}{{ raise_exception('no system role') }}{% endif %}"
+            "{%- for message in messages %}",
+        ),
+        encoding="utf-8",
+    )
+    [diag] = lint_paths([str(path)], Options()).diagnostics
+    assert (diag.code, diag.severity) == ("PFX002", Severity.INFO)  # raise_exception: deliberate
+    assert "with a system message" in diag.message
+    assert "«plain chat with a system message» at turn 1" in diag.message

@@ -456,7 +456,7 @@ def _render_error_diagnostics(
 ) -> list[Diagnostic]:
     out = []
     for (line, error), where in sorted(renderer.failures.items()):
-        scenarios = sorted({w.split(" (")[0] for w in where})
+        scenarios = sorted({w.split(" (")[0] for w in where}, key=lambda w: (w.startswith("in the multi"), w))
         deliberate = error.startswith("TemplateError:")
         severity = Severity.ERROR if not working else Severity.INFO if deliberate else Severity.WARNING
         message = f"raises {error} when rendered {' / '.join(scenarios)}"
@@ -512,8 +512,8 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     per_scenario = [(s, _render_variants(renderer, s, variables)) for s in SCENARIOS]
     per_scenario = [(s, rs) for s, rs in per_scenario if rs]
     working = [s for s, _ in per_scenario]
-    result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
     if not working:
+        result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
         result.diagnostics.extend(_unconfirmed_clock(template))
         return result
 
@@ -522,6 +522,9 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
         from prefixlint.jinja.multiturn import render_multiturn
 
         multiturn = render_multiturn(template)  # before the first encode: a tokenizer may be loading
+        for line, error, where in multiturn.failures:  # a scenario that raises is a PFX002 too
+            renderer.failures.setdefault((line, error), []).append(where)
+    result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
     all_renders = [r for _, rs in per_scenario for r in rs]
     tokenize_renders(all_renders, tokenizer)
 

@@ -33,7 +33,7 @@ from prefixlint.jinja.multiturn_scenarios import (
     chat_scenarios,
     mentions_reasoning,
 )
-from prefixlint.jinja.template import ChatTemplate
+from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
 from prefixlint.rules import RULES, severity_from_cost
@@ -85,6 +85,7 @@ class _Renderer:
     def __init__(self, template: ChatTemplate) -> None:
         self.template = template
         self.cache: dict[str, _Render | None] = {}
+        self.errors: dict[str, tuple[int, str]] = {}  # (template line, error) of a request that raised
 
     def render(
         self,
@@ -93,16 +94,31 @@ class _Renderer:
         gen: bool = True,
         kwargs: dict[str, Any] | None = None,
     ) -> _Render | None:
-        key = json.dumps([messages, tools is not None, gen, kwargs or {}], sort_keys=True, default=str)
+        key = self._key(messages, tools, gen, kwargs)
         if key not in self.cache:
             try:
                 traced = self.template.render(
                     messages, tools=tools, add_generation_prompt=gen, **(kwargs or {})
                 )
                 self.cache[key] = _Render(traced)
-            except Exception:  # render errors are reported by the variants analysis
+            except Exception as exc:  # an untrusted template raises anything: PFX002 for the scenario
                 self.cache[key] = None
+                self.errors[key] = (error_line(exc), describe_error(exc))
         return self.cache[key]
+
+    @staticmethod
+    def _key(
+        messages: list[dict[str, Any]], tools: list | None, gen: bool, kwargs: dict[str, Any] | None
+    ) -> str:
+        return json.dumps([messages, tools is not None, gen, kwargs or {}], sort_keys=True, default=str)
+
+    def failure(self, scenario: Scenario) -> tuple[int, str, str] | None:
+        """(line, error, where) of the first turn of `scenario` the template raises for, if any."""
+        for k, render in enumerate(self.turns(scenario), 1):
+            if render is None:
+                line, error = self.errors[self._key(scenario.turn(k), scenario.tools, True, None)]
+                return line, error, f"in the multi-turn scenario «{scenario.label}» at turn {k}"
+        return None
 
     def turns(self, scenario: Scenario, kwargs: dict[str, Any] | None = None) -> list[_Render | None]:
         return [
@@ -114,8 +130,11 @@ def _reads(template: ChatTemplate) -> frozenset[str]:
     return template.traced.undeclared
 
 
-def _scenarios(template: ChatTemplate, renderer: _Renderer) -> list[Scenario]:
-    """The scenarios that apply to this template, each rendering at least its first turn."""
+def _scenarios(
+    template: ChatTemplate, renderer: _Renderer, failures: list[tuple[int, str, str]] | None = None
+) -> list[Scenario]:
+    """The scenarios that apply to this template, each rendering at least its first turn; an agent
+    loop no tool-call shape renders goes to `failures` (with the first shape's error)."""
     source = template.traced.source
     reads_tools = "tools" in _reads(template)
     first = chat_scenarios(reads_tools=False, tools_required=False, reads_reasoning=False)[0]
@@ -129,11 +148,14 @@ def _scenarios(template: ChatTemplate, renderer: _Renderer) -> list[Scenario]:
     )
     if reads_tools and "tool_calls" in source:
         for reasoning in (False, True) if mentions_reasoning(source) else (False,):
-            for arguments_as, content in TOOL_CALL_SHAPES:
-                candidate = agentic(arguments_as, content, reasoning)
-                if all(r is not None for r in renderer.turns(candidate)):
-                    scenarios.append(candidate)
-                    break
+            tried = [agentic(arguments_as, content, reasoning) for arguments_as, content in TOOL_CALL_SHAPES]
+            working = next((c for c in tried if all(r is not None for r in renderer.turns(c))), None)
+            if working is not None:
+                scenarios.append(working)
+            elif failures is not None:
+                failed = renderer.failure(tried[0])
+                if failed is not None:
+                    failures.append(failed)
     return scenarios
 
 
@@ -471,19 +493,24 @@ class MultiTurnRenders:
 
     renderer: _Renderer
     scenarios: list[Scenario] | None  # None: the template does not even compile
+    # (template line, error, which scenario and turn) of each scenario the template raises for
+    failures: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 def render_multiturn(template: ChatTemplate) -> MultiTurnRenders:
     """Every render the analysis needs before it needs a tokenizer, in the order it would do them:
     done while a tokenizer may still be loading in a helper (prefixlint/tokenizer_process.py)."""
     renderer = _Renderer(template)
+    failures: list[tuple[int, str, str]] = []
     try:
-        scenarios = _scenarios(template, renderer)
+        scenarios = _scenarios(template, renderer, failures)
     except Exception:  # a template that does not even compile is reported elsewhere
         return MultiTurnRenders(renderer, None)
     for scenario in scenarios:
-        renderer.turns(scenario)
-    return MultiTurnRenders(renderer, scenarios)
+        failed = renderer.failure(scenario)
+        if failed is not None:
+            failures.append(failed)
+    return MultiTurnRenders(renderer, scenarios, failures)
 
 
 def analyze_multiturn(
