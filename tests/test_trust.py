@@ -151,3 +151,69 @@ def test_a_multi_turn_failure_the_variants_saw_too_is_one_pfx002(tmp_path) -> No
     assert (diag.code, diag.severity) == ("PFX002", Severity.INFO)  # raise_exception: deliberate
     assert "with a system message" in diag.message
     assert "«plain chat with a system message» at turn 1" in diag.message
+
+
+# --- point 7: one cacheable prefix for check, diff and explain TEMPLATE ----------------------------
+
+AGREEMENT_FIXTURES = sorted(
+    p for folder in ("templates", "multiturn", "trust") for p in (FIXTURES / folder).glob("*.jinja")
+)
+
+
+@pytest.fixture(scope="module")
+def three_numbers(tmp_path_factory) -> dict[str, tuple]:
+    """Per fixture: check's JSON number, diff's (the template new since REF) and explain's."""
+    import os
+    import shutil
+    import subprocess
+
+    from click.testing import CliRunner
+
+    from prefixlint.cli import cli
+
+    repo = tmp_path_factory.mktemp("agree")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "empty"], cwd=repo, check=True)
+    names = []
+    for path in AGREEMENT_FIXTURES:
+        name = f"{path.parent.name}__{path.name}"
+        shutil.copy(path, repo / name)
+        names.append(name)
+    runner = CliRunner()
+    here = os.getcwd()
+    os.chdir(repo)
+    try:
+        check = json.loads(runner.invoke(cli, ["check", "--no-cache", "--format", "json", *names]).output)
+        diff = json.loads(runner.invoke(cli, ["diff", "HEAD", *names, "--format", "json"]).output)
+        explained = {}
+        for name in names:
+            out = runner.invoke(cli, ["explain", name, "--format", "json"]).output
+            explained[name] = json.loads(out)["sources"][0]["cacheable_prefix_tokens"]
+    finally:
+        os.chdir(here)
+    by_check = {s["path"]: s["cacheable_prefix_tokens"] for s in check["sources"]}
+    by_diff = {t["path"]: t["cacheable_prefix_tokens_after"] for t in diff["templates"]}
+    findings = {name: [d for d in check["diagnostics"] if d["path"] == name] for name in names}
+    return {n: (by_check.get(n), by_diff.get(n), explained[n], findings[n]) for n in names}
+
+
+def test_check_diff_and_explain_agree_on_every_fixture(three_numbers) -> None:
+    assert len(three_numbers) == len(AGREEMENT_FIXTURES) >= 15
+    for name, (check, diff, explain, _) in three_numbers.items():
+        assert check == diff == explain, name
+
+
+def test_no_first_scenario_finding_diverges_past_the_cacheable_prefix(three_numbers) -> None:
+    for name, (cacheable, *_, findings) in three_numbers.items():
+        for d in findings:
+            ev = d.get("evidence")
+            if ev and ev["inputs"].startswith("with a system message;") and "optional" not in d["message"]:
+                assert ev["token_index"] >= cacheable, (name, d["code"])
+
+
+def test_a_required_request_id_ends_the_cacheable_prefix(three_numbers) -> None:
+    """The example of issue 14: explain said 94 cacheable tokens, then a request id at token 5."""
+    check, diff, explain, findings = three_numbers["templates__request_id.jinja"]
+    [pfx102] = [d for d in findings if d["code"] == "PFX102"]
+    assert check == diff == explain == pfx102["evidence"]["token_index"] == 5

@@ -496,6 +496,26 @@ def compile_diagnostic(template: ChatTemplate) -> Diagnostic | None:
     return None
 
 
+def cacheable_prefix(renders: list[Render]) -> int:
+    """THE cacheable prefix of a chat template (issue 14, point 7; `check`'s JSON, `diff` and
+    `explain TEMPLATE` all print this number): the leading tokens of the first scenario's base
+    request that every per-request variant of it shares — another user text, earlier turns, the
+    clock, and each template variable taken to vary per request (one the template requires or the
+    config declares dynamic; an optional one keeps its default). The first divergent token of any
+    finding of that scenario is therefore never past it."""
+    base = renders[0]
+    shared = [len(base.ids)]
+    pairs: dict[str, Render] = {}
+    for r in renders[1:]:
+        if not r.variant.startswith("var"):
+            shared.append(common_prefix_len(base.ids, r.ids))
+        elif r.variant.endswith(":1"):  # a variable passed per request: its two values part here
+            other = pairs.setdefault(r.variant[4:], r)
+            if other is not r:
+                shared.append(common_prefix_len(other.ids, r.ids))
+    return min(shared)
+
+
 def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options) -> SourceResult:
     result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
     failed = compile_diagnostic(template)  # compile first: a template that does not parse is PFX001
@@ -532,12 +552,8 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     found = _merge(findings, working, template, options.engine)
 
     primary = per_scenario[0][1]
-    base = primary[0]
-    result.total_tokens = len(base.ids)
-    stable = [r for r in primary[1:] if not r.variant.startswith("var")]
-    result.cacheable_prefix_tokens = min(
-        [common_prefix_len(base.ids, r.ids) for r in stable] or [len(base.ids)]
-    )
+    result.total_tokens = len(primary[0].ids)
+    result.cacheable_prefix_tokens = cacheable_prefix(primary)
     below = below_engine_minimum(
         result.cacheable_prefix_tokens, options.engine, template.span(1), primary[0].scenario.label
     )
