@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import FIXTURES, run_prefixlint
+from conftest import CORPUS, FIXTURES, run_prefixlint
 
 from prefixlint.api import Options, lint_paths
 from prefixlint.model import Severity
@@ -217,3 +217,41 @@ def test_a_required_request_id_ends_the_cacheable_prefix(three_numbers) -> None:
     check, diff, explain, findings = three_numbers["templates__request_id.jinja"]
     [pfx102] = [d for d in findings if d["code"] == "PFX102"]
     assert check == diff == explain == pfx102["evidence"]["token_index"] == 5
+
+
+# --- point 8: token-boundary findings measured with the stand-in tokenizer say so -----------------
+
+
+def test_a_boundary_finding_from_the_stand_in_tokenizer_says_so() -> None:
+    [diag] = lint_paths([str(FIXTURES / "templates" / "space_before_user.jinja")], Options()).diagnostics
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX302", 5, Severity.INFO)
+    assert "embedded stand-in tokenizer" in diag.message and "--tokenizer" in diag.message
+
+
+def test_with_the_models_own_tokenizer_the_boundary_finding_is_plain() -> None:
+    """A model's own tokenizer (the corpus's DeepSeek-V3 one: the same splits) is authoritative."""
+    own = CORPUS / "tokenizers" / "deepseek-v3" / "tokenizer.json"
+    if not own.is_file():
+        pytest.skip("needs ../shared/corpus/tokenizers/deepseek-v3")
+    path = str(FIXTURES / "templates" / "space_before_user.jinja")
+    [diag] = lint_paths([path], Options(tokenizer=str(own))).diagnostics
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX302", 5, Severity.INFO)
+    assert "stand-in" not in diag.message
+
+
+def test_a_multi_turn_break_where_only_tokens_differ_says_so(tmp_path) -> None:
+    """Turn N's last token merges with the reply's first word: same text, other tokens."""
+    path = tmp_path / "t.jinja"
+    path.write_text(
+        (FIXTURES / "multiturn" / "clean.jinja")
+        .read_text(encoding="utf-8")
+        .replace("'<|im_start|>assistant\\n'", "'<|im_start|>assistant\\nAnswer:'")
+        .replace(
+            "'<|im_start|>' + message.role + '\\n' + message.content",
+            "'<|im_start|>' + message.role + '\\n' + ('Answer:' if message.role == 'assistant' else '')"
+            " + message.content",
+        ),
+        encoding="utf-8",
+    )
+    found = [d for d in lint_paths([str(path)], Options()).diagnostics if d.code.startswith("PFX4")]
+    assert found and all("embedded stand-in tokenizer" in d.message for d in found), found

@@ -27,7 +27,7 @@ from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
+from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
     from prefixlint.api import Options
@@ -308,7 +308,7 @@ def _input_finding(
     )
 
 
-def _boundary_finding(base: Render, other: Render) -> Finding | None:
+def _boundary_finding(base: Render, other: Render, stand_in: bool = False) -> Finding | None:
     """PFX302: the last static token spans into the user's text, so it differs per request."""
     d = _first_difference(base.text, other.text)
     if d != base.content_start or d == 0:
@@ -325,12 +325,17 @@ def _boundary_finding(base: Render, other: Render) -> Finding | None:
         f"the static text {merged!r} before the user's turn merges with the user's first characters "
         f"into one token (token {t:,}); the cacheable prefix ends one token early"
     )
+    if stand_in:
+        message += (
+            "; measured with the embedded stand-in tokenizer: pass `--tokenizer` with the model's own "
+            "to confirm"
+        )
     return Finding(
         "PFX302", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, 1)
     )
 
 
-def _findings(renders: list[Render], template: ChatTemplate) -> list[Finding]:
+def _findings(renders: list[Render], template: ChatTemplate, stand_in: bool = False) -> list[Finding]:
     base = renders[0]
     findings: list[Finding] = []
     clock_done = False
@@ -352,7 +357,7 @@ def _findings(renders: list[Render], template: ChatTemplate) -> list[Finding]:
             if finding:
                 findings.append(finding)
             elif r.variant == "user text" and not boundary_done:
-                boundary = _boundary_finding(base, r)
+                boundary = _boundary_finding(base, r, stand_in)
                 if boundary:
                     findings.append(boundary)
                     boundary_done = True
@@ -548,7 +553,8 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     all_renders = [r for _, rs in per_scenario for r in rs]
     tokenize_renders(all_renders, tokenizer)
 
-    findings = [f for _, rs in per_scenario for f in _findings(rs, template)]
+    stand_in = tokenizer.name == EMBEDDED_NAME  # token boundaries it finds may not be the model's
+    findings = [f for _, rs in per_scenario for f in _findings(rs, template, stand_in)]
     found = _merge(findings, working, template, options.engine)
 
     primary = per_scenario[0][1]

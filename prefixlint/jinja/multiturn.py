@@ -37,13 +37,19 @@ from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
 from prefixlint.rules import RULES, severity_from_cost
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len
+from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
 MOVED_MIN_CHARS = 24  # a shorter run of history text reappearing later is not a moved block
 _SWITCH = re.compile(r"think|reason", re.IGNORECASE)
 # Message fields a template may `set` at top level: not switches.
 _MESSAGE_FIELDS = frozenset({*REASONING_FIELDS, "content"})
+# Point 8 of issue 14: where the text agrees and only the tokens differ, the embedded default
+# tokenizer may split where the model's own does not.
+STAND_IN_NOTE = (
+    "the texts agree and only the token boundary differs, measured with the embedded stand-in "
+    "tokenizer: pass `--tokenizer` with the model's own tokenizer.json to confirm"
+)
 _CAUSE_ORDER = {"PFX401": 0, "PFX402": 1, "PFX403": 2}
 
 
@@ -411,7 +417,9 @@ def _cost(brk: _Break) -> str:
     return f"each turn recomputes {_tokens(brk.static_lost)} of the prompt{reply}"
 
 
-def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str, engine: str) -> Diagnostic:
+def _diagnostic(
+    template: ChatTemplate, group: list[_Break], setting: str, engine: str, stand_in: bool = False
+) -> Diagnostic:
     brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
     k, k1 = brk.turn, brk.turn + 1
     text_a = brk.held_text or brk.a.text
@@ -436,6 +444,8 @@ def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str, engin
         message += f"; {others} more {steps} the same way (worst reuse {worst:.0%})"
     if setting:
         message += f"; {setting}"
+    if stand_in and (brk.cause == "boundary" or brk.b.text.startswith(brk.held_text or brk.a.text)):
+        message += f"; {STAND_IN_NOTE}"
     evidence = Evidence(
         token_index=brk.token_index,
         char_offset=brk.char_a,
@@ -533,7 +543,7 @@ def analyze_multiturn(
     for brk in breaks:
         groups.setdefault(brk.code, []).append(brk)
     diagnostics = [
-        _diagnostic(template, group, settings.get(code, ""), engine)
+        _diagnostic(template, group, settings.get(code, ""), engine, tokenizer.name == EMBEDDED_NAME)
         for code, group in sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
     ]
     return MultiTurnResult(diagnostics, reuse)
