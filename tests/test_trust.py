@@ -5,6 +5,7 @@ Each case is a fixture under fixtures/trust/ with the code, line, severity and c
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import CORPUS, FIXTURES, run_prefixlint
@@ -255,3 +256,60 @@ def test_a_multi_turn_break_where_only_tokens_differ_says_so(tmp_path) -> None:
     )
     found = [d for d in lint_paths([str(path)], Options()).diagnostics if d.code.startswith("PFX4")]
     assert found and all("embedded stand-in tokenizer" in d.message for d in found), found
+
+
+# --- points 4 and 5: settings offered are the template's own inputs, and verified ------------------
+
+
+def _analyse(source: str, path: str, **kwargs) -> list:
+    from prefixlint.jinja.analyze import analyze_template
+    from prefixlint.jinja.template import ChatTemplate
+    from prefixlint.tokens import load_tokenizer
+
+    tokenizer = load_tokenizer(None)
+    template = ChatTemplate(source, path, special_tokens=dict(tokenizer.special_tokens))
+    template.extra_kwargs.update(kwargs)
+    return analyze_template(template, tokenizer, Options()).diagnostics
+
+
+def _offered(message: str) -> list[dict[str, bool]]:
+    """Each setting a message offers, as the keyword arguments it stands for."""
+    m = re.search(r"; ((?:`\w+=\w+`(?: and | or )?)+) keeps the prefix stable", message)
+    if not m:
+        return []
+    return [
+        {k: v == "True" for k, v in re.findall(r"`(\w+)=(\w+)`", option)}
+        for option in m.group(1).split(" or ")
+    ]
+
+
+def _assert_hints_hold(path) -> int:
+    source = path.read_text(encoding="utf-8")
+    checked = 0
+    for diag in _analyse(source, str(path)):
+        for setting in _offered(diag.message):
+            after = _analyse(source, str(path), **setting)
+            assert not [d for d in after if d.code == diag.code], (path.name, setting)
+            assert not [d for d in after if d.code == "PFX002"], (path.name, setting)  # it renders
+            checked += 1
+    return checked
+
+
+def test_a_verified_setting_is_offered_and_raising_or_own_ones_never() -> None:
+    [diag] = _diagnostics("switch_hints.jinja")
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX401", 17, Severity.WARNING)
+    assert "`preserve_thinking=True` keeps the prefix stable (verified" in diag.message
+    assert "reasoning_effort" not in diag.message  # True and False both make it raise
+    assert "keep_reasoning" not in diag.message  # set by the template itself, no caller passes it
+
+
+def test_the_offered_setting_makes_the_finding_go_away() -> None:
+    assert _assert_hints_hold(TRUST / "switch_hints.jinja") == 1
+
+
+def test_every_hint_printed_on_the_corpus_holds() -> None:
+    templates = sorted((CORPUS / "templates").rglob("*.jinja"))
+    if not templates:
+        pytest.skip("needs ../shared/corpus/templates")
+    hinted = [p for p in templates if "think" in p.read_text(encoding="utf-8")]
+    assert sum(_assert_hints_hold(p) for p in hinted) >= 1

@@ -461,6 +461,20 @@ def _diagnostic(
     return Diagnostic(brk.code, template.span(line, col), message, severity, _HINTS[brk.code], evidence)
 
 
+_SET = re.compile(r"\{%-?\s*set\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*=")
+
+
+def _switches(template: ChatTemplate) -> list[str]:
+    """Switch-like variables the template reads from its context: never one it `{% set %}`s
+    itself (`keep_reasoning`, `include_thinking`), which no caller can pass."""
+    own = {n.strip() for m in _SET.finditer(template.traced.source) for n in m.group(1).split(",")}
+    return sorted(
+        v
+        for v in template.external_variables
+        if _SWITCH.search(v) and v not in _MESSAGE_FIELDS and v not in own
+    )
+
+
 def _settings(
     template: ChatTemplate,
     renderer: _Renderer,
@@ -468,32 +482,50 @@ def _settings(
     tokenizer: LoadedTokenizer,
     specials: list[str],
 ) -> dict[str, str]:
-    """For each code, the switch setting under which its broken steps all hold (or what was tried)."""
-    switches = sorted(
-        v for v in template.external_variables if _SWITCH.search(v) and v not in _MESSAGE_FIELDS
-    )
+    """For each code, the settings verified to keep its broken scenarios stable: with a setting,
+    every turn of every scenario the code broke renders, and no step breaks that way any more. A
+    setting that makes the template raise is never offered; one switch at a time, then pairs."""
+    switches = _switches(template)
     if not switches:
         return {}
     scenarios = list({b.scenario.name: b.scenario for b in breaks}.values())
+    codes = {b.code for b in breaks}
     fixed: dict[str, list[str]] = {}
-    for name in switches:
-        for value in (True, False):
-            if template.extra_kwargs.get(name) is value:
-                continue
-            still, _ = _breaks(renderer, scenarios, tokenizer, specials, {name: value})
-            still_broken = {(b.scenario.name, b.turn) for b in still}
-            for code in {b.code for b in breaks}:
-                steps = {(b.scenario.name, b.turn) for b in breaks if b.code == code}
-                if not steps & still_broken:
-                    fixed.setdefault(code, []).append(f"`{name}={value}`")
+    rendering = set()  # settings under which every turn renders
+
+    def attempt(setting: dict[str, Any]) -> None:
+        if any(r is None for scenario in scenarios for r in renderer.turns(scenario, setting)):
+            return  # the template raises with it: never offered
+        rendering.add(tuple(setting.items()))
+        still, _ = _breaks(renderer, scenarios, tokenizer, specials, setting)
+        shown = " and ".join(f"`{n}={v}`" for n, v in setting.items())
+        for code in codes - {b.code for b in still}:
+            fixed.setdefault(code, []).append(shown)
+
+    singles = [
+        {name: value}
+        for name in switches
+        for value in (True, False)
+        if template.extra_kwargs.get(name) is not value
+    ]
+    for setting in singles:
+        attempt(setting)
+    if codes - set(fixed) and 1 < len(switches) <= 4:
+        for i, first in enumerate(switches):
+            for second in switches[i + 1 :]:
+                for a in (True, False):
+                    for b in (True, False):
+                        attempt({first: a, second: b})
     tried = ", ".join(f"`{n}`" for n in switches)
+    none = "no setting" if rendering else "no setting the template renders with"
     return {
         code: (
-            f"{' or '.join(fixed[code])} keeps the prefix stable"
+            f"{' or '.join(fixed[code][:3])} keeps the prefix stable (verified: every turn renders and "
+            "the break is gone)"
             if code in fixed
-            else f"no setting of {tried} keeps it stable"
+            else f"{none} of {tried} keeps it stable"
         )
-        for code in {b.code for b in breaks}
+        for code in codes
     }
 
 
