@@ -313,3 +313,33 @@ def test_every_hint_printed_on_the_corpus_holds() -> None:
         pytest.skip("needs ../shared/corpus/templates")
     hinted = [p for p in templates if "think" in p.read_text(encoding="utf-8")]
     assert sum(_assert_hints_hold(p) for p in hinted) >= 1
+
+
+# --- point 4: reasoning modelled per mode, in the field the template reads ------------------------
+
+
+def test_reasoning_runs_in_the_mode_that_produces_it() -> None:
+    """Thinking is off by default (the prompt closes the think block): reasoning replies are tried
+    with `enable_thinking=True`, where the prompt opens `<think>` and the reply continues it."""
+    by_code = {d.code: d for d in _diagnostics("thinking_off_by_default.jinja")}
+    assert set(by_code) == {"PFX401", "PFX403"}
+    reasoning = by_code["PFX401"]
+    assert (reasoning.span.line, reasoning.severity) == (12, Severity.WARNING)
+    assert "enable_thinking=True" in reasoning.message
+    assert (reasoning.evidence.static_tokens_lost, reasoning.evidence.reply_tokens_lost) == (2, 22)
+    empty_think = by_code["PFX403"]  # thinking off: an empty think block history drops
+    assert (empty_think.span.line, empty_think.severity) == (14, Severity.INFO)
+    assert empty_think.evidence.static_tokens_lost == 4
+
+
+def test_reasoning_in_a_reasoning_field_is_kept() -> None:
+    assert _diagnostics("reasoning_field.jinja") == []
+
+
+def test_a_template_without_a_thinking_switch_gets_no_reasoning_it_could_not_produce(tmp_path) -> None:
+    path = tmp_path / "t.jinja"
+    source = (TRUST / "thinking_off_by_default.jinja").read_text(encoding="utf-8")
+    path.write_text(source.replace("enable_thinking is defined and enable_thinking", "false"), "utf-8")
+    found = lint_paths([str(path)], Options()).diagnostics
+    assert [d.code for d in found] == ["PFX403"]
+    assert "reasoning" not in found[0].message

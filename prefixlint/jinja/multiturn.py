@@ -122,14 +122,74 @@ class _Renderer:
         """(line, error, where) of the first turn of `scenario` the template raises for, if any."""
         for k, render in enumerate(self.turns(scenario), 1):
             if render is None:
-                line, error = self.errors[self._key(scenario.turn(k), scenario.tools, True, None)]
+                key = self._key(scenario.turn(k), scenario.tools, True, _with_mode(scenario, None))
+                line, error = self.errors[key]
                 return line, error, f"in the multi-turn scenario «{scenario.label}» at turn {k}"
         return None
 
     def turns(self, scenario: Scenario, kwargs: dict[str, Any] | None = None) -> list[_Render | None]:
+        merged = _with_mode(scenario, kwargs)
         return [
-            self.render(scenario.turn(k), scenario.tools, True, kwargs) for k in range(1, scenario.turns + 1)
+            self.render(scenario.turn(k), scenario.tools, True, merged) for k in range(1, scenario.turns + 1)
         ]
+
+
+def _with_mode(scenario: Scenario, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The scenario's own mode variables, then the setting tried (which wins)."""
+    return {**dict(scenario.kwargs), **(kwargs or {})} or None
+
+
+def _closes_think(render: _Render | None) -> bool:
+    return render is not None and render.text.rstrip().endswith("</think>")
+
+
+def _reasoning_modes(
+    template: ChatTemplate, renderer: _Renderer, scenarios: list[Scenario]
+) -> list[Scenario]:
+    """Reasoning replies match the mode tried (issue 14, point 4): where the generation prompt
+    closes the think block (thinking off) the model writes no reasoning, so reasoning scenarios run
+    with the switch that opens it (`enable_thinking=True`), or not at all. A reply's reasoning in a
+    field goes in the field the template reads (`reasoning_content`, else `reasoning`)."""
+    out = []
+    mode: dict[str, Any] | None = {}
+    for scenario in scenarios:
+        if not any(step.reasoning for step in scenario.steps):
+            out.append(scenario)
+            continue
+        if mode == {} and _closes_think(renderer.render(scenario.turn(1), scenario.tools)):
+            mode = next(
+                (
+                    {name: True}
+                    for name in _switches(template)
+                    if renderer.render(scenario.turn(1), scenario.tools, True, {name: True}) is not None
+                    and not _closes_think(
+                        renderer.render(scenario.turn(1), scenario.tools, True, {name: True})
+                    )
+                ),
+                None,
+            )
+        if mode is None:
+            continue  # thinking is off and no switch turns it on: no reasoning to keep
+        if mode:
+            scenario = scenario.with_kwargs(mode)
+        if any("reasoning_content" in step.reply for step in scenario.steps):
+            scenario = _reasoning_field(renderer, scenario)
+        out.append(scenario)
+    return out
+
+
+def _reasoning_field(renderer: _Renderer, scenario: Scenario) -> Scenario:
+    """`reasoning_content`, unless only `reasoning` keeps the reasoning in turn 2's history."""
+    reasoning = next(step.reasoning for step in scenario.steps if step.reasoning)
+
+    def kept(candidate: Scenario) -> bool:
+        render = renderer.turns(candidate)[1] if candidate.turns > 1 else None
+        return render is not None and reasoning in render.text
+
+    if kept(scenario):
+        return scenario
+    other = scenario.with_reasoning_field("reasoning")
+    return other if kept(other) else scenario
 
 
 def _reads(template: ChatTemplate) -> frozenset[str]:
@@ -162,7 +222,7 @@ def _scenarios(
                 failed = renderer.failure(tried[0])
                 if failed is not None:
                     failures.append(failed)
-    return scenarios
+    return _reasoning_modes(template, renderer, scenarios) if mentions_reasoning(source) else scenarios
 
 
 def _special_strings(tokenizer: LoadedTokenizer, template: ChatTemplate) -> list[str]:
@@ -282,7 +342,9 @@ def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, An
     if brk.b.text.startswith(brk.a.text):  # same text, other tokens
         brk.code, brk.cause = "PFX403", "boundary"
         return brk
-    history = renderer.render(brk.scenario.turn(brk.turn), brk.scenario.tools, False, kwargs)
+    history = renderer.render(
+        brk.scenario.turn(brk.turn), brk.scenario.tools, False, _with_mode(brk.scenario, kwargs)
+    )
     gen_start = common_prefix_len(history.text, brk.a.text) if history else len(brk.a.text)
     block = _moved_block(brk.a, brk.b, brk.char_a, gen_start, step)
     if block is not None:
