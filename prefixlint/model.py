@@ -45,6 +45,8 @@ class Evidence:
     engines: dict[str, int] = field(default_factory=dict)
     inputs: str = ""
     reply_tokens_lost: int = 0  # generated tokens whose cache the next turn does not reuse
+    # What each engine really loses of those tokens (its blocks, minimums and steps), per engine.
+    engines_lost: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

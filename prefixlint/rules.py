@@ -94,3 +94,16 @@ def severity_from_cost(
     if reply_lost >= unit:
         return min(severity, Severity.WARNING)
     return Severity.INFO
+
+
+def engine_losses(common: int, lost: int, prompt_tokens: int) -> dict[str, int]:
+    """What each engine really loses of `lost` tokens after a shared prefix of `common` tokens:
+    what it would serve from cache had they matched, less what it serves now (whole blocks,
+    minimums, 128-token steps and the last-token recompute included)."""
+    from prefixlint.engines import load_engines
+
+    whole = max(prompt_tokens, common + lost)
+    return {
+        name: max(0, e.cacheable(common + lost, whole) - e.cacheable(common, whole))
+        for name, e in load_engines().items()
+    }

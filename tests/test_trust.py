@@ -64,6 +64,10 @@ def test_a_generation_prompt_of_a_block_or_more_keeps_the_rules_severity() -> No
     assert (diag.code, diag.span.line, diag.severity) == ("PFX403", 6, Severity.WARNING)
     assert diag.evidence.static_tokens_lost == 21
     assert "recomputes 21 tokens of the prompt" in diag.message
+    # Per engine: vLLM loses whole 16-token blocks; OpenAI caches nothing under 1,024 tokens anyway.
+    assert diag.evidence.engines_lost["vllm"] % 16 == 0 and diag.evidence.engines_lost["vllm"] >= 16
+    assert diag.evidence.engines_lost["openai"] == 0
+    assert diag.evidence.engines_lost["sglang"] == 28  # 21 prompt + 7 generated, per token
 
 
 def test_short_static_tail_after_a_variable_is_info(tmp_path) -> None:
@@ -102,6 +106,7 @@ def test_every_finding_in_json_carries_both_costs() -> None:
     for d in with_evidence:
         assert isinstance(d["evidence"]["static_tokens_lost"], int)
         assert isinstance(d["evidence"]["reply_tokens_lost"], int)
+        assert set(d["evidence"]["engines_lost"]) == set(d["evidence"]["engines"])
         # Done-when of issue 14: no warning or error of PFX3xx-5xx costs less than a vLLM block.
         if d["code"][3] in "345" and d["severity"] != "info":
             assert max(d["evidence"]["static_tokens_lost"], d["evidence"]["reply_tokens_lost"]) >= 16, d

@@ -27,6 +27,7 @@ from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
+from prefixlint.rules import engine_losses
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
@@ -232,6 +233,7 @@ def divergence_evidence(
         static_tokens_lost=lost,
         engines=cacheable_per_engine(t, tokens_a),
         inputs=inputs,
+        engines_lost=engine_losses(t, lost, tokens_a),
     )
 
 

@@ -36,7 +36,7 @@ from prefixlint.jinja.multiturn_scenarios import (
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
-from prefixlint.rules import RULES, severity_from_cost
+from prefixlint.rules import RULES, engine_losses, severity_from_cost
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
@@ -518,6 +518,7 @@ def _diagnostic(
         engines=cacheable_per_engine(brk.reused, len(brk.b.ids)),
         inputs=f"{brk.scenario.name}, turn {k} -> {k1}",
         reply_tokens_lost=brk.reply_lost,
+        engines_lost=engine_losses(brk.reused, brk.static_lost + brk.reply_lost, len(brk.b.ids)),
     )
     severity = _severity(brk, engine)
     return Diagnostic(brk.code, template.span(line, col), message, severity, _HINTS[brk.code], evidence)
