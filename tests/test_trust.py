@@ -348,3 +348,18 @@ def test_a_template_without_a_thinking_switch_gets_no_reasoning_it_could_not_pro
     found = lint_paths([str(path)], Options()).diagnostics
     assert [d.code for d in found] == ["PFX403"]
     assert "reasoning" not in found[0].message
+
+
+def test_done_when_on_the_corpus_no_small_cost_warning() -> None:
+    """Issue 14's Done-when: on the corpus templates, no warning or error of PFX3xx-5xx loses less
+    than a vLLM block on both counts; the plain ChatML templates pass the default run."""
+    folder = CORPUS / "templates"
+    if not folder.is_dir():
+        pytest.skip("needs ../shared/corpus/templates")
+    report = lint_paths([str(folder)], Options())
+    for d in report.diagnostics:
+        if d.code[3] in "345" and d.severity >= Severity.WARNING:
+            assert max(d.evidence.static_tokens_lost, d.evidence.reply_tokens_lost) >= 16, d
+    chatml = [str(p) for p in folder.rglob("*chatml*.jinja")]
+    assert chatml
+    assert not [d for d in lint_paths(chatml, Options()).diagnostics if d.severity >= Severity.WARNING]
