@@ -363,3 +363,13 @@ def test_done_when_on_the_corpus_no_small_cost_warning() -> None:
     chatml = [str(p) for p in folder.rglob("*chatml*.jinja")]
     assert chatml
     assert not [d for d in lint_paths(chatml, Options()).diagnostics if d.severity >= Severity.WARNING]
+
+
+def test_one_cause_one_finding_inside_a_tokenizer_config(tmp_path) -> None:
+    """Every finding of a tokenizer_config.json is reported at its JSON line: causes are still told
+    apart by the template line."""
+    config = tmp_path / "tokenizer_config.json"
+    source = (TRUST / "date_read_twice.jinja").read_text(encoding="utf-8")
+    config.write_text(json.dumps({"chat_template": source}, indent=1), encoding="utf-8")
+    [diag] = [d for d in lint_paths([str(config)], Options()).diagnostics if d.code != "PFX502"]
+    assert diag.code == "PFX101" and "also: PFX105 request-input-in-prefix" in diag.message

@@ -572,7 +572,7 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
         from prefixlint.jinja.multiturn import analyze_multiturn
 
         mt = analyze_multiturn(template, tokenizer, multiturn, options.engine)
-        found.extend((d, d.span.line) for d in mt.diagnostics)
+        found.extend(zip(mt.diagnostics, mt.origin_lines, strict=True))
         result.multiturn_reuse = mt.reuse
     result.diagnostics.extend(merge_same_origin(found))
     return result

@@ -59,6 +59,9 @@ class MultiTurnResult:
     reuse: (
         float | None
     )  # fraction of turn N's tokens that turn N+1 reuses (worst over scenarios); None if nothing rendered
+    # The template line each diagnostic's divergence is printed by (a tokenizer_config.json reports
+    # them all at one JSON line): what one cause, one finding compares.
+    origin_lines: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -479,6 +482,11 @@ def _cost(brk: _Break) -> str:
     return f"each turn recomputes {_tokens(brk.static_lost)} of the prompt{reply}"
 
 
+def _template_line(brk: _Break) -> int:
+    """The template line a break is reported at: turn N+1's when turn N's side is the model's output."""
+    return _origin(brk.b, brk.char_b)[0] if brk.held_text else _origin(brk.a, brk.char_a)[0]
+
+
 def _diagnostic(
     template: ChatTemplate, group: list[_Break], setting: str, engine: str, stand_in: bool = False
 ) -> Diagnostic:
@@ -637,8 +645,9 @@ def analyze_multiturn(
     groups: dict[str, list[_Break]] = {}
     for brk in breaks:
         groups.setdefault(brk.code, []).append(brk)
+    ordered = sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
     diagnostics = [
         _diagnostic(template, group, settings.get(code, ""), engine, tokenizer.name == EMBEDDED_NAME)
-        for code, group in sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
+        for code, group in ordered
     ]
-    return MultiTurnResult(diagnostics, reuse)
+    return MultiTurnResult(diagnostics, reuse, [_template_line(group[0]) for _, group in ordered])
