@@ -41,9 +41,12 @@ class Evidence:
     cacheable_tokens: int
     context_a: str
     context_b: str
-    static_tokens_lost: int = 0
+    static_tokens_lost: int = 0  # prompt tokens recomputed per request (per turn for PFX4xx)
     engines: dict[str, int] = field(default_factory=dict)
     inputs: str = ""
+    reply_tokens_lost: int = 0  # generated tokens whose cache the next turn does not reuse
+    # What each engine really loses of those tokens (its blocks, minimums and steps), per engine.
+    engines_lost: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

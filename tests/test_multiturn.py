@@ -48,11 +48,13 @@ def test_clean_template_has_no_finding_and_full_reuse(tokenizer: LoadedTokenizer
 
 
 @pytest.mark.parametrize(
-    ("name", "code", "line", "token_index", "char_offset", "reuse", "severity"),
+    ("name", "code", "line", "token_index", "char_offset", "reuse", "severity", "static", "reply"),
     [
-        ("generation_prompt_mismatch.jinja", "PFX403", 6, 71, 245, 29 / 30, Severity.WARNING),
-        ("reasoning_stripped.jinja", "PFX401", 4, 72, 245, 72 / 95, Severity.ERROR),
-        ("system_in_last_user.jinja", "PFX402", 6, 3, 6, 3 / 42, Severity.ERROR),
+        # One prompt token (the last, recomputed anyway) and a short reply: info (issue 14).
+        ("generation_prompt_mismatch.jinja", "PFX403", 6, 71, 245, 29 / 30, Severity.INFO, 1, 7),
+        # The prompt is intact; only the generated reasoning is lost: a warning.
+        ("reasoning_stripped.jinja", "PFX401", 4, 72, 245, 72 / 95, Severity.WARNING, 0, 23),
+        ("system_in_last_user.jinja", "PFX402", 6, 3, 6, 3 / 42, Severity.ERROR, 39, 7),
     ],
 )
 def test_each_cause_is_reported_once_at_its_line(
@@ -64,6 +66,8 @@ def test_each_cause_is_reported_once_at_its_line(
     char_offset: int,
     reuse: float,
     severity: Severity,
+    static: int,
+    reply: int,
 ) -> None:
     _, result = _analyze(name, tokenizer)
     assert [d.code for d in result.diagnostics] == [code]
@@ -71,6 +75,7 @@ def test_each_cause_is_reported_once_at_its_line(
     assert diag.span.line == line
     assert diag.severity == severity
     assert diag.evidence is not None
+    assert (diag.evidence.static_tokens_lost, diag.evidence.reply_tokens_lost) == (static, reply)
     assert diag.evidence.token_index == token_index
     assert diag.evidence.char_offset == char_offset
     assert diag.evidence.cacheable_tokens == token_index

@@ -33,9 +33,12 @@ def narrate(results: list[SourceResult]) -> str:
                 if ev.context_a or ev.context_b:
                     story += f": {ev.context_a!r} versus {ev.context_b!r}"
                 story += "."
+                per = "turn" if d.code.startswith("PFX4") else "request"
                 if ev.static_tokens_lost:
+                    story += f" {ev.static_tokens_lost} static tokens after it are recomputed on every {per}."
+                if ev.reply_tokens_lost:
                     story += (
-                        f" {ev.static_tokens_lost} static tokens after it are recomputed on every request."
+                        f" {ev.reply_tokens_lost} generated tokens of the reply lose their cache every {per}."
                     )
                 if ev.engines:
                     story += (

@@ -10,7 +10,7 @@ Divergence points are measured in tokens of the model's tokenizer and traced to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import jinja2
@@ -27,7 +27,8 @@ from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
+from prefixlint.rules import engine_losses
+from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
     from prefixlint.api import Options
@@ -71,6 +72,7 @@ class Finding:
     message: str
     evidence: Evidence
     required: bool = True  # False: optional variables (info unless the user says they vary)
+    origin_line: int = 0  # the template line that prints the divergent text (0: `line`)
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -231,6 +233,7 @@ def divergence_evidence(
         static_tokens_lost=lost,
         engines=cacheable_per_engine(t, tokens_a),
         inputs=inputs,
+        engines_lost=engine_losses(t, lost, tokens_a),
     )
 
 
@@ -258,7 +261,8 @@ def _clock_finding(
         f'`strftime_now("{fmt}")`{called} renders the current {what} at token {t:,}{printed}, '
         f"ahead of {lost:,} static tokens; {when}"
     )
-    return Finding("PFX101", line, column, base.scenario, message, _evidence(base, other, d, t, lost))
+    ev = _evidence(base, other, d, t, lost)
+    return Finding("PFX101", line, column, base.scenario, message, ev, origin_line=origin.line)
 
 
 def _variable_finding(
@@ -306,7 +310,7 @@ def _input_finding(
     )
 
 
-def _boundary_finding(base: Render, other: Render) -> Finding | None:
+def _boundary_finding(base: Render, other: Render, stand_in: bool = False) -> Finding | None:
     """PFX302: the last static token spans into the user's text, so it differs per request."""
     d = _first_difference(base.text, other.text)
     if d != base.content_start or d == 0:
@@ -323,12 +327,17 @@ def _boundary_finding(base: Render, other: Render) -> Finding | None:
         f"the static text {merged!r} before the user's turn merges with the user's first characters "
         f"into one token (token {t:,}); the cacheable prefix ends one token early"
     )
+    if stand_in:
+        message += (
+            "; measured with the embedded stand-in tokenizer: pass `--tokenizer` with the model's own "
+            "to confirm"
+        )
     return Finding(
         "PFX302", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, 1)
     )
 
 
-def _findings(renders: list[Render], template: ChatTemplate) -> list[Finding]:
+def _findings(renders: list[Render], template: ChatTemplate, stand_in: bool = False) -> list[Finding]:
     base = renders[0]
     findings: list[Finding] = []
     clock_done = False
@@ -350,7 +359,7 @@ def _findings(renders: list[Render], template: ChatTemplate) -> list[Finding]:
             if finding:
                 findings.append(finding)
             elif r.variant == "user text" and not boundary_done:
-                boundary = _boundary_finding(base, r)
+                boundary = _boundary_finding(base, r, stand_in)
                 if boundary:
                     findings.append(boundary)
                     boundary_done = True
@@ -360,10 +369,13 @@ def _findings(renders: list[Render], template: ChatTemplate) -> list[Finding]:
     return findings
 
 
-def _merge(findings: list[Finding], working: list[Scenario], template: ChatTemplate) -> list[Diagnostic]:
+def _merge(
+    findings: list[Finding], working: list[Scenario], template: ChatTemplate, engine: str
+) -> list[tuple[Diagnostic, int]]:
     """One diagnostic per (code, line): an error where it happens in every scenario that renders,
-    a warning where it depends on the scenario (a conditional clock, say)."""
-    from prefixlint.rules import RULES
+    a warning where it depends on the scenario (a conditional clock, say); less than one cache
+    block of the engine lost is info (rules.severity_from_cost)."""
+    from prefixlint.rules import RULES, severity_from_cost
 
     groups: dict[tuple[str, int], list[Finding]] = {}
     for f in findings:
@@ -380,8 +392,68 @@ def _merge(findings: list[Finding], working: list[Scenario], template: ChatTempl
         if not first.required:
             message += "; the template has a default, so this matters only if you pass it per request"
             severity = Severity.INFO
+        ev = first.evidence
+        severity = severity_from_cost(severity, ev.static_tokens_lost, ev.reply_tokens_lost, engine)
+        diag = Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence)
+        out.append((diag, first.origin_line or line))
+    return out
+
+
+# Most specific first: the code a finding keeps when one cause shows as several (issue 14, point 3).
+# A per-request divergence (PFX1xx-5xx of the variants analysis) is the cause of the multi-turn
+# break it also makes, so it comes before PFX4xx; PFX501 and PFX302 say least about the cause.
+SPECIFICITY = (
+    "PFX101",
+    "PFX102",
+    "PFX103",
+    "PFX104",
+    "PFX201",
+    "PFX301",
+    "PFX105",
+    "PFX501",
+    "PFX402",
+    "PFX401",
+    "PFX403",
+    "PFX302",
+)
+
+
+def merge_same_origin(found: list[tuple[Diagnostic, int]]) -> list[Diagnostic]:
+    """One cause, one finding: findings printed by the same template line with the same first
+    divergent token (the same rendered value: a date read by `strftime_now` and passed as
+    `date_string`; a generation prompt that both mismatches and drops reasoning) become one, under
+    the most specific code, its severity and cost the largest of the group, the others named in
+    its message ("also: …")."""
+    from prefixlint.rules import RULES
+
+    groups: dict[tuple[str, int, int], list[Diagnostic]] = {}
+    out: list[Diagnostic] = []
+    for diag, origin in found:
+        if diag.evidence is None:
+            out.append(diag)
+            continue
+        key = (diag.span.path, origin, diag.evidence.token_index)
+        groups.setdefault(key, []).append(diag)
+    for group in groups.values():
+        group.sort(key=lambda d: SPECIFICITY.index(d.code) if d.code in SPECIFICITY else len(SPECIFICITY))
+        keep, others = group[0], group[1:]
+        if not others:
+            out.append(keep)
+            continue
+        also = ", ".join(f"{d.code} {RULES[d.code].name} (line {d.span.line})" for d in others)
+        evidence = replace(
+            keep.evidence,
+            static_tokens_lost=max(d.evidence.static_tokens_lost for d in group),
+            reply_tokens_lost=max(d.evidence.reply_tokens_lost for d in group),
+        )
         out.append(
-            Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence)
+            replace(
+                keep,
+                message=f"{keep.message}; also: {also}",
+                severity=max(d.severity for d in group),
+                hint=keep.hint or next((d.hint for d in others if d.hint), ""),
+                evidence=evidence,
+            )
         )
     return out
 
@@ -391,7 +463,7 @@ def _render_error_diagnostics(
 ) -> list[Diagnostic]:
     out = []
     for (line, error), where in sorted(renderer.failures.items()):
-        scenarios = sorted({w.split(" (")[0] for w in where})
+        scenarios = sorted({w.split(" (")[0] for w in where}, key=lambda w: (w.startswith("in the multi"), w))
         deliberate = error.startswith("TemplateError:")
         severity = Severity.ERROR if not working else Severity.INFO if deliberate else Severity.WARNING
         message = f"raises {error} when rendered {' / '.join(scenarios)}"
@@ -431,6 +503,26 @@ def compile_diagnostic(template: ChatTemplate) -> Diagnostic | None:
     return None
 
 
+def cacheable_prefix(renders: list[Render]) -> int:
+    """THE cacheable prefix of a chat template (issue 14, point 7; `check`'s JSON, `diff` and
+    `explain TEMPLATE` all print this number): the leading tokens of the first scenario's base
+    request that every per-request variant of it shares — another user text, earlier turns, the
+    clock, and each template variable taken to vary per request (one the template requires or the
+    config declares dynamic; an optional one keeps its default). The first divergent token of any
+    finding of that scenario is therefore never past it."""
+    base = renders[0]
+    shared = [len(base.ids)]
+    pairs: dict[str, Render] = {}
+    for r in renders[1:]:
+        if not r.variant.startswith("var"):
+            shared.append(common_prefix_len(base.ids, r.ids))
+        elif r.variant.endswith(":1"):  # a variable passed per request: its two values part here
+            other = pairs.setdefault(r.variant[4:], r)
+            if other is not r:
+                shared.append(common_prefix_len(other.ids, r.ids))
+    return min(shared)
+
+
 def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options) -> SourceResult:
     result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
     failed = compile_diagnostic(template)  # compile first: a template that does not parse is PFX001
@@ -447,8 +539,8 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     per_scenario = [(s, _render_variants(renderer, s, variables)) for s in SCENARIOS]
     per_scenario = [(s, rs) for s, rs in per_scenario if rs]
     working = [s for s, _ in per_scenario]
-    result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
     if not working:
+        result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
         result.diagnostics.extend(_unconfirmed_clock(template))
         return result
 
@@ -457,19 +549,19 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
         from prefixlint.jinja.multiturn import render_multiturn
 
         multiturn = render_multiturn(template)  # before the first encode: a tokenizer may be loading
+        for line, error, where in multiturn.failures:  # a scenario that raises is a PFX002 too
+            renderer.failures.setdefault((line, error), []).append(where)
+    result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
     all_renders = [r for _, rs in per_scenario for r in rs]
     tokenize_renders(all_renders, tokenizer)
 
-    findings = [f for _, rs in per_scenario for f in _findings(rs, template)]
-    result.diagnostics.extend(_merge(findings, working, template))
+    stand_in = tokenizer.name == EMBEDDED_NAME  # token boundaries it finds may not be the model's
+    findings = [f for _, rs in per_scenario for f in _findings(rs, template, stand_in)]
+    found = _merge(findings, working, template, options.engine)
 
     primary = per_scenario[0][1]
-    base = primary[0]
-    result.total_tokens = len(base.ids)
-    stable = [r for r in primary[1:] if not r.variant.startswith("var")]
-    result.cacheable_prefix_tokens = min(
-        [common_prefix_len(base.ids, r.ids) for r in stable] or [len(base.ids)]
-    )
+    result.total_tokens = len(primary[0].ids)
+    result.cacheable_prefix_tokens = cacheable_prefix(primary)
     below = below_engine_minimum(
         result.cacheable_prefix_tokens, options.engine, template.span(1), primary[0].scenario.label
     )
@@ -479,7 +571,8 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     if multiturn is not None:
         from prefixlint.jinja.multiturn import analyze_multiturn
 
-        mt = analyze_multiturn(template, tokenizer, multiturn)
-        result.diagnostics.extend(mt.diagnostics)
+        mt = analyze_multiturn(template, tokenizer, multiturn, options.engine)
+        found.extend(zip(mt.diagnostics, mt.origin_lines, strict=True))
         result.multiturn_reuse = mt.reuse
+    result.diagnostics.extend(merge_same_origin(found))
     return result

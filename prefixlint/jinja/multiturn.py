@@ -33,18 +33,23 @@ from prefixlint.jinja.multiturn_scenarios import (
     chat_scenarios,
     mentions_reasoning,
 )
-from prefixlint.jinja.template import ChatTemplate
+from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
-from prefixlint.rules import RULES
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len
+from prefixlint.rules import RULES, engine_losses, severity_from_cost
+from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
-BOUNDARY_TOKENS = 16  # a break that loses at most this many of turn N's tokens is a boundary one
 MOVED_MIN_CHARS = 24  # a shorter run of history text reappearing later is not a moved block
 _SWITCH = re.compile(r"think|reason", re.IGNORECASE)
 # Message fields a template may `set` at top level: not switches.
 _MESSAGE_FIELDS = frozenset({*REASONING_FIELDS, "content"})
+# Point 8 of issue 14: where the text agrees and only the tokens differ, the embedded default
+# tokenizer may split where the model's own does not.
+STAND_IN_NOTE = (
+    "the texts agree and only the token boundary differs, measured with the embedded stand-in "
+    "tokenizer: pass `--tokenizer` with the model's own tokenizer.json to confirm"
+)
 _CAUSE_ORDER = {"PFX401": 0, "PFX402": 1, "PFX403": 2}
 
 
@@ -54,6 +59,9 @@ class MultiTurnResult:
     reuse: (
         float | None
     )  # fraction of turn N's tokens that turn N+1 reuses (worst over scenarios); None if nothing rendered
+    # The template line each diagnostic's divergence is printed by (a tokenizer_config.json reports
+    # them all at one JSON line): what one cause, one finding compares.
+    origin_lines: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -72,6 +80,8 @@ class _Break:
     reused: int
     total: int
     held_text: str = ""  # turn N + the generated reply, when that is what breaks (no template line)
+    static_lost: int = 0  # turn N's prompt tokens turn N+1 recomputes
+    reply_lost: int = 0  # generated tokens of the reply whose cache turn N+1 does not reuse
 
     @property
     def reuse(self) -> float:
@@ -84,6 +94,7 @@ class _Renderer:
     def __init__(self, template: ChatTemplate) -> None:
         self.template = template
         self.cache: dict[str, _Render | None] = {}
+        self.errors: dict[str, tuple[int, str]] = {}  # (template line, error) of a request that raised
 
     def render(
         self,
@@ -92,29 +103,107 @@ class _Renderer:
         gen: bool = True,
         kwargs: dict[str, Any] | None = None,
     ) -> _Render | None:
-        key = json.dumps([messages, tools is not None, gen, kwargs or {}], sort_keys=True, default=str)
+        key = self._key(messages, tools, gen, kwargs)
         if key not in self.cache:
             try:
                 traced = self.template.render(
                     messages, tools=tools, add_generation_prompt=gen, **(kwargs or {})
                 )
                 self.cache[key] = _Render(traced)
-            except Exception:  # render errors are reported by the variants analysis
+            except Exception as exc:  # an untrusted template raises anything: PFX002 for the scenario
                 self.cache[key] = None
+                self.errors[key] = (error_line(exc), describe_error(exc))
         return self.cache[key]
 
+    @staticmethod
+    def _key(
+        messages: list[dict[str, Any]], tools: list | None, gen: bool, kwargs: dict[str, Any] | None
+    ) -> str:
+        return json.dumps([messages, tools is not None, gen, kwargs or {}], sort_keys=True, default=str)
+
+    def failure(self, scenario: Scenario) -> tuple[int, str, str] | None:
+        """(line, error, where) of the first turn of `scenario` the template raises for, if any."""
+        for k, render in enumerate(self.turns(scenario), 1):
+            if render is None:
+                key = self._key(scenario.turn(k), scenario.tools, True, _with_mode(scenario, None))
+                line, error = self.errors[key]
+                return line, error, f"in the multi-turn scenario «{scenario.label}» at turn {k}"
+        return None
+
     def turns(self, scenario: Scenario, kwargs: dict[str, Any] | None = None) -> list[_Render | None]:
+        merged = _with_mode(scenario, kwargs)
         return [
-            self.render(scenario.turn(k), scenario.tools, True, kwargs) for k in range(1, scenario.turns + 1)
+            self.render(scenario.turn(k), scenario.tools, True, merged) for k in range(1, scenario.turns + 1)
         ]
+
+
+def _with_mode(scenario: Scenario, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The scenario's own mode variables, then the setting tried (which wins)."""
+    return {**dict(scenario.kwargs), **(kwargs or {})} or None
+
+
+def _closes_think(render: _Render | None) -> bool:
+    return render is not None and render.text.rstrip().endswith("</think>")
+
+
+def _reasoning_modes(
+    template: ChatTemplate, renderer: _Renderer, scenarios: list[Scenario]
+) -> list[Scenario]:
+    """Reasoning replies match the mode tried (issue 14, point 4): where the generation prompt
+    closes the think block (thinking off) the model writes no reasoning, so reasoning scenarios run
+    with the switch that opens it (`enable_thinking=True`), or not at all. A reply's reasoning in a
+    field goes in the field the template reads (`reasoning_content`, else `reasoning`)."""
+    out = []
+    mode: dict[str, Any] | None = {}
+    for scenario in scenarios:
+        if not any(step.reasoning for step in scenario.steps):
+            out.append(scenario)
+            continue
+        if mode == {} and _closes_think(renderer.render(scenario.turn(1), scenario.tools)):
+            mode = next(
+                (
+                    {name: True}
+                    for name in _switches(template)
+                    if renderer.render(scenario.turn(1), scenario.tools, True, {name: True}) is not None
+                    and not _closes_think(
+                        renderer.render(scenario.turn(1), scenario.tools, True, {name: True})
+                    )
+                ),
+                None,
+            )
+        if mode is None:
+            continue  # thinking is off and no switch turns it on: no reasoning to keep
+        if mode:
+            scenario = scenario.with_kwargs(mode)
+        if any("reasoning_content" in step.reply for step in scenario.steps):
+            scenario = _reasoning_field(renderer, scenario)
+        out.append(scenario)
+    return out
+
+
+def _reasoning_field(renderer: _Renderer, scenario: Scenario) -> Scenario:
+    """`reasoning_content`, unless only `reasoning` keeps the reasoning in turn 2's history."""
+    reasoning = next(step.reasoning for step in scenario.steps if step.reasoning)
+
+    def kept(candidate: Scenario) -> bool:
+        render = renderer.turns(candidate)[1] if candidate.turns > 1 else None
+        return render is not None and reasoning in render.text
+
+    if kept(scenario):
+        return scenario
+    other = scenario.with_reasoning_field("reasoning")
+    return other if kept(other) else scenario
 
 
 def _reads(template: ChatTemplate) -> frozenset[str]:
     return template.traced.undeclared
 
 
-def _scenarios(template: ChatTemplate, renderer: _Renderer) -> list[Scenario]:
-    """The scenarios that apply to this template, each rendering at least its first turn."""
+def _scenarios(
+    template: ChatTemplate, renderer: _Renderer, failures: list[tuple[int, str, str]] | None = None
+) -> list[Scenario]:
+    """The scenarios that apply to this template, each rendering at least its first turn; an agent
+    loop no tool-call shape renders goes to `failures` (with the first shape's error)."""
     source = template.traced.source
     reads_tools = "tools" in _reads(template)
     first = chat_scenarios(reads_tools=False, tools_required=False, reads_reasoning=False)[0]
@@ -128,12 +217,15 @@ def _scenarios(template: ChatTemplate, renderer: _Renderer) -> list[Scenario]:
     )
     if reads_tools and "tool_calls" in source:
         for reasoning in (False, True) if mentions_reasoning(source) else (False,):
-            for arguments_as, content in TOOL_CALL_SHAPES:
-                candidate = agentic(arguments_as, content, reasoning)
-                if all(r is not None for r in renderer.turns(candidate)):
-                    scenarios.append(candidate)
-                    break
-    return scenarios
+            tried = [agentic(arguments_as, content, reasoning) for arguments_as, content in TOOL_CALL_SHAPES]
+            working = next((c for c in tried if all(r is not None for r in renderer.turns(c))), None)
+            if working is not None:
+                scenarios.append(working)
+            elif failures is not None:
+                failed = renderer.failure(tried[0])
+                if failed is not None:
+                    failures.append(failed)
+    return _reasoning_modes(template, renderer, scenarios) if mentions_reasoning(source) else scenarios
 
 
 def _special_strings(tokenizer: LoadedTokenizer, template: ChatTemplate) -> list[str]:
@@ -199,9 +291,12 @@ def _check(
     # recompute the last prompt token anyway, and such merges are the tokenizer's more than the
     # template's. A merge into the reply's first word (a trailing space) is not.
     merged_last = same_text and common == len(a.ids) - 1 and not _has_word(b, common)
+    reply = len(emitted.ids) + (1 if emitted.eot else 0) if emitted is not None else 0
     if common < len(a.ids) and not merged_last:
         char_a = a.offsets[common][0] if same_text else common_prefix_len(a.text, b.text)
-        return _Break("", "", scenario, k, a, b, char_a, char_a, common, common, len(a.ids))
+        brk = _Break("", "", scenario, k, a, b, char_a, char_a, common, common, len(a.ids))
+        brk.static_lost, brk.reply_lost = len(a.ids) - common, reply  # the reply came after the break
+        return brk
     if emitted is None:
         return None
     held = a.ids + emitted.ids
@@ -222,6 +317,8 @@ def _check(
         char, code = common_prefix_len(expected, b.text), ""
     brk = _Break(code, "boundary" if code else "", scenario, k, a, b, char, char, same, same, compared)
     brk.held_text = expected + emitted.eot
+    brk.static_lost = max(0, len(a.ids) - same)
+    brk.reply_lost = max(0, compared - max(same, len(a.ids)))
     return brk
 
 
@@ -248,7 +345,9 @@ def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, An
     if brk.b.text.startswith(brk.a.text):  # same text, other tokens
         brk.code, brk.cause = "PFX403", "boundary"
         return brk
-    history = renderer.render(brk.scenario.turn(brk.turn), brk.scenario.tools, False, kwargs)
+    history = renderer.render(
+        brk.scenario.turn(brk.turn), brk.scenario.tools, False, _with_mode(brk.scenario, kwargs)
+    )
     gen_start = common_prefix_len(history.text, brk.a.text) if history else len(brk.a.text)
     block = _moved_block(brk.a, brk.b, brk.char_a, gen_start, step)
     if block is not None:
@@ -320,6 +419,9 @@ def _breaks(
         if brk is None:
             reuse.append(1.0)
             continue
+        step = scenario.steps[k - 1]
+        if emitted is None and step.reply_text:  # the break is in turn N: the whole reply is lost too
+            brk.reply_lost = len(tokenizer.encode_many([step.reply_text])[0].ids)
         breaks.append(_classify(brk, scenario.steps[k - 1], renderer, kwargs))
         reuse.append(brk.reuse)
     return breaks, (min(reuse) if reuse else None)
@@ -363,16 +465,31 @@ _HINTS = {
 }
 
 
-def _severity(brk: _Break) -> Severity:
-    lost = brk.total - brk.reused
-    if lost <= BOUNDARY_TOKENS:
-        return Severity.WARNING
-    if brk.reuse < 0.5:
-        return Severity.ERROR
-    return RULES[brk.code].default_severity
+def _severity(brk: _Break, engine: str) -> Severity:
+    """The rule's severity, lowered by what the break costs (rules.severity_from_cost): turn N's
+    last token alone is recomputed by engines anyway."""
+    return severity_from_cost(
+        RULES[brk.code].default_severity, brk.static_lost, brk.reply_lost, engine, last_token_only=True
+    )
 
 
-def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Diagnostic:
+def _tokens(n: int) -> str:
+    return f"{n:,} token" if n == 1 else f"{n:,} tokens"
+
+
+def _cost(brk: _Break) -> str:
+    reply = f" and {_tokens(brk.reply_lost)} the model generated" if brk.reply_lost else ""
+    return f"each turn recomputes {_tokens(brk.static_lost)} of the prompt{reply}"
+
+
+def _template_line(brk: _Break) -> int:
+    """The template line a break is reported at: turn N+1's when turn N's side is the model's output."""
+    return _origin(brk.b, brk.char_b)[0] if brk.held_text else _origin(brk.a, brk.char_a)[0]
+
+
+def _diagnostic(
+    template: ChatTemplate, group: list[_Break], setting: str, engine: str, stand_in: bool = False
+) -> Diagnostic:
     brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
     k, k1 = brk.turn, brk.turn + 1
     text_a = brk.held_text or brk.a.text
@@ -388,7 +505,7 @@ def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Di
     message = (
         f"{what} ({brk.scenario.label}): turn {k1} diverges at token {brk.token_index} (char {brk.char_a}); "
         f"{side_a}, turn {k1} «{_shown(context_b)}» from {template.where(line_b)}; "
-        f"turn {k1} reuses {brk.reused:,} of {brk.total:,} tokens ({brk.reuse:.0%})"
+        f"turn {k1} reuses {brk.reused:,} of {brk.total:,} tokens ({brk.reuse:.0%}); {_cost(brk)}"
     )
     others = len(group) - 1
     if others:
@@ -397,17 +514,36 @@ def _diagnostic(template: ChatTemplate, group: list[_Break], setting: str) -> Di
         message += f"; {others} more {steps} the same way (worst reuse {worst:.0%})"
     if setting:
         message += f"; {setting}"
+    if stand_in and (brk.cause == "boundary" or brk.b.text.startswith(brk.held_text or brk.a.text)):
+        message += f"; {STAND_IN_NOTE}"
     evidence = Evidence(
         token_index=brk.token_index,
         char_offset=brk.char_a,
         cacheable_tokens=brk.reused,
         context_a=context_a,
         context_b=context_b,
-        static_tokens_lost=brk.total - brk.reused,
+        static_tokens_lost=brk.static_lost,
         engines=cacheable_per_engine(brk.reused, len(brk.b.ids)),
         inputs=f"{brk.scenario.name}, turn {k} -> {k1}",
+        reply_tokens_lost=brk.reply_lost,
+        engines_lost=engine_losses(brk.reused, brk.static_lost + brk.reply_lost, len(brk.b.ids)),
     )
-    return Diagnostic(brk.code, template.span(line, col), message, _severity(brk), _HINTS[brk.code], evidence)
+    severity = _severity(brk, engine)
+    return Diagnostic(brk.code, template.span(line, col), message, severity, _HINTS[brk.code], evidence)
+
+
+_SET = re.compile(r"\{%-?\s*set\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*=")
+
+
+def _switches(template: ChatTemplate) -> list[str]:
+    """Switch-like variables the template reads from its context: never one it `{% set %}`s
+    itself (`keep_reasoning`, `include_thinking`), which no caller can pass."""
+    own = {n.strip() for m in _SET.finditer(template.traced.source) for n in m.group(1).split(",")}
+    return sorted(
+        v
+        for v in template.external_variables
+        if _SWITCH.search(v) and v not in _MESSAGE_FIELDS and v not in own
+    )
 
 
 def _settings(
@@ -417,32 +553,50 @@ def _settings(
     tokenizer: LoadedTokenizer,
     specials: list[str],
 ) -> dict[str, str]:
-    """For each code, the switch setting under which its broken steps all hold (or what was tried)."""
-    switches = sorted(
-        v for v in template.external_variables if _SWITCH.search(v) and v not in _MESSAGE_FIELDS
-    )
+    """For each code, the settings verified to keep its broken scenarios stable: with a setting,
+    every turn of every scenario the code broke renders, and no step breaks that way any more. A
+    setting that makes the template raise is never offered; one switch at a time, then pairs."""
+    switches = _switches(template)
     if not switches:
         return {}
     scenarios = list({b.scenario.name: b.scenario for b in breaks}.values())
+    codes = {b.code for b in breaks}
     fixed: dict[str, list[str]] = {}
-    for name in switches:
-        for value in (True, False):
-            if template.extra_kwargs.get(name) is value:
-                continue
-            still, _ = _breaks(renderer, scenarios, tokenizer, specials, {name: value})
-            still_broken = {(b.scenario.name, b.turn) for b in still}
-            for code in {b.code for b in breaks}:
-                steps = {(b.scenario.name, b.turn) for b in breaks if b.code == code}
-                if not steps & still_broken:
-                    fixed.setdefault(code, []).append(f"`{name}={value}`")
+    rendering = set()  # settings under which every turn renders
+
+    def attempt(setting: dict[str, Any]) -> None:
+        if any(r is None for scenario in scenarios for r in renderer.turns(scenario, setting)):
+            return  # the template raises with it: never offered
+        rendering.add(tuple(setting.items()))
+        still, _ = _breaks(renderer, scenarios, tokenizer, specials, setting)
+        shown = " and ".join(f"`{n}={v}`" for n, v in setting.items())
+        for code in codes - {b.code for b in still}:
+            fixed.setdefault(code, []).append(shown)
+
+    singles = [
+        {name: value}
+        for name in switches
+        for value in (True, False)
+        if template.extra_kwargs.get(name) is not value
+    ]
+    for setting in singles:
+        attempt(setting)
+    if codes - set(fixed) and 1 < len(switches) <= 4:
+        for i, first in enumerate(switches):
+            for second in switches[i + 1 :]:
+                for a in (True, False):
+                    for b in (True, False):
+                        attempt({first: a, second: b})
     tried = ", ".join(f"`{n}`" for n in switches)
+    none = "no setting" if rendering else "no setting the template renders with"
     return {
         code: (
-            f"{' or '.join(fixed[code])} keeps the prefix stable"
+            f"{' or '.join(fixed[code][:3])} keeps the prefix stable (verified: every turn renders and "
+            "the break is gone)"
             if code in fixed
-            else f"no setting of {tried} keeps it stable"
+            else f"{none} of {tried} keeps it stable"
         )
-        for code in {b.code for b in breaks}
+        for code in codes
     }
 
 
@@ -452,23 +606,31 @@ class MultiTurnRenders:
 
     renderer: _Renderer
     scenarios: list[Scenario] | None  # None: the template does not even compile
+    # (template line, error, which scenario and turn) of each scenario the template raises for
+    failures: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 def render_multiturn(template: ChatTemplate) -> MultiTurnRenders:
     """Every render the analysis needs before it needs a tokenizer, in the order it would do them:
     done while a tokenizer may still be loading in a helper (prefixlint/tokenizer_process.py)."""
     renderer = _Renderer(template)
+    failures: list[tuple[int, str, str]] = []
     try:
-        scenarios = _scenarios(template, renderer)
+        scenarios = _scenarios(template, renderer, failures)
     except Exception:  # a template that does not even compile is reported elsewhere
         return MultiTurnRenders(renderer, None)
     for scenario in scenarios:
-        renderer.turns(scenario)
-    return MultiTurnRenders(renderer, scenarios)
+        failed = renderer.failure(scenario)
+        if failed is not None:
+            failures.append(failed)
+    return MultiTurnRenders(renderer, scenarios, failures)
 
 
 def analyze_multiturn(
-    template: ChatTemplate, tokenizer: LoadedTokenizer, rendered: MultiTurnRenders | None = None
+    template: ChatTemplate,
+    tokenizer: LoadedTokenizer,
+    rendered: MultiTurnRenders | None = None,
+    engine: str = "vllm",
 ) -> MultiTurnResult:
     """Check every scenario's turns extend one another; one diagnostic per cause found."""
     rendered = rendered or render_multiturn(template)
@@ -483,8 +645,9 @@ def analyze_multiturn(
     groups: dict[str, list[_Break]] = {}
     for brk in breaks:
         groups.setdefault(brk.code, []).append(brk)
+    ordered = sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
     diagnostics = [
-        _diagnostic(template, group, settings.get(code, ""))
-        for code, group in sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
+        _diagnostic(template, group, settings.get(code, ""), engine, tokenizer.name == EMBEDDED_NAME)
+        for code, group in ordered
     ]
-    return MultiTurnResult(diagnostics, reuse)
+    return MultiTurnResult(diagnostics, reuse, [_template_line(group[0]) for _, group in ordered])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from prefixlint.jinja.inputs import ASSISTANT_REPLY, FOLLOW_UP, SYSTEM_PROMPT, TOOLS, USER_TURNS
@@ -48,6 +48,20 @@ class Scenario:
     tools: list[dict[str, Any]] | None
     first: tuple[dict[str, Any], ...]
     steps: tuple[Step, ...]
+    # Template variables the scenario is rendered with: the mode it runs in (`enable_thinking=True`
+    # for reasoning replies when the template closes the think block by default).
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def with_kwargs(self, kwargs: dict[str, Any]) -> Scenario:
+        shown = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        return replace(self, kwargs=tuple(kwargs.items()), label=f"{self.label}, {shown}")
+
+    def with_reasoning_field(self, name: str) -> Scenario:
+        """The same replies with their reasoning in field `name` instead of `reasoning_content`."""
+        steps = tuple(
+            replace(step, reply=_rename(step.reply, "reasoning_content", name)) for step in self.steps
+        )
+        return replace(self, steps=steps, label=self.label.replace("reasoning_content", name))
 
     def turn(self, k: int) -> list[dict[str, Any]]:
         """The messages of turn k (1-based)."""
@@ -60,6 +74,10 @@ class Scenario:
     @property
     def turns(self) -> int:
         return len(self.steps) + 1
+
+
+def _rename(message: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    return {(new if k == old else k): v for k, v in message.items()}
 
 
 def _user(text: str) -> dict[str, Any]:

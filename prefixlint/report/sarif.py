@@ -78,6 +78,7 @@ def render_sarif(report: Report) -> str:
                 "tokenIndex": d.evidence.token_index,
                 "cacheableTokens": d.evidence.cacheable_tokens,
                 "staticTokensLost": d.evidence.static_tokens_lost,
+                "replyTokensLost": d.evidence.reply_tokens_lost,
             }
         results.append(result)
     document = {

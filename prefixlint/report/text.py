@@ -60,13 +60,18 @@ def render_full(report: Report) -> str:
         if ev is not None:
             out.append(
                 f"      first divergent token: {ev.token_index:,} (char {ev.char_offset:,}); "
-                f"static tokens lost: {ev.static_tokens_lost:,}"
+                f"static tokens lost: {ev.static_tokens_lost:,}; reply tokens lost: {ev.reply_tokens_lost:,}"
             )
             out.append(f"      a: {ev.context_a!r}")
             out.append(f"      b: {ev.context_b!r}")
             if ev.engines:
                 out.append(
                     "      cacheable: " + ", ".join(f"{k} {v:,}" for k, v in sorted(ev.engines.items()))
+                )
+            if ev.engines_lost:
+                out.append(
+                    "      lost per engine: "
+                    + ", ".join(f"{k} {v:,}" for k, v in sorted(ev.engines_lost.items()))
                 )
             if ev.inputs:
                 out.append(f"      inputs: {ev.inputs}")
