@@ -347,9 +347,14 @@ class Evaluator:
         for key in ("text", "content"):  # a content part: {"type": "text", "text": ...}
             if key in entries:
                 return self.value(entries[key], env.deeper())
-        return self.propagate(
-            node, [self.value(e.value, env.deeper()) for e in node.elements if isinstance(e, cst.DictElement)]
-        )
+        # Any other dict (a tool schema, an API payload): a value in it that is volatile by its
+        # source makes its text volatile; one only named so (`"tool_call_id": call_id`) does not.
+        values = [self.value(e.value, env.deeper()) for e in node.elements if isinstance(e, cst.DictElement)]
+        for value in values:
+            for h in holes(value):
+                if h.provenance.volatile and not h.by_name:
+                    return (h,)
+        return self.unknown(node)
 
     # --- calls ---------------------------------------------------------------------------------
     def _v_Call(self, node: cst.Call, env: Env) -> Value:
