@@ -60,8 +60,8 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
                 break  # the prompt already differs per request there: nothing after it is lost to this
             after = segments[i + 1 :]
             turn = _turn_role(segments[:i])
-            if turn is not None and seg.by_name:
-                continue  # a name is a guess, and in a conversation turn a cheap one to be wrong about
+            if turn is not None and seg.by_name and seg.provenance in _RECORD_KINDS:
+                continue  # a name is a guess, and a date or id in a conversation turn a cheap one
             if turn is not None and seg.provenance in _RECORD_KINDS:
                 # A date or id written into a conversation turn records when or by whom it was
                 # written: what it can cost is the rest of that turn, not the turns after it.
