@@ -704,6 +704,17 @@ class Evaluator:
             self.project.following.discard(key)
         return choice(values)
 
+    def calls_filling(self, constant: str) -> list[cst.Call]:
+        """The calls in this module that fill the placeholders of `constant` (`CONSTANT.format(...)`)."""
+        return [
+            c
+            for method in _FILL_METHODS
+            for c in self.calls_named(method)
+            if isinstance(c.func, cst.Attribute)
+            and isinstance(c.func.value, cst.Name)
+            and c.func.value.value == constant
+        ]
+
     def calls_named(self, name: str) -> list[cst.Call]:
         """The calls in this module of a function or method called `name`."""
         if self._calls is None:

@@ -205,8 +205,10 @@ class _SinkFinder:
             owner = f"{self.classes[-1].name.value}.{target.value}"
             self.add(node, self.value(value), f"`{owner}`", open_tail=True)
         elif isinstance(target, cst.Name) and self.depth == 0 and says_prompt(target.value) and not augmented:
-            # A prompt constant: its `{placeholders}` are filled later by whoever formats it.
-            self.add(node, self.value(value, template=True), f"`{target.value}`")
+            # A prompt constant: its `{placeholders}` are filled later by whoever formats it. Where
+            # this module formats it, what it is filled with decides (that call is judged there).
+            filled_here = any(c is not node for c in self.ev.calls_filling(target.value))
+            self.add(node, self.value(value, template=not filled_here), f"`{target.value}`")
         elif isinstance(target, cst.Attribute) and says_prompt_attribute(target.attr.value):
             # Text stored on an object is read elsewhere: what follows it there is unknown.
             owner = self.index.module.code_for_node(target)
