@@ -50,6 +50,7 @@ class Options:
     exclude: tuple[str, ...] | None = None  # gitignore patterns; None: the built-in defaults
     extend_exclude: tuple[str, ...] = ()
     force_exclude: bool = False  # apply excludes to files named explicitly too (pre-commit)
+    respect_gitignore: bool = True  # skip what git ignores in the folders walked (ruff's default)
     root: str | None = None  # None: the current folder
     suppressions: bool = True
     cache_dir: str | None = None  # None: no result cache (the CLI sets one unless --no-cache)
@@ -177,8 +178,9 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
         except ConfigError as exc:
             diag = Diagnostic("PFX001", Span(source.path), f"tokenizer_config.json: {exc}", Severity.ERROR)
             return [SourceResult(source.path, source.kind, diagnostics=[diag])]
-        if not named:
-            return []  # a base model's config: no chat template, so no tokenizer to load (~0.5 s)
+        if not named:  # a base model's config: nothing to check, so no tokenizer to load (~0.5 s)
+            note = f"{source.path}: no chat_template in this tokenizer_config.json: nothing checked"
+            return [SourceResult(source.path, source.kind, notes=[note])]
 
     # A tokenizer still loading in a helper is used unchecked: its load overlaps compiling and
     # rendering. If it turns out broken, the source is analysed again with what `tokenizer_choice`
@@ -330,6 +332,7 @@ def iter_sources(paths: list[str], options: Options, walked: list[str] | None = 
         defaults=defaults,
         force_exclude=options.force_exclude,
         walked=walked,
+        respect_gitignore=options.respect_gitignore,
     )
 
 

@@ -32,11 +32,19 @@ def _lint_options(func: Any) -> Any:
             "tokenizer",
             help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.",
         ),
-        click.option("--engine", help="Engine whose caching rules PFX502 applies (default: vllm)."),
+        click.option(
+            "--engine", help="Engine whose caching rules apply, any case (default: vllm; `prefixlint rules`)."
+        ),
         click.option("--select", multiple=True, help="Rule codes or prefixes to report (default: all)."),
         click.option("--extend-select", multiple=True, help="Rule codes or prefixes to add to `select`."),
         click.option("--ignore", multiple=True, help="Rule codes or prefixes not to report."),
         click.option("--exclude", multiple=True, help="Glob patterns of paths to skip."),
+        click.option(
+            "--respect-gitignore/--no-respect-gitignore",
+            default=None,
+            help="Skip what git ignores (.gitignore, .git/info/exclude, global excludes) in the folders "
+            "walked (default: on).",
+        ),
         click.option(
             "--force-exclude",
             is_flag=True,
@@ -56,6 +64,10 @@ def _lint_options(func: Any) -> Any:
             "[tool.prefixlint]).",
         ),
         click.option("--no-cache", is_flag=True, help="Analyse every source again (no result cache)."),
+        click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings fail the run."),
+        click.option(
+            "-q", "--quiet", is_flag=True, help="Print the findings only: no summary line, no warnings."
+        ),
         click.option(
             "--output-file", type=click.Path(dir_okay=False), help="Write the report here instead of stdout."
         ),
@@ -75,8 +87,10 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
     for selector in kw["select"] + kw["extend_select"] + kw["ignore"]:
         if not resolve_selector(selector):
             _fail(f"unknown rule code or prefix {selector!r} (see `prefixlint rules`)")
-    if kw["engine"] is not None and kw["engine"] not in load_engines():
-        _fail(f"unknown engine {kw['engine']!r}; known: {', '.join(sorted(load_engines()))}")
+    if kw["engine"] is not None:
+        kw["engine"] = kw["engine"].strip().lower()
+        if kw["engine"] not in load_engines():
+            _fail(f"unknown engine {kw['engine']!r}; known: {', '.join(sorted(load_engines()))}")
     try:
         config = discover_config(paths, kw["config_file"])
     except ConfigError as exc:
@@ -92,6 +106,7 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
         multiturn=not kw["no_multiturn"],
         force_exclude=kw["force_exclude"],
         use_cache=not kw["no_cache"],
+        respect_gitignore=kw["respect_gitignore"],
     )
     return options, kw["fail_on"] or config.fail_on or "warning", config
 
@@ -113,7 +128,7 @@ _max_prefix_loss_option = click.option(
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True), required=True)
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option(
     "--format",
     "fmt",
@@ -132,6 +147,11 @@ _max_prefix_loss_option = click.option(
     is_flag=True,
     help="List each source with its kind (and why) and exit 0, analysing nothing.",
 )
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Print how many findings of each rule code instead of the findings (JSON with --format json).",
+)
 @_max_prefix_loss_option
 @_lint_options
 def check(
@@ -140,41 +160,68 @@ def check(
     diff_ref: str | None,
     max_prefix_loss: int | None,
     show_files: bool,
+    statistics: bool,
     **kw: Any,
 ) -> None:
     """Lint chat templates (.jinja, .j2, tokenizer_config.json), app prompt templates and Python
-    prompt code."""
+    prompt code under PATHS (default: the current folder)."""
+    paths = paths or (".",)
     if show_files:
         from prefixlint.api import list_sources
+        from prefixlint.sources import SourceError
 
         options, _, _ = _setup(paths, kw)
-        lines = [f"{path}: {kind} ({why})" for path, kind, why in list_sources(list(paths), options)]
+        try:
+            listed = list_sources(list(paths), options)
+        except SourceError as exc:
+            _fail(str(exc))
+        lines = [f"{path}: {kind} ({why})" for path, kind, why in listed]
         _write("".join(line + "\n" for line in lines), kw["output_file"])
+        if not listed and not kw["quiet"]:
+            click.echo(_nothing_found(paths), err=True)
         sys.exit(EXIT_OK)
     if diff_ref is not None:
         _run_diff(diff_ref, paths, "json" if fmt == "json" else "text", max_prefix_loss, kw)
     from prefixlint.api import lint_paths
     from prefixlint.model import Severity
     from prefixlint.report import render_report
+    from prefixlint.sources import SourceError
     from prefixlint.tokens import TokenizerError
 
     options, fail_on, config = _setup(paths, kw)
     options.python_numbers = fmt in ("json", "sarif")  # the outputs that show per-source numbers
     try:
         report = lint_paths(list(paths), options)
-    except TokenizerError as exc:
+    except (TokenizerError, SourceError) as exc:
         _fail(str(exc))
     # Skipped sources are counted in the summary and listed by --show-files, not warned about.
     notes = dict.fromkeys(n for s in report.sources if s.kind != "not_prompt" for n in s.notes)
-    warnings = "".join(f"prefixlint: warning: {n}\n" for n in notes)
+    if not report.sources:
+        notes[_nothing_found(paths).removeprefix("prefixlint: warning: ")] = None
+    elif all(s.kind == "not_prompt" for s in report.sources):
+        skipped = len({s.path for s in report.sources})
+        notes[f"nothing checked: the {skipped} file(s) found are not prompts (see --show-files)"] = None
+    warnings = "" if kw["quiet"] else "".join(f"prefixlint: warning: {n}\n" for n in notes)
     click.echo(warnings, err=True, nl=False)
-    text = render_report(report, fmt)
+    text = render_report(report, fmt, quiet=kw["quiet"], statistics=statistics)
     _write(text, kw["output_file"])
     worst = report.worst()
     code = EXIT_FINDINGS if worst is not None and worst >= Severity.parse(fail_on) else EXIT_OK
+    if kw["exit_zero"]:
+        code = EXIT_OK
     if kw["output_file"] is None:
         _record_run(report, options, config, text, warnings, code)
     sys.exit(code)
+
+
+def _nothing_found(paths: tuple[str, ...]) -> str:
+    """The warning for paths that hold no source (ruff: "No Python files found under the given
+    path(s)"): a wrong path in CI must not pass in silence."""
+    shown = ", ".join(paths)
+    return (
+        f"prefixlint: warning: no sources found under {shown} (.jinja/.j2/.jinja2 templates, "
+        "tokenizer_config.json, .py files, less excluded and git-ignored ones): nothing was checked"
+    )
 
 
 def _record_run(report: Any, options: Any, config: Any, stdout: str, stderr: str, code: int) -> None:
@@ -224,13 +271,13 @@ def diff_cmd(ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | 
 
 
 def _parse_var(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise click.BadParameter(f"{text!r} is not NAME=VALUE")
-    name, value = text.split("=", 1)
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        _fail(f"--var {text!r}: expected NAME=VALUE (VALUE may be JSON), e.g. --var enable_thinking=false")
     try:
-        return name, json.loads(value)
+        return name.strip(), json.loads(value)
     except ValueError:
-        return name, value
+        return name.strip(), value
 
 
 @cli.command()
@@ -267,6 +314,8 @@ def render(
     """Print a prompt exactly as the serving stack renders it."""
     from datetime import UTC, datetime
 
+    template_vars = dict(_parse_var(v) for v in variables)
+
     from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
@@ -299,7 +348,7 @@ def render(
             tools=tools,
             add_generation_prompt=not no_generation_prompt,
             now=moment,
-            **dict(_parse_var(v) for v in variables),
+            **template_vars,
         )
     except Exception as exc:  # any template error is the user's to see, with its line
         _fail(f"{template_path}:{error_line(exc)}: {describe_error(exc)}")

@@ -36,6 +36,7 @@ _KEYS: dict[str, str] = {
     "engine": "string",
     "fail-on": "string",
     "cache-dir": "string",
+    "respect-gitignore": "bool",
     "variables": "variables",
     "template-kinds": "template-kinds",
     "template-search-path": "strings",
@@ -64,6 +65,7 @@ class Config:
     engine: str | None = None
     fail_on: str | None = None
     cache_dir: str | None = None
+    respect_gitignore: bool | None = None  # None: not set (on)
     static_variables: tuple[str, ...] = ()
     dynamic_variables: tuple[str, ...] = ()
     template_kinds: tuple[tuple[str, str], ...] = ()  # (glob, one of TEMPLATE_KINDS)
@@ -156,6 +158,10 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
             values[key] = _strings(value, name, where)
         elif kind == "string":
             values[key] = _string(value, name, where)
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: `{name}` must be true or false, got {value!r}")
+            values[key] = value
         elif kind == "per-file":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: `{name}` must be a table of glob = [codes]")
@@ -192,6 +198,7 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
         )
     engine = values.get("engine")
     if engine is not None:
+        engine = engine.strip().lower()
         from prefixlint.engines import load_engines
 
         if engine not in load_engines():
@@ -212,6 +219,7 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
         engine=engine,
         fail_on=fail_on,
         cache_dir=values.get("cache-dir"),
+        respect_gitignore=values.get("respect-gitignore"),
         static_variables=values.get("static", ()),
         dynamic_variables=values.get("dynamic", ()),
         template_kinds=values.get("template-kinds", ()),
@@ -315,6 +323,7 @@ def build_options(
     multiturn: bool = True,
     force_exclude: bool = False,
     use_cache: bool = False,
+    respect_gitignore: bool | None = None,
 ) -> Options:
     """Options for a run: command-line values win over the config's, which win over defaults.
     `--select` replaces the config's `select`; `--extend-select` and `--ignore` add to it."""
@@ -340,6 +349,9 @@ def build_options(
         exclude=config.exclude,
         extend_exclude=config.extend_exclude,
         force_exclude=force_exclude,
+        respect_gitignore=next(
+            (v for v in (respect_gitignore, config.respect_gitignore) if v is not None), True
+        ),
         root=str(root),
         cache_dir=cache_dir,
         template_kinds=config.template_kinds,

@@ -1,0 +1,190 @@
+"""ruff's everyday habits on `check` (issue 13): nothing checked is said, .gitignore is respected,
+a default path of `.`, --exit-zero, -q, --statistics, engine names in any case, explicit files of
+an unknown kind, --var errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES
+
+from prefixlint.cli import cli
+
+TEMPLATES = FIXTURES / "templates"
+CLOCK = TEMPLATES / "clock_in_system.jinja"
+CLEAN = TEMPLATES / "clean.jinja"
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+# Point 3: nothing checked is said.
+
+
+def test_an_empty_folder_warns_that_nothing_was_checked(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("not a template", encoding="utf-8")
+    result = invoke("check", "--no-cache", str(tmp_path))
+    assert result.exit_code == 0
+    assert f"prefixlint: warning: no sources found under {tmp_path}" in result.stderr
+    assert "nothing was checked" in result.stderr
+
+
+def test_a_tokenizer_config_without_a_chat_template_is_said(tmp_path: Path) -> None:
+    config = tmp_path / "tokenizer_config.json"
+    config.write_text(json.dumps({"bos_token": "<s>"}), encoding="utf-8")
+    result = invoke("check", "--no-cache", str(config))
+    assert result.exit_code == 0
+    assert f"prefixlint: warning: {config}: no chat_template in this tokenizer_config.json" in result.stderr
+    as_json = json.loads(invoke("check", "--no-cache", "--format", "json", str(config)).stdout)
+    [source] = as_json["sources"]
+    assert source["kind"] == "tokenizer_config" and source["cacheable_prefix_tokens"] is None
+    assert "no chat_template" in source["notes"][0]
+
+
+def test_only_skipped_files_warn_too(tmp_path: Path) -> None:
+    (tmp_path / "index.html.jinja").write_text(
+        "<!DOCTYPE html>\n<html><body>{{ title }}</body></html>\n", encoding="utf-8"
+    )
+    result = invoke("check", "--no-cache", str(tmp_path))
+    assert result.exit_code == 0
+    assert "nothing checked: the 1 file(s) found are not prompts" in result.stderr
+
+
+def test_quiet_drops_the_warning_and_the_summary(tmp_path: Path) -> None:
+    result = invoke("check", "--no-cache", "-q", str(tmp_path))
+    assert result.exit_code == 0 and result.stderr == "" and result.stdout == ""
+
+
+# Point 4: .gitignore, .git/info/exclude, and `.` by default.
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def ignoring_repo(tmp_path: Path) -> Path:
+    _git(tmp_path, "init", "-q")
+    for rel in ("top.jinja", "venv2/lib/site.jinja", "sub/local.jinja", "sub/kept.jinja", "private/p.jinja"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(CLOCK, tmp_path / rel)
+    (tmp_path / ".gitignore").write_text("venv2/\n", encoding="utf-8")
+    (tmp_path / "sub" / ".gitignore").write_text("local.jinja\n", encoding="utf-8")
+    with open(tmp_path / ".git" / "info" / "exclude", "a", encoding="utf-8") as fh:
+        fh.write("private\n")
+    return tmp_path
+
+
+@needs_git
+def test_git_ignored_files_are_not_reported(ignoring_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ignoring_repo)
+    result = invoke("check", "--no-cache", "--no-multiturn")  # no path: `.`
+    assert result.exit_code == 1
+    reported = sorted({line.split(":")[0] for line in result.stdout.splitlines() if ": PFX" in line})
+    assert reported == ["sub/kept.jinja", "top.jinja"]
+    listed = invoke("check", "--show-files", "--no-cache", "sub")
+    assert listed.stdout.splitlines()[0].startswith("sub/kept.jinja:") and "local" not in listed.stdout
+
+
+@needs_git
+def test_no_respect_gitignore_reads_them_again(ignoring_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ignoring_repo)
+    result = invoke("check", "--no-cache", "--no-multiturn", "--no-respect-gitignore", ".")
+    reported = {line.split(":")[0] for line in result.stdout.splitlines() if ": PFX" in line}
+    assert reported == {
+        "top.jinja",
+        "venv2/lib/site.jinja",
+        "sub/local.jinja",
+        "sub/kept.jinja",
+        "private/p.jinja",
+    }
+    config = ignoring_repo / "prefixlint.toml"
+    config.write_text("respect-gitignore = false\n", encoding="utf-8")
+    again = invoke("check", "--no-cache", "--no-multiturn", "--statistics", "-q", ".")
+    assert again.stdout.split() == ["5", "PFX101", "clock-in-prefix", "error"]
+
+
+@needs_git
+def test_a_file_named_explicitly_is_checked_even_if_ignored_and_without_git(
+    ignoring_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import prefixlint.sources as sources
+
+    def no_git(*args: object, **kwargs: object) -> None:
+        raise AssertionError("git was run for files named explicitly")
+
+    monkeypatch.chdir(ignoring_repo)
+    monkeypatch.setattr(sources.subprocess, "run", no_git)
+    result = invoke("check", "--no-cache", "--no-multiturn", "sub/local.jinja", "top.jinja")
+    assert result.exit_code == 1 and "sub/local.jinja:3:21: PFX101" in result.stdout
+
+
+# Point 6, the quick ones.
+
+
+def test_exit_zero_keeps_the_findings_and_exits_zero() -> None:
+    result = invoke("check", "--no-cache", "--no-multiturn", "--exit-zero", str(CLOCK))
+    assert result.exit_code == 0 and "PFX101 clock-in-prefix" in result.stdout
+    assert invoke("check", "--exit-zero", "--select", "PFX9", str(CLOCK)).exit_code == 2  # usage stays 2
+
+
+def test_quiet_prints_findings_only() -> None:
+    result = invoke("check", "--no-cache", "--no-multiturn", "-q", str(CLOCK))
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [line for line in result.stdout.splitlines() if ": PFX101 " in line]
+    assert len(result.stdout.splitlines()) == 1
+    full = invoke("check", "--no-cache", "--no-multiturn", "--quiet", "--format", "full", str(CLOCK))
+    assert "Found " not in full.stdout and "^" in full.stdout
+
+
+def test_statistics_counts_per_code(tmp_path: Path) -> None:
+    shutil.copy(CLOCK, tmp_path / "a.jinja")
+    shutil.copy(CLOCK, tmp_path / "b.jinja")
+    shutil.copy(TEMPLATES / "request_id.jinja", tmp_path / "c.jinja")
+    result = invoke("check", "--no-cache", "--no-multiturn", "--statistics", str(tmp_path))
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines[0].split("\t") == ["    2", "PFX101", "clock-in-prefix", "error"]
+    counts = {line.split("\t")[1]: int(line.split("\t")[0]) for line in lines[:-1]}
+    assert counts["PFX102"] == 1 and list(counts.values()) == sorted(counts.values(), reverse=True)
+    assert lines[-1].startswith(f"Found {sum(counts.values())} finding(s) in 3 file(s)")
+    as_json = invoke(
+        "check", "--no-cache", "--no-multiturn", "--statistics", "--format", "json", str(tmp_path)
+    )
+    items = json.loads(as_json.stdout)
+    assert items[0] == {"code": "PFX101", "name": "clock-in-prefix", "count": 2, "severity": "error"}
+
+
+def test_engine_names_in_any_case(tmp_path: Path) -> None:
+    result = invoke(
+        "check", "--no-cache", "--no-multiturn", "--engine", "VLLM", "--format", "json", str(CLEAN)
+    )
+    assert result.exit_code == 0 and json.loads(result.stdout)["engine"] == "vllm"
+    (tmp_path / "prefixlint.toml").write_text('engine = "SGLang"\n', encoding="utf-8")
+    shutil.copy(CLEAN, tmp_path / "clean.jinja")
+    from_config = invoke("check", "--no-cache", "--no-multiturn", "--format", "json", str(tmp_path))
+    assert json.loads(from_config.stdout)["engine"] == "sglang"
+
+
+def test_an_explicit_file_of_an_unknown_kind_is_a_usage_error(tmp_path: Path) -> None:
+    log = tmp_path / "requests.jsonl"
+    log.write_text('{"prompt": "hi"}\n', encoding="utf-8")
+    result = invoke("check", "--no-cache", str(log))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"prefixlint: error: {log}: not a file prefixlint checks")
+    assert invoke("check", "--show-files", str(log)).exit_code == 2
+
+
+def test_var_errors_say_what_is_expected() -> None:
+    result = invoke("render", str(CLEAN), "--var", "enable_thinking")
+    assert result.exit_code == 2
+    assert "BadParameter" not in result.stderr
+    assert "prefixlint: error: --var 'enable_thinking': expected NAME=VALUE" in result.stderr
