@@ -123,7 +123,8 @@ _max_prefix_loss_option = click.option(
     "--max-prefix-loss",
     type=click.IntRange(min=0),
     metavar="TOKENS",
-    help="With --diff or `diff`: tokens the cacheable prefix may lose (default: any whole vLLM block).",
+    help="With --diff or `diff`: tokens the cacheable prefix may lose (default: less than one cache block "
+    "of the engine).",
 )
 
 
@@ -181,7 +182,7 @@ def check(
             click.echo(_nothing_found(paths), err=True)
         sys.exit(EXIT_OK)
     if diff_ref is not None:
-        _run_diff(diff_ref, paths, "json" if fmt == "json" else "text", max_prefix_loss, kw)
+        _run_diff(diff_ref, paths, "concise" if fmt == "full" else fmt, max_prefix_loss, kw)
     from prefixlint.api import lint_paths
     from prefixlint.model import Severity
     from prefixlint.report import render_report
@@ -247,26 +248,54 @@ def _run_diff(
 ) -> None:
     from prefixlint.diffgate import DiffError, diff_gate, render_diff
     from prefixlint.model import Severity
+    from prefixlint.sources import SourceError
     from prefixlint.tokens import TokenizerError
 
-    options, fail_on, _ = _setup(paths or (".",), kw)
+    paths = paths or (".",)
+    options, fail_on, _ = _setup(paths, kw)
     try:
-        result = diff_gate(ref, list(paths or (".",)), options, max_prefix_loss, Severity.parse(fail_on))
-    except (DiffError, TokenizerError) as exc:
+        result = diff_gate(ref, list(paths), options, max_prefix_loss, Severity.parse(fail_on))
+    except (DiffError, TokenizerError, SourceError) as exc:
         _fail(str(exc))
-    _write(render_diff(result, fmt), kw["output_file"])
-    sys.exit(EXIT_FINDINGS if result.failed else EXIT_OK)
+    if not result.sources and not kw["quiet"]:
+        click.echo(_nothing_found(paths), err=True)
+    text = render_diff(result, fmt)
+    if kw["quiet"] and fmt in ("concise", "text"):  # the failing sources only
+        text = "".join(line + "\n" for line in _failing_lines(result))
+    _write(text, kw["output_file"])
+    sys.exit(EXIT_FINDINGS if result.failed and not kw["exit_zero"] else EXIT_OK)
+
+
+def _failing_lines(result: Any) -> list[str]:
+    from prefixlint.diffgate import _headline
+
+    out = []
+    for change in result.changes:
+        if change.failures:
+            out.append(_headline(change))
+            out.extend(f"    error: {f}" for f in change.failures)
+    return out
 
 
 @cli.command("diff")
 @click.argument("ref")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["concise", "text", "json", "github", "sarif"]),
+    default="concise",
+    show_default=True,
+    help="concise (or text): a line per source; github: workflow annotations; sarif: the added findings.",
+)
 @_max_prefix_loss_option
 @_lint_options
 def diff_cmd(ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | None, **kw: Any) -> None:
-    """Fail when a change since git REF shortens a template's cacheable prefix, adds findings, or
-    changes its static prefix; prints before/after cacheable tokens per template (PATHS default: .)."""
+    """Fail when a change since git REF regresses a source: its cacheable prefix loses a cache block
+    of the engine (or more than --max-prefix-loss tokens), or it gains findings at or above
+    --fail-on. A changed static prefix is a note, never a failure. Prints before/after cacheable
+    tokens per template and Python source (PATHS default: .). Without any commit yet (a first
+    commit), every source is new and only its findings are checked."""
     _run_diff(ref, paths, fmt, max_prefix_loss, kw)
 
 
