@@ -108,7 +108,36 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
         use_cache=not kw["no_cache"],
         respect_gitignore=kw["respect_gitignore"],
     )
+    if kw["tokenizer"] is None and config.tokenizer is not None:
+        from prefixlint.tokens import TokenizerError, resolve_tokenizer_path
+
+        try:  # name the file and the key: the path came from there, not from the command line
+            resolve_tokenizer_path(config.tokenizer)
+        except TokenizerError as exc:
+            key = "tool.prefixlint.tokenizer" if config.path.name == "pyproject.toml" else "tokenizer"
+            _fail(f"config: {config.path}: `{key}`: {exc}")
     return options, kw["fail_on"] or config.fail_on or "warning", config
+
+
+def _settings(paths: tuple[str, ...], options: Any, fail_on: str, config: Any) -> str:
+    """The resolved settings of a run (`check --show-settings`), one `name = value` a line, values
+    as JSON: what the config file and the command line add up to."""
+    from dataclasses import asdict
+
+    from prefixlint.api import tokenizer_file
+
+    values: dict[str, Any] = {
+        "config-file": str(config.path) if config.path is not None else None,
+        "paths": list(paths),
+        "fail-on": fail_on,
+        "enabled-rules": sorted(options.enabled_codes()),
+    }
+    for key, value in asdict(options).items():
+        values[key.replace("_", "-")] = value
+    values["tokenizer-file"] = tokenizer_file(
+        os.path.join(paths[0], "x") if os.path.isdir(paths[0]) else paths[0], options
+    )
+    return "".join(f"{key} = {json.dumps(value, default=str)}\n" for key, value in values.items())
 
 
 def _write(text: str, output_file: str | None) -> None:
@@ -149,6 +178,11 @@ _max_prefix_loss_option = click.option(
     help="List each source with its kind (and why) and exit 0, analysing nothing.",
 )
 @click.option(
+    "--show-settings",
+    is_flag=True,
+    help="Print the settings the config file and the command line resolve to, and exit 0.",
+)
+@click.option(
     "--statistics",
     is_flag=True,
     help="Print how many findings of each rule code instead of the findings (JSON with --format json).",
@@ -161,12 +195,17 @@ def check(
     diff_ref: str | None,
     max_prefix_loss: int | None,
     show_files: bool,
+    show_settings: bool,
     statistics: bool,
     **kw: Any,
 ) -> None:
     """Lint chat templates (.jinja, .j2, tokenizer_config.json), app prompt templates and Python
     prompt code under PATHS (default: the current folder)."""
     paths = paths or (".",)
+    if show_settings:
+        options, fail_on, config = _setup(paths, kw)
+        _write(_settings(paths, options, fail_on, config), kw["output_file"])
+        sys.exit(EXIT_OK)
     if show_files:
         from prefixlint.api import list_sources
         from prefixlint.sources import SourceError

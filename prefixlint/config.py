@@ -239,10 +239,14 @@ def load_config(path: Path) -> Config:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-    if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("prefixlint", {})
+    if path.name == "pyproject.toml" or "tool" in data:
+        # A pyproject.toml, or any file with a `[tool.prefixlint]` table (`--config other.toml`).
+        tool = data.get("tool", {})
+        table = tool.get("prefixlint", {}) if isinstance(tool, dict) else None
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: `tool.prefixlint` must be a table")
+        if path.name != "pyproject.toml" and not table:
+            raise ConfigError(f"{path}: no `[tool.prefixlint]` table (and `tool` is no prefixlint key)")
         return parse_config(table, path, prefix="tool.prefixlint.")
     return parse_config(data, path)
 
@@ -326,7 +330,10 @@ def build_options(
     respect_gitignore: bool | None = None,
 ) -> Options:
     """Options for a run: command-line values win over the config's, which win over defaults.
-    `--select` replaces the config's `select`; `--extend-select` and `--ignore` add to it."""
+    As in ruff, `--select` replaces the config's whole selection (its `select`, `extend-select`
+    and `ignore`), so `--select PFX302` reports PFX302 even with `ignore = ["PFX302"]` in the
+    config; without it, `--extend-select` and `--ignore` add to the config's. `per-file-ignores`
+    still apply."""
     from prefixlint.api import Options
 
     root = config.root
@@ -340,11 +347,11 @@ def build_options(
         engine=engine or config.engine or "vllm",
         excludes=excludes,
         select=select or config.select or ("ALL",),
-        ignore=config.ignore + ignore,
+        ignore=ignore if select else config.ignore + ignore,
         multiturn=multiturn,
         static_variables=config.static_variables,
         dynamic_variables=config.dynamic_variables,
-        extend_select=config.extend_select + extend_select,
+        extend_select=extend_select if select else config.extend_select + extend_select,
         per_file_ignores=config.per_file_ignores,
         exclude=config.exclude,
         extend_exclude=config.extend_exclude,

@@ -188,3 +188,65 @@ def test_var_errors_say_what_is_expected() -> None:
     assert result.exit_code == 2
     assert "BadParameter" not in result.stderr
     assert "prefixlint: error: --var 'enable_thinking': expected NAME=VALUE" in result.stderr
+
+
+# Point 5: configuration like ruff.
+
+
+def test_command_line_select_beats_the_config_ignore(tmp_path: Path) -> None:
+    shutil.copy(CLOCK, tmp_path / "t.jinja")
+    (tmp_path / "prefixlint.toml").write_text('ignore = ["PFX101"]\n', encoding="utf-8")
+    quiet = invoke("check", "--no-cache", "--no-multiturn", str(tmp_path))
+    assert "PFX101" not in quiet.stdout
+    selected = invoke("check", "--no-cache", "--no-multiturn", "--select", "PFX101", str(tmp_path))
+    assert selected.exit_code == 1 and ": PFX101 clock-in-prefix" in selected.stdout
+    # The command line's own --ignore still counts.
+    both = invoke(
+        "check", "--no-cache", "--no-multiturn", "--select", "PFX1", "--ignore", "PFX101", str(tmp_path)
+    )
+    assert "PFX101" not in both.stdout
+
+
+def test_config_option_reads_a_tool_prefixlint_table(tmp_path: Path) -> None:
+    shutil.copy(CLOCK, tmp_path / "t.jinja")
+    other = tmp_path / "other.toml"
+    other.write_text('[tool.prefixlint]\nignore = ["PFX101"]\nengine = "SGLang"\n', encoding="utf-8")
+    result = invoke("check", "--no-cache", "--no-multiturn", "--config", str(other), str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "PFX101" not in result.stdout
+    settings = invoke("check", "--show-settings", "--config", str(other), str(tmp_path))
+    assert settings.exit_code == 0
+    lines = dict(line.split(" = ", 1) for line in settings.stdout.splitlines())
+    assert json.loads(lines["config-file"]) == str(other)
+    assert json.loads(lines["engine"]) == "sglang" and "PFX101" not in json.loads(lines["enabled-rules"])
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[tool.other]\nx = 1\n", encoding="utf-8")
+    failed = invoke("check", "--config", str(bad), str(tmp_path))
+    assert failed.exit_code == 2 and f"{bad}: no `[tool.prefixlint]` table" in failed.stderr
+
+
+def test_show_settings_prints_the_resolved_settings(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.prefixlint]\nselect = ["PFX1"]\nfail-on = "error"\nrespect-gitignore = false\n',
+        encoding="utf-8",
+    )
+    result = invoke("check", "--show-settings", "--extend-select", "PFX501", str(tmp_path))
+    assert result.exit_code == 0
+    lines = dict(line.split(" = ", 1) for line in result.stdout.splitlines())
+    assert json.loads(lines["config-file"]) == str(tmp_path / "pyproject.toml")
+    assert json.loads(lines["fail-on"]) == "error"
+    assert json.loads(lines["respect-gitignore"]) is False
+    assert json.loads(lines["enabled-rules"]) == ["PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX501"]
+    assert json.loads(lines["tokenizer-file"]).endswith("tokenizer.json")
+
+
+def test_a_config_tokenizer_that_is_missing_names_the_file_and_key(tmp_path: Path) -> None:
+    shutil.copy(CLEAN, tmp_path / "t.jinja")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.prefixlint]\ntokenizer = "models/my-model"\n', encoding="utf-8"
+    )
+    result = invoke("check", "--no-cache", str(tmp_path))
+    assert result.exit_code == 2
+    config = tmp_path / "pyproject.toml"
+    expected = f"prefixlint: error: config: {config}: `tool.prefixlint.tokenizer`: models/my-model"
+    assert result.stderr.startswith(expected)
