@@ -250,3 +250,22 @@ def test_a_config_tokenizer_that_is_missing_names_the_file_and_key(tmp_path: Pat
     config = tmp_path / "pyproject.toml"
     expected = f"prefixlint: error: config: {config}: `tool.prefixlint.tokenizer`: models/my-model"
     assert result.stderr.startswith(expected)
+
+
+# Point 7: the summary names the tokenizers used, not the policy.
+
+
+def test_the_summary_names_each_tokenizer_used(tmp_path: Path) -> None:
+    from prefixlint.tokens import EMBEDDED_NAME, _embedded_dir
+
+    (tmp_path / "model").mkdir()
+    shutil.copy(CLEAN, tmp_path / "model" / "chat.jinja")
+    shutil.copy(CLEAN, tmp_path / "plain.jinja")
+    shutil.copy(_embedded_dir() / "tokenizer.json", tmp_path / "model" / "tokenizer.json")
+    result = invoke("check", "--no-cache", "--no-multiturn", str(tmp_path))
+    summary = result.stdout.splitlines()[-1]
+    assert "auto:" not in summary
+    model = tmp_path / "model" / "tokenizer.json"
+    assert summary.endswith(f"(tokenizers: {model}, {EMBEDDED_NAME}).")  # sorted by name at equal use
+    python_only = invoke("check", "--no-cache", str(FIXTURES / "python" / "clean.py"))
+    assert python_only.stdout.splitlines()[-1].endswith("(no tokenizer used).")

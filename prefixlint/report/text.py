@@ -24,13 +24,26 @@ def _summary(report: Report) -> str:
         files = f"{files - skipped} file(s); {skipped} skipped as not prompts (see --show-files)"
     else:
         files = f"{files} file(s)"
+    tokenizer = _tokenizers_used(report)
     if not diagnostics:
-        return f"No findings in {files} (tokenizer: {report.tokenizer})."
+        return f"No findings in {files} ({tokenizer})."
     counts: dict[str, int] = {}
     for d in diagnostics:
         counts[d.severity.label] = counts.get(d.severity.label, 0) + 1
     parts = ", ".join(f"{n} {label}" for label, n in sorted(counts.items()))
-    return f"Found {len(diagnostics)} finding(s) in {files}: {parts} (tokenizer: {report.tokenizer})."
+    return f"Found {len(diagnostics)} finding(s) in {files}: {parts} ({tokenizer})."
+
+
+def _tokenizers_used(report: Report) -> str:
+    """The tokenizers the sources were analysed with (not the policy that picks them), most used
+    first; when none was needed (no template, Python counted without tokens), no tokenizer."""
+    from collections import Counter
+
+    used = Counter(s.tokenizer for s in report.sources if s.tokenizer)
+    if not used:
+        return "no tokenizer used"
+    names = [name for name, _ in sorted(used.items(), key=lambda item: (-item[1], item[0]))]
+    return ("tokenizer: " if len(names) == 1 else "tokenizers: ") + ", ".join(names)
 
 
 def render_concise(report: Report, quiet: bool = False) -> str:
