@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.limits import Limits
@@ -68,6 +69,9 @@ class Options:
     # The folder imports, prompt files and template names are relative to: the config file's
     # folder, else found from the paths checked (prefixlint.files.project_root).
     project_root: str | None = None
+    # Chat template variables fixed for every render (`--var`, `--chat-template-kwargs`), as an
+    # app passes `chat_template_kwargs` (e.g. enable_thinking=False).
+    template_vars: dict[str, Any] = field(default_factory=dict)
 
     def enabled_codes(self) -> set[str]:
         from prefixlint.config import enabled_codes
@@ -86,6 +90,7 @@ class Report:
     # False when a template includes other files: they are not among `inputs`, so the run must
     # not be replayed on them.
     replayable: bool = True
+    template_vars: dict[str, Any] = field(default_factory=dict)  # `--var`, `--chat-template-kwargs`
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -256,6 +261,7 @@ def _lint_templates(
         templates = [ChatTemplate(text, source.path, special_tokens=special, limits=options.limits)]
     results = []
     for template in templates:
+        template.extra_kwargs.update(options.template_vars)
         result = analyze_template(template, tokenizer, options)
         result.kind = source.kind
         if tokenizer_note:
@@ -493,7 +499,7 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     else:
         default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
     inputs = _inputs(walked, sources, options) + [dep[0] for r in results for dep in r.dependencies]
-    report = Report(default_name, options.engine, results, inputs)
+    report = Report(default_name, options.engine, results, inputs, template_vars=dict(options.template_vars))
     report.replayable = not any(includes)
     return report
 

@@ -57,6 +57,19 @@ def _lint_options(func: Any) -> Any:
         ),
         click.option("--no-multiturn", is_flag=True, help="Skip the multi-turn analysis."),
         click.option(
+            "--var",
+            "template_var",
+            multiple=True,
+            metavar="NAME=VALUE",
+            help="Chat template variable fixed for every render (VALUE may be JSON), e.g. "
+            "enable_thinking=false; repeatable.",
+        ),
+        click.option(
+            "--chat-template-kwargs",
+            metavar="JSON",
+            help="A JSON object of chat template variables, as vLLM's chat_template_kwargs (--var wins).",
+        ),
+        click.option(
             "--config",
             "config_file",
             type=click.Path(exists=True, dir_okay=False),
@@ -87,6 +100,7 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
     for selector in kw["select"] + kw["extend_select"] + kw["ignore"]:
         if not resolve_selector(selector):
             _fail(f"unknown rule code or prefix {selector!r} (see `prefixlint rules`)")
+    kw["tokenizer"] = _tokenizer_spec(kw["tokenizer"])
     if kw["engine"] is not None:
         kw["engine"] = kw["engine"].strip().lower()
         if kw["engine"] not in load_engines():
@@ -107,6 +121,7 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
         force_exclude=kw["force_exclude"],
         use_cache=not kw["no_cache"],
         respect_gitignore=kw["respect_gitignore"],
+        template_vars=_template_vars(kw["chat_template_kwargs"], kw["template_var"]),
     )
     if kw["tokenizer"] is None and config.tokenizer is not None:
         from prefixlint.tokens import TokenizerError, resolve_tokenizer_path
@@ -117,6 +132,47 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
             key = "tool.prefixlint.tokenizer" if config.path.name == "pyproject.toml" else "tokenizer"
             _fail(f"config: {config.path}: `{key}`: {exc}")
     return options, kw["fail_on"] or config.fail_on or "warning", config
+
+
+def _tokenizer_spec(spec: str | None) -> str | None:
+    """`--tokenizer` as given, except a tokenizer_config.json (a config, not a tokenizer): the
+    tokenizer file beside it is used, with a note, or the run stops saying there is none."""
+    if spec is None or os.path.basename(spec) != "tokenizer_config.json" or not os.path.isfile(spec):
+        return spec
+    from pathlib import Path
+
+    from prefixlint.tokens import find_tokenizer_file
+
+    folder = Path(spec).parent
+    found = find_tokenizer_file(folder)
+    if found is None:
+        _fail(
+            f"--tokenizer {spec}: a tokenizer_config.json holds no tokenizer, and there is no "
+            f"tokenizer.json beside it in {folder}; pass a tokenizer.json or a model folder"
+        )
+    click.echo(f"prefixlint: note: --tokenizer {spec} is a tokenizer_config.json: using {found}", err=True)
+    return str(found)
+
+
+def _render_target(path: str) -> str:
+    """What `render` renders for PATH: a template file, a tokenizer_config.json, or a model folder's
+    chat_template.jinja (else its tokenizer_config.json); anything else exits 2 naming it."""
+    from prefixlint.sources import source_kind
+
+    if os.path.isdir(path):
+        for name in ("chat_template.jinja", "chat_template.j2", "tokenizer_config.json"):
+            candidate = os.path.join(path, name)
+            if os.path.isfile(candidate):
+                return candidate
+        _fail(f"{path}: a folder without chat_template.jinja or tokenizer_config.json: nothing to render")
+    kind = source_kind(path)
+    if kind not in ("jinja", "tokenizer_config"):
+        what = "a Python file" if kind == "python" else "not a file prefixlint renders"
+        _fail(
+            f"{path}: {what} (render takes a .jinja/.j2/.jinja2 template, a tokenizer_config.json "
+            "or a model folder)"
+        )
+    return path
 
 
 def _settings(paths: tuple[str, ...], options: Any, fail_on: str, config: Any) -> str:
@@ -338,6 +394,21 @@ def diff_cmd(ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | 
     _run_diff(ref, paths, fmt, max_prefix_loss, kw)
 
 
+def _template_vars(kwargs_json: str | None, variables: tuple[str, ...]) -> dict[str, Any]:
+    """`--chat-template-kwargs` then each `--var` (a later one wins); exits 2 naming a bad one."""
+    out: dict[str, Any] = {}
+    if kwargs_json is not None:
+        try:
+            value = json.loads(kwargs_json)
+        except ValueError as exc:
+            _fail(f"--chat-template-kwargs: not valid JSON ({exc})")
+        if not isinstance(value, dict):
+            _fail(f"--chat-template-kwargs: expected a JSON object, got {kwargs_json!r}")
+        out.update(value)
+    out.update(_parse_var(v) for v in variables)
+    return out
+
+
 def _parse_var(text: str) -> tuple[str, Any]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
@@ -349,7 +420,7 @@ def _parse_var(text: str) -> tuple[str, Any]:
 
 
 @cli.command()
-@click.argument("template_path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("template_path", type=click.Path(exists=True))
 @click.option(
     "--messages",
     type=click.Path(exists=True, dir_okay=False),
@@ -360,6 +431,11 @@ def _parse_var(text: str) -> tuple[str, Any]:
 )
 @click.option("--now", help="The clock strftime_now reads, ISO 8601 (default: a fixed instant).")
 @click.option("--var", "variables", multiple=True, help="Template variable NAME=VALUE (VALUE may be JSON).")
+@click.option(
+    "--chat-template-kwargs",
+    metavar="JSON",
+    help="A JSON object of template variables, as vLLM's chat_template_kwargs (--var wins).",
+)
 @click.option("--no-generation-prompt", is_flag=True, help="Render without add_generation_prompt.")
 @click.option("--tokens", is_flag=True, help="Also print the token ids and pieces.")
 @click.option(
@@ -378,11 +454,14 @@ def render(
     tokens: bool,
     tokenizer: str | None,
     template_name: str | None,
+    chat_template_kwargs: str | None,
 ) -> None:
     """Print a prompt exactly as the serving stack renders it."""
     from datetime import UTC, datetime
 
-    template_vars = dict(_parse_var(v) for v in variables)
+    template_vars = _template_vars(chat_template_kwargs, variables)
+    template_path = _render_target(template_path)
+    tokenizer = _tokenizer_spec(tokenizer)
 
     from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation

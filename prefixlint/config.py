@@ -328,6 +328,7 @@ def build_options(
     force_exclude: bool = False,
     use_cache: bool = False,
     respect_gitignore: bool | None = None,
+    template_vars: dict[str, Any] | None = None,
 ) -> Options:
     """Options for a run: command-line values win over the config's, which win over defaults.
     As in ruff, `--select` replaces the config's whole selection (its `select`, `extend-select`
@@ -365,4 +366,5 @@ def build_options(
         template_search_path=config.template_search_path,
         python_sinks=config.python_sinks,
         project_root=str(root) if config.path is not None else None,
+        template_vars=dict(template_vars or {}),
     )

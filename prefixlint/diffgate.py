@@ -92,6 +92,7 @@ class DiffResult:
     notes: list[str] = field(default_factory=list)  # about the whole run (a first commit)
     first_commit: bool = False  # REF names no commit in a repository that has none yet
     sources: int = 0  # sources found under the paths (some hold no prompt: no change listed)
+    template_vars: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -194,6 +195,7 @@ def _canonical_ids(source: Source, text: str, name: str, options: Options) -> li
     messages = conversation(USER_TURNS[0], system=True)
     try:
         template = ChatTemplate(text, source.path, special_tokens=special, limits=options.limits)
+        template.extra_kwargs.update(options.template_vars)
         template.supply_required_variables(messages, None)
         rendered = template.render(messages)
     except Exception:  # a template that does not render has no static prefix to compare
@@ -273,7 +275,7 @@ def diff_gate(
     folder = anchor if anchor.is_dir() else anchor.parent
     toplevel = _git(["rev-parse", "--show-toplevel"], folder, f"{folder}: not in a git work tree")
     top = Path(toplevel.decode().strip()).resolve()
-    result = DiffResult(ref, [], fail_on, options.engine)
+    result = DiffResult(ref, [], fail_on, options.engine, template_vars=dict(options.template_vars))
     if _resolve_ref(ref, top):
         renamed, deleted = _changed_paths(ref, top, paths)
     else:
@@ -374,6 +376,7 @@ def render_diff(result: DiffResult, fmt: str = "concise") -> str:
             "engine": result.engine,
             "failed": result.failed,
             "first_commit": result.first_commit,
+            "template_variables": result.template_vars,
             "notes": result.notes,
             "templates": [c.to_json() for c in result.changes],
         }

@@ -269,3 +269,97 @@ def test_the_summary_names_each_tokenizer_used(tmp_path: Path) -> None:
     assert summary.endswith(f"(tokenizers: {model}, {EMBEDDED_NAME}).")  # sorted by name at equal use
     python_only = invoke("check", "--no-cache", str(FIXTURES / "python" / "clean.py"))
     assert python_only.stdout.splitlines()[-1].endswith("(no tokenizer used).")
+
+
+# Point 6: template variables on check and diff, render takes what check takes, --tokenizer
+# pointing at a tokenizer_config.json.
+
+SWITCH = """{{- bos_token }}
+{%- if show_date is not defined or show_date %}Today is {{ strftime_now("%Y-%m-%d") }}.
+{% endif %}You are a careful assistant for a travel company. Follow the company policy below.
+1. Quote prices in the customer's currency and say when a price is an estimate.
+2. Never book, cancel or change a reservation without an explicit confirmation from the customer.
+{%- for message in messages %}
+<|{{ message.role }}|>
+{{ message.content }}<|end|>
+{%- endfor %}
+{%- if add_generation_prompt %}
+<|assistant|>
+{% endif %}
+"""
+
+
+def test_var_and_chat_template_kwargs_reach_the_analysis_and_the_json(tmp_path: Path) -> None:
+    template = tmp_path / "switch.jinja"
+    template.write_text(SWITCH, encoding="utf-8")
+    plain = invoke("check", "--no-cache", "--no-multiturn", str(template))
+    assert plain.exit_code == 1 and "PFX101 clock-in-prefix" in plain.stdout
+    off = invoke("check", "--no-cache", "--no-multiturn", "--var", "show_date=false", str(template))
+    assert off.exit_code == 0, off.output
+    kwargs = ["--chat-template-kwargs", '{"show_date": false, "persona": "x"}']
+    as_json = invoke("check", "--no-cache", "--no-multiturn", *kwargs, "--format", "json", str(template))
+    document = json.loads(as_json.stdout)
+    assert as_json.exit_code == 0 and document["diagnostics"] == []
+    assert document["template_variables"] == {"show_date": False, "persona": "x"}
+    both = invoke("check", "--no-cache", "--no-multiturn", *kwargs, "--var", "show_date=true", str(template))
+    assert both.exit_code == 1  # --var wins over --chat-template-kwargs
+    bad = invoke("check", "--chat-template-kwargs", "[1]", str(template))
+    assert bad.exit_code == 2 and "--chat-template-kwargs: expected a JSON object" in bad.stderr
+
+
+@needs_git
+def test_var_reaches_the_diff_gate(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "t.jinja").write_text(SWITCH, encoding="utf-8")
+    result = invoke(
+        "diff", "HEAD", str(tmp_path), "--no-cache", "--var", "show_date=false", "--format", "json"
+    )
+    document = json.loads(result.stdout)
+    assert result.exit_code == 0 and document["first_commit"] is True
+    assert document["template_variables"] == {"show_date": False}
+    assert invoke("diff", "HEAD", str(tmp_path), "--no-cache").exit_code == 1  # the date is a new finding
+
+
+def test_render_takes_a_model_folder_and_refuses_other_files(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "tokenizer_config.json").write_text(
+        json.dumps({"chat_template": "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}"}),
+        encoding="utf-8",
+    )
+    result = invoke("render", str(model))
+    assert result.exit_code == 0 and result.stdout.startswith("[system] ")
+    shutil.copy(CLEAN, model / "chat_template.jinja")  # chat_template.jinja comes first, as in transformers
+    assert invoke("render", str(model)).stdout == invoke("render", str(model / "chat_template.jinja")).stdout
+    log = tmp_path / "requests.jsonl"
+    log.write_text("{}\n", encoding="utf-8")
+    refused = invoke("render", str(log))
+    assert refused.exit_code == 2 and refused.stderr.startswith(f"prefixlint: error: {log}: not a file")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "nothing to render" in invoke("render", str(empty)).stderr
+
+
+def test_tokenizer_option_naming_a_tokenizer_config(tmp_path: Path) -> None:
+    from prefixlint.tokens import _embedded_dir
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "tokenizer_config.json").write_text("{}", encoding="utf-8")
+    lone = invoke("check", "--no-cache", "--tokenizer", str(model / "tokenizer_config.json"), str(CLEAN))
+    assert lone.exit_code == 2
+    assert (
+        "a tokenizer_config.json holds no tokenizer, and there is no tokenizer.json beside it" in lone.stderr
+    )
+    assert "JSON" not in lone.stderr
+    shutil.copy(_embedded_dir() / "tokenizer.json", model / "tokenizer.json")
+    used = invoke(
+        "check",
+        "--no-cache",
+        "--no-multiturn",
+        "--tokenizer",
+        str(model / "tokenizer_config.json"),
+        str(CLEAN),
+    )
+    assert used.exit_code == 0, used.output
+    assert f"using {model / 'tokenizer.json'}" in used.stderr
