@@ -37,6 +37,7 @@ from prefixlint.tokens import (
 class Options:
     tokenizer: str | None = None  # None: a tokenizer.json beside the template, else the embedded default
     engine: str = "vllm"
+    block_size: int | None = None  # `--block-size`: the engine's cache block in tokens (None: its own)
     excludes: tuple[str, ...] = ()
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()

@@ -329,6 +329,7 @@ def build_options(
     use_cache: bool = False,
     respect_gitignore: bool | None = None,
     template_vars: dict[str, Any] | None = None,
+    block_size: int | None = None,
 ) -> Options:
     """Options for a run: command-line values win over the config's, which win over defaults.
     As in ruff, `--select` replaces the config's whole selection (its `select`, `extend-select`
@@ -367,4 +368,5 @@ def build_options(
         python_sinks=config.python_sinks,
         project_root=str(root) if config.path is not None else None,
         template_vars=dict(template_vars or {}),
+        block_size=block_size,
     )

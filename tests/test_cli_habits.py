@@ -268,7 +268,7 @@ def test_the_summary_names_each_tokenizer_used(tmp_path: Path) -> None:
     model = tmp_path / "model" / "tokenizer.json"
     assert summary.endswith(f"(tokenizers: {model}, {EMBEDDED_NAME}).")  # sorted by name at equal use
     python_only = invoke("check", "--no-cache", str(FIXTURES / "python" / "clean.py"))
-    assert python_only.stdout.splitlines()[-1].endswith("(no tokenizer used).")
+    assert python_only.stdout.splitlines()[-1].startswith("No findings in 1 file(s) (tokenizer: ")
 
 
 # Point 6: template variables on check and diff, render takes what check takes, --tokenizer
@@ -363,3 +363,54 @@ def test_tokenizer_option_naming_a_tokenizer_config(tmp_path: Path) -> None:
     )
     assert used.exit_code == 0, used.output
     assert f"using {model / 'tokenizer.json'}" in used.stderr
+
+
+# Point 6: --block-size.
+
+CLOCK_PY = """from datetime import datetime
+
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def answer(question: str) -> str:
+    system = (
+        f"Now: {datetime.now()}. "
+        "You are a support assistant for ACME; answer in English and cite the knowledge base."
+    )
+    return client.chat.completions.create(
+        model="gpt-4o",
+        messages=[{"role": "system", "content": system}, {"role": "user", "content": question}],
+    )
+"""
+
+
+def test_block_size_sets_the_engine_s_cache_block(tmp_path: Path) -> None:
+    from prefixlint.engines import load_engines
+
+    app = tmp_path / "app.py"
+    app.write_text(CLOCK_PY, encoding="utf-8")
+    # ~19 static tokens after the clock: more than a 16-token block (an error), less than 64 (info).
+    default = invoke("check", "--no-cache", "--format", "json", str(app))
+    assert [d["severity"] for d in json.loads(default.stdout)["diagnostics"]] == ["error"]
+    bigger = invoke("check", "--no-cache", "--format", "json", "--block-size", "64", str(app))
+    assert bigger.exit_code == 0
+    assert [d["severity"] for d in json.loads(bigger.stdout)["diagnostics"]] == ["info"]
+    assert load_engines()["vllm"].block_size == 16  # restored after the run
+    settings = invoke("check", "--show-settings", "--block-size", "64", str(app)).stdout
+    assert "block-size = 64\n" in settings
+
+
+@needs_git
+def test_block_size_sets_the_gate_s_unit(tmp_path: Path) -> None:
+    diff_fixtures = FIXTURES / "ecosystem" / "diff"
+    _git(tmp_path, "init", "-q")
+    shutil.copy(diff_fixtures / "base.jinja", tmp_path / "chat_template.jinja")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-m", "base")
+    shutil.copy(diff_fixtures / "timestamp_top.jinja", tmp_path / "chat_template.jinja")
+    assert invoke("diff", "HEAD", str(tmp_path), "--no-cache").exit_code == 1
+    # With 128-token blocks vLLM cached nothing of the 80-token prefix before either: no loss.
+    wide = invoke("diff", "HEAD", str(tmp_path), "--no-cache", "--block-size", "128")
+    assert wide.exit_code == 0, wide.output

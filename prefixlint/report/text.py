@@ -36,12 +36,12 @@ def _summary(report: Report) -> str:
 
 def _tokenizers_used(report: Report) -> str:
     """The tokenizers the sources were analysed with (not the policy that picks them), most used
-    first; when none was needed (no template, Python counted without tokens), no tokenizer."""
+    first; when no source names one (Python sources count tokens without naming it), the run's."""
     from collections import Counter
 
     used = Counter(s.tokenizer for s in report.sources if s.tokenizer)
     if not used:
-        return "no tokenizer used"
+        return f"tokenizer: {report.tokenizer}"
     names = [name for name, _ in sorted(used.items(), key=lambda item: (-item[1], item[0]))]
     return ("tokenizer: " if len(names) == 1 else "tokenizers: ") + ", ".join(names)
 
