@@ -171,3 +171,17 @@ def test_outside_a_work_tree_names_the_folder(tmp_path: Path) -> None:
     assert (
         f"prefixlint: error: {folder}: not in a git work tree: fatal: not a git repository" in result.stderr
     )
+
+
+def test_diff_says_when_nothing_was_compared_and_quiet_prints_failures_only(repo: Path) -> None:
+    empty = repo / "empty"
+    empty.mkdir()
+    nothing = CliRunner().invoke(cli, ["diff", "HEAD", str(empty), "--no-cache"])
+    assert nothing.exit_code == 0
+    assert f"prefixlint: warning: no sources found under {empty}" in nothing.stderr
+    shutil.copy(DIFF / "timestamp_top.jinja", repo / "chat_template.jinja")
+    shutil.copy(CLEAN, repo / "clean.jinja")
+    quiet = diff(repo, "-q")
+    assert quiet.exit_code == 1
+    assert quiet.stdout.splitlines()[0].startswith(f"{repo / 'chat_template.jinja'}: cacheable prefix 80 -> ")
+    assert "clean.jinja" not in quiet.stdout and "Compared" not in quiet.stdout
