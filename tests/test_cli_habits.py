@@ -33,6 +33,7 @@ def test_an_empty_folder_warns_that_nothing_was_checked(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a template", encoding="utf-8")
     result = invoke("check", "--no-cache", str(tmp_path))
     assert result.exit_code == 0
+    assert result.stdout == "No findings in 0 file(s) (no tokenizer used).\n"
     assert f"prefixlint: warning: no sources found under {tmp_path}" in result.stderr
     assert "nothing was checked" in result.stderr
 

@@ -36,12 +36,14 @@ def _summary(report: Report) -> str:
 
 def _tokenizers_used(report: Report) -> str:
     """The tokenizers the sources were analysed with (not the policy that picks them), most used
-    first; when no source names one (Python sources count tokens without naming it), the run's."""
+    first; when no source names one, the run's if a Python source may have counted tokens with it
+    (it does not name it), else none."""
     from collections import Counter
 
     used = Counter(s.tokenizer for s in report.sources if s.tokenizer)
     if not used:
-        return f"tokenizer: {report.tokenizer}"
+        python = any(s.kind == "python" for s in report.sources)
+        return f"tokenizer: {report.tokenizer}" if python else "no tokenizer used"
     names = [name for name, _ in sorted(used.items(), key=lambda item: (-item[1], item[0]))]
     return ("tokenizer: " if len(names) == 1 else "tokenizers: ") + ", ".join(names)
 
