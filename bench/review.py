@@ -138,12 +138,15 @@ def review_repo(
     per_code = collections.Counter(d["code"] for d in diags)
     verdicts = collections.Counter()
     unreviewed = []
+    false_positives = []
     for diag in sorted(diags, key=lambda d: (rel(d["path"]), d["line"], d["code"])):
         row = match(diag, rows)
         if row is None:
             unreviewed.append(diag)
         else:
             verdicts[row["verdict"]] += 1
+            if row["verdict"] == "false":
+                false_positives.append((diag, row))
     found = [m for m in missed if any(match(d, [m]) for d in diags)]
     reviewed = verdicts["real"] + verdicts["false"]
     result = {
@@ -170,6 +173,8 @@ def review_repo(
         flush=True,
     )
     print(f"    per code: {', '.join(f'{c} {n}' for c, n in result['per_code'].items()) or '-'}")
+    for diag, row in false_positives:  # what to fix next
+        print(f"    false\t{rel(diag['path'])}:{diag['line']}\t{diag['code']}\t{row['reason'][:120]}")
     for diag in unreviewed:
         message = " ".join(diag.get("message", "").split())[:160]
         repo = rows[0]["repo"] if rows else name.replace("__", "/", 1)

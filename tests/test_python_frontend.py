@@ -76,22 +76,29 @@ def test_message_counts_static_tokens_after_the_hole() -> None:
     assert diag.severity is Severity.ERROR
 
 
+# Static text long enough to lose a whole cache block (less loses nothing the engine would keep).
+TAIL = (
+    "static text follows here, long enough to fill at least one whole cache block of the engine, "
+    "sixteen tokens"
+)
+
+
 @pytest.mark.parametrize(
     ("source", "want"),
     [
         # The same clock under every import spelling.
         (
-            "import datetime\nPROMPT = f'{datetime.datetime.now()} static text follows here'\n",
+            "import datetime\nPROMPT = f'{datetime.datetime.now()} " + TAIL + "'\n",
             {("PFX101", 2)},
         ),
         (
-            "from datetime import datetime as D\nPROMPT = f'{D.utcnow()} static text follows here'\n",
+            "from datetime import datetime as D\nPROMPT = f'{D.utcnow()} " + TAIL + "'\n",
             {("PFX101", 2)},
         ),
-        ("import time as t\nSYSTEM = t.ctime() + ' static text follows here'\n", {("PFX101", 2)}),
-        ("from uuid import uuid4\nPROMPT = f'{uuid4()} static text follows here'\n", {("PFX102", 2)}),
-        ("import os\nPROMPT = f\"{os.environ['HOME']} static text follows here\"\n", {("PFX104", 2)}),
-        ("import getpass\nPROMPT = f'{getpass.getuser()} static text follows here'\n", {("PFX104", 2)}),
+        ("import time as t\nSYSTEM = t.ctime() + ' " + TAIL + "'\n", {("PFX101", 2)}),
+        ("from uuid import uuid4\nPROMPT = f'{uuid4()} " + TAIL + "'\n", {("PFX102", 2)}),
+        ("import os\nPROMPT = f\"{os.environ['HOME']} " + TAIL + '"\n', {("PFX104", 2)}),
+        ("import getpass\nPROMPT = f'{getpass.getuser()} " + TAIL + "'\n", {("PFX104", 2)}),
         # Sorted, or at the very end: nothing.
         ("import time\nPROMPT = 'static text first, then ' + time.ctime()\n", set()),
         ("import json\nT = {'a', 'b'}\nPROMPT = json.dumps(sorted(T)) + ' static text follows'\n", set()),

@@ -1,4 +1,4 @@
-"""Jinja templates written as Python strings (`jinja2.Template(s)`, `env.from_string(s)`): the
+"""Chat templates written as Python strings (`jinja2.Template(s)`, `env.from_string(s)`): the
 Jinja frontend analyses them, with every finding placed at the string's line."""
 
 from __future__ import annotations
@@ -43,7 +43,12 @@ class _TemplateFinder:
             return
         value = self.ev.value(args[0].value, Env())
         if is_static(value) and ("{{" in static_text(value) or "{%" in static_text(value)):
-            self.found.append((static_text(value), self.index.pos(args[0].value)[0]))
+            from prefixlint.jinja.classify import chat_reason
+
+            # Only a chat template (it reads message roles) is analysed as one; an app's prompt
+            # string is followed where it is rendered, and an HTML report is no prompt at all.
+            if chat_reason(self.index.path, static_text(value)) is not None:
+                self.found.append((static_text(value), self.index.pos(args[0].value)[0]))
 
 
 def embedded_template_diagnostics(

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 # that a deep or recursive project costs little, deep enough for an agent's prompt builder.
 MAX_DEPTH = 32
 MAX_CALLS = 8
+MAX_CALLERS = 8  # call sites of a function followed for what they pass
 # Expressions evaluated for one prompt before the rest of it is left unknown: branches and `+=`
 # chains can multiply the work, and a pre-commit hook must not hang on one pathological module.
 STEP_BUDGET = 20_000
@@ -164,6 +165,7 @@ class Evaluator:
             project = Project(os.path.dirname(os.path.abspath(index.path or ".")))
         self.project = project
         self.active = project.active
+        self._calls: dict[str, list[cst.Call]] | None = None  # calls by callee name (calls_named)
 
     # --- helpers -------------------------------------------------------------------------------
     def label(self, node: cst.CSTNode) -> str:
@@ -213,6 +215,7 @@ class Evaluator:
         project = self.project
         project.steps += 1
         if env.depth > MAX_DEPTH or project.steps > STEP_BUDGET:
+            project.cut += 1
             return self.unknown(node)
         method = getattr(self, "_v_" + type(node).__name__, None)
         return method(node, env) if method else self.unknown(node)
@@ -281,7 +284,10 @@ class Evaluator:
             found = data(self, node, env)  # `config["planner"]["system"]` of a YAML file or a dict
             if isinstance(found, tuple):
                 return found
-        return self.propagate(node, [self.value(node.value, env.deeper())])
+        base = self.value(node.value, env.deeper())
+        if (h := first_volatile(base)) is not None and not h.by_name:
+            return (h,)
+        return self.unknown(node)  # an item of an input known only by its name: as attributes
 
     def _v_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
         left, right = self.value(node.left, env.deeper()), self.value(node.right, env.deeper())
@@ -601,7 +607,8 @@ class Evaluator:
         last one that runs on every path to the read, and any later ones in branches), or None if
         nothing in this module binds it."""
         options: list[Value] = []
-        for binding in reversed([b for b in scope.bindings.get(name, ()) if b.pos < pos]):
+        earlier = [b for b in scope.bindings.get(name, ()) if b.pos < pos and not self._reads_itself(b, node)]
+        for binding in reversed(earlier):
             if binding.kind == "setitem":
                 continue  # an entry of a dict (prompt_files.data reads those)
             options.append(self.binding_value(name, scope, binding, env))
@@ -612,6 +619,14 @@ class Evaluator:
         if unbound is not None:
             options.append(unbound)
         return choice(options) if options else None
+
+    def _reads_itself(self, binding: Binding, node: cst.CSTNode) -> bool:
+        """Whether `node` is read by the binding's own value (`prompt = self.render(prompt)` reads the
+        earlier `prompt`)."""
+        if binding.expr is None or binding.kind == "loop":
+            return False
+        start, end = self.index.positions.get(binding.expr, ((0, 0), (0, 0)))
+        return start <= self.index.pos(node) < (end[0], end[1] + 1)
 
     def unbound_value(self, name: str, scope: Scope, node: cst.CSTNode, env: Env) -> Value | None:
         """A name not bound earlier in its function: a parameter, or a module-level name."""
@@ -640,6 +655,9 @@ class Evaluator:
         if isinstance(fn, cst.FunctionDef):
             if fn.name.value == "__init__":
                 return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+            passed = self.passed_by_callers(fn, name)
+            if passed is not None:
+                return passed
             where = f"a parameter of `{fn.name.value}()`"
         else:
             where = ""
@@ -649,6 +667,46 @@ class Evaluator:
         prov, weak = found
         (hole,) = self.hole(prov, node, name, by_name=True, weak=weak)
         return (replace(hole, via=where),)
+
+    def passed_by_callers(self, fn: cst.FunctionDef, name: str) -> Value | None:
+        """What the calls of `fn` in this module pass for parameter `name` (its default where a call
+        leaves it out), or None when nothing in this module calls it: then its caller is unknown."""
+        key = (id(fn), name)
+        if key in self.project.following:
+            return None
+        calls = [
+            c
+            for c in self.calls_named(fn.name.value)
+            if not _inside(self.index, c, fn) and self.resolve_callable(c.func, c) == (self, fn)
+        ][:MAX_CALLERS]
+        if not calls:
+            return None
+        self.project.following.add(key)
+        try:
+            values = []
+            for call in calls:
+                bound = self.bind_arguments(fn, call, Env(depth=MAX_DEPTH // 2))
+                default = _default_of(fn, name)
+                if name in bound and _is_parameter(bound[name]):
+                    return None  # the caller passes its own parameter on: still an unknown caller
+                if name in bound:
+                    values.append(self.anchor(bound[name], call))
+                elif default is not None:
+                    values.append(self.value(default, Env(depth=MAX_DEPTH // 2)))
+                else:
+                    values.append(self.hole(Provenance.UNKNOWN, call, name, by_name=True))
+        finally:
+            self.project.following.discard(key)
+        return choice(values)
+
+    def calls_named(self, name: str) -> list[cst.Call]:
+        """The calls in this module of a function or method called `name`."""
+        if self._calls is None:
+            self._calls = {}
+            for entering, node in self.index.events:
+                if entering and type(node) is cst.Call:
+                    self._calls.setdefault(func_name(node.func), []).append(node)
+        return self._calls.get(name, [])
 
     def annotation_provenance(self, fn: cst.FunctionDef, name: str) -> Provenance | None:
         """The provenance of a parameter annotated with a volatile type (`rnd: random.Random`)."""
@@ -690,9 +748,13 @@ class Evaluator:
         # Without arguments bound, a binding has one value wherever it is read: computed once.
         key = (id(binding), env.template)
         memo = self.project.memo
-        if key not in memo:
-            memo[key] = self._binding_value(name, scope, binding, env)
-        return memo[key]
+        if key in memo:
+            return memo[key]
+        cut = self.project.cut
+        value = self._binding_value(name, scope, binding, env)
+        if self.project.cut == cut:  # not cut short by a limit here: the same wherever it is read
+            memo[key] = value
+        return value
 
     def _binding_value(self, name: str, scope: Scope, binding: Binding, env: Env) -> Value:
         deeper = env.deeper()
@@ -705,7 +767,12 @@ class Evaluator:
         if binding.kind == "shuffle" and binding.expr is not None:
             return self.hole(Provenance.RANDOM, binding.expr)
         if binding.kind == "loop" and binding.expr is not None:
-            return self.propagate(binding.expr, [self.value(binding.expr, deeper)])
+            # One element of a shuffled list or a set is not random text itself: the order only
+            # matters to text accumulated across the loop (in_loop).
+            iterable = without(
+                without(self.value(binding.expr, deeper), Provenance.RANDOM), Provenance.UNORDERED
+            )
+            return self.propagate(binding.expr, [iterable])
         line, column = binding.pos
         return (Hole(Provenance.UNKNOWN, line, column, name, path=self.path),)
 
@@ -974,6 +1041,17 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+def _is_parameter(value: Value) -> bool:
+    """A value that is just a parameter of the function it was read in."""
+    return len(value) == 1 and isinstance(value[0], Hole) and value[0].via.startswith("a parameter of")
+
+
+def _inside(index: ModuleIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+    """Whether `node` is within `fn` (a recursive call says nothing about outside callers)."""
+    start, end = index.positions.get(fn, ((0, 0), (0, 0)))
+    return start <= index.pos(node) <= end
 
 
 def _default_of(fn: cst.CSTNode, name: str) -> cst.BaseExpression | None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prefixlint.model import Diagnostic, Severity, Span
-from prefixlint.python.segments import Hole, Open, Provenance, Text, expand
+from prefixlint.python.segments import Break, Hole, Open, Provenance, Text, expand
 from prefixlint.python.sinks import Prompt
 from prefixlint.rules import RULES
 
@@ -45,6 +45,7 @@ class _Candidate:
     hole: Hole
     prompt: Prompt
     static_after: str  # the static text that follows the hole ("" when only unknown content follows)
+    more_follows: bool = True  # another message or text built elsewhere comes after it
 
 
 def _candidates(prompt: Prompt) -> list[_Candidate]:
@@ -55,15 +56,68 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
         for i, seg in enumerate(segments):
             if not (isinstance(seg, Hole) and seg.provenance.volatile):
                 continue
+            if _after_request_input(segments[:i]):
+                break  # the prompt already differs per request there: nothing after it is lost to this
             after = segments[i + 1 :]
-            static = "".join(s.text for s in after if isinstance(s, Text))
+            turn = _turn_role(segments[:i])
+            if turn is not None and seg.provenance in _RECORD_KINDS:
+                # A date or id written into a conversation turn records when or by whom it was
+                # written: what it can cost is the rest of that turn, not the turns after it.
+                end = next((k for k, s in enumerate(after) if isinstance(s, Break)), len(after))
+                after = after[:end]
+            # A request input (meant to vary, often beside other inputs) must be followed by one
+            # stretch of static text long enough to lose; any other volatile value loses all the
+            # static text after it, between other values too.
+            if seg.provenance is Provenance.REQUEST:
+                static = _longest_static_run(after)
+            else:
+                static = "".join(s.text for s in after if isinstance(s, Text))
             if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
-                out.append(_Candidate(seg, prompt, static))
-            elif not (seg.provenance is Provenance.REQUEST or seg.by_name) and (
-                prompt.open_tail or any(isinstance(s, Open) for s in after)
+                more = (turn is None or seg.provenance not in _RECORD_KINDS) and (
+                    prompt.open_tail or any(isinstance(s, (Open, Break)) for s in after)
+                )
+                out.append(_Candidate(seg, prompt, static, more))
+            elif (
+                not (seg.provenance is Provenance.REQUEST or seg.by_name)
+                and not (turn is not None and seg.provenance in _RECORD_KINDS)
+                and (prompt.open_tail or any(isinstance(s, Open) for s in after))
             ):  # a guess followed by a guess is not a finding
                 out.append(_Candidate(seg, prompt, ""))
     return out
+
+
+# Chat-format markers (`<|eot_id|>`, `<|im_start|>`, `[INST]`, `</s>`) are one special token each in
+# the models that use them, whatever the tokenizer used to count.
+_SPECIAL_MARKER = re.compile(r"<\|[^|<>\s]{1,40}\|>|\[/?INST\]|</?s>")
+
+# Values that, written into a user/assistant/tool turn, record that turn (a timestamp, who sent it).
+_RECORD_KINDS = {Provenance.CLOCK, Provenance.ID, Provenance.ENVIRONMENT}
+_TURN_ROLES = {"user", "assistant", "tool", "function", "human", "ai", "model"}
+
+
+def _turn_role(before: tuple) -> str | None:
+    """The role of the conversation turn a segment is in, if it is not a system message."""
+    role = next((s.role for s in reversed(before) if isinstance(s, Break)), None)
+    # A role copied from elsewhere (`role=message.role`) replays a conversation: turns, not a
+    # system prompt, which code writes as the literal "system".
+    return role if role in _TURN_ROLES or role == "unknown" else None
+
+
+def _after_request_input(before: tuple) -> bool:
+    """Whether a per-request input (one named so, not a mere parameter) comes earlier in the prompt."""
+    return any(isinstance(s, Hole) and s.provenance is Provenance.REQUEST and not s.weak for s in before)
+
+
+def _longest_static_run(segments: tuple) -> str:
+    runs, current = [], []
+    for seg in segments:
+        if isinstance(seg, Text):
+            current.append(seg.text)
+        elif not isinstance(seg, Break):  # a role header between messages is static too
+            runs.append("".join(current))
+            current = []
+    runs.append("".join(current))
+    return max(runs, key=len)
 
 
 def _place(path: str, hole: Hole) -> str:
@@ -99,11 +153,13 @@ def diagnostics(
             what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
         severity = RULES[code].default_severity
         if cand.static_after:
-            tokens = count_tokens(cand.static_after)
+            tokens = count_tokens(_SPECIAL_MARKER.sub("\x00", cand.static_after))
             if tokens < block_size:
-                if prov is Provenance.REQUEST or hole.by_name:
-                    continue  # meant to vary, or only named so, with less than a block after it
-                severity = Severity.INFO  # less than one cache block of static text is lost
+                if prov is Provenance.REQUEST or hole.by_name or not cand.more_follows:
+                    # meant to vary, only named so, or near the end of the last text: a few
+                    # tokens after it lose nothing the engine would have kept
+                    continue
+                severity = Severity.INFO  # less than one cache block here, but more follows
             message = (
                 f"{what} is ahead of {tokens} static tokens of {where}: they cannot be served from the "
                 "prefix cache"

@@ -63,6 +63,8 @@ class Project:
     _by_name: dict[str, list[str]] | None = None
     active: list[cst.CSTNode] = field(default_factory=list)  # functions being inlined (recursion guard)
     steps: int = 0  # expressions evaluated for the current prompt (evaluate.STEP_BUDGET)
+    cut: int = 0  # evaluations cut short by a limit (such a value is not memoized)
+    following: set[tuple[int, str]] = field(default_factory=set)  # parameters followed to their callers
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
 

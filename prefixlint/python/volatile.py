@@ -180,7 +180,8 @@ _CONFIG_WORDS = {
     "tools", "tool", "functions", "function", "examples", "example", "rules", "guidelines",
     "constraints", "directives", "description", "config", "cfg", "settings", "options", "mode", "kind",
     "type", "flag", "enabled", "verbose", "debug", "max", "min", "limit", "size", "count", "num",
-    "path", "file", "dir", "folder", "url", "key", "level", "prefix", "suffix", "separator", "sep",
+    "path", "file", "dir", "folder", "url", "key", "level", "prefix", "suffix", "postfix", "separator", "sep",
+    "memory", "memories", "tag", "tags", "state",
     "delimiter", "indent", "width", "agent", "profile", "spec", "version", "llm", "client",
 }  # fmt: skip
 
