@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.limits import Limits
@@ -36,6 +37,7 @@ from prefixlint.tokens import (
 class Options:
     tokenizer: str | None = None  # None: a tokenizer.json beside the template, else the embedded default
     engine: str = "vllm"
+    block_size: int | None = None  # `--block-size`: the engine's cache block in tokens (None: its own)
     excludes: tuple[str, ...] = ()
     select: tuple[str, ...] = ("ALL",)
     ignore: tuple[str, ...] = ()
@@ -50,6 +52,7 @@ class Options:
     exclude: tuple[str, ...] | None = None  # gitignore patterns; None: the built-in defaults
     extend_exclude: tuple[str, ...] = ()
     force_exclude: bool = False  # apply excludes to files named explicitly too (pre-commit)
+    respect_gitignore: bool = True  # skip what git ignores in the folders walked (ruff's default)
     root: str | None = None  # None: the current folder
     suppressions: bool = True
     cache_dir: str | None = None  # None: no result cache (the CLI sets one unless --no-cache)
@@ -67,6 +70,9 @@ class Options:
     # The folder imports, prompt files and template names are relative to: the config file's
     # folder, else found from the paths checked (prefixlint.files.project_root).
     project_root: str | None = None
+    # Chat template variables fixed for every render (`--var`, `--chat-template-kwargs`), as an
+    # app passes `chat_template_kwargs` (e.g. enable_thinking=False).
+    template_vars: dict[str, Any] = field(default_factory=dict)
 
     def enabled_codes(self) -> set[str]:
         from prefixlint.config import enabled_codes
@@ -85,6 +91,7 @@ class Report:
     # False when a template includes other files: they are not among `inputs`, so the run must
     # not be replayed on them.
     replayable: bool = True
+    template_vars: dict[str, Any] = field(default_factory=dict)  # `--var`, `--chat-template-kwargs`
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -177,8 +184,9 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
         except ConfigError as exc:
             diag = Diagnostic("PFX001", Span(source.path), f"tokenizer_config.json: {exc}", Severity.ERROR)
             return [SourceResult(source.path, source.kind, diagnostics=[diag])]
-        if not named:
-            return []  # a base model's config: no chat template, so no tokenizer to load (~0.5 s)
+        if not named:  # a base model's config: nothing to check, so no tokenizer to load (~0.5 s)
+            note = f"{source.path}: no chat_template in this tokenizer_config.json: nothing checked"
+            return [SourceResult(source.path, source.kind, notes=[note])]
 
     # A tokenizer still loading in a helper is used unchecked: its load overlaps compiling and
     # rendering. If it turns out broken, the source is analysed again with what `tokenizer_choice`
@@ -254,6 +262,7 @@ def _lint_templates(
         templates = [ChatTemplate(text, source.path, special_tokens=special, limits=options.limits)]
     results = []
     for template in templates:
+        template.extra_kwargs.update(options.template_vars)
         result = analyze_template(template, tokenizer, options)
         result.kind = source.kind
         if tokenizer_note:
@@ -330,6 +339,7 @@ def iter_sources(paths: list[str], options: Options, walked: list[str] | None = 
         defaults=defaults,
         force_exclude=options.force_exclude,
         walked=walked,
+        respect_gitignore=options.respect_gitignore,
     )
 
 
@@ -490,7 +500,7 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     else:
         default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
     inputs = _inputs(walked, sources, options) + [dep[0] for r in results for dep in r.dependencies]
-    report = Report(default_name, options.engine, results, inputs)
+    report = Report(default_name, options.engine, results, inputs, template_vars=dict(options.template_vars))
     report.replayable = not any(includes)
     return report
 

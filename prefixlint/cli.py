@@ -3,9 +3,11 @@ above the failing severity, 1 findings, 2 usage, config or internal error."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -32,11 +34,25 @@ def _lint_options(func: Any) -> Any:
             "tokenizer",
             help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.",
         ),
-        click.option("--engine", help="Engine whose caching rules PFX502 applies (default: vllm)."),
+        click.option(
+            "--engine", help="Engine whose caching rules apply, any case (default: vllm; `prefixlint rules`)."
+        ),
+        click.option(
+            "--block-size",
+            type=click.IntRange(min=1),
+            metavar="TOKENS",
+            help="The engine's cache block in tokens (default: the engine's own, e.g. 16 for vLLM).",
+        ),
         click.option("--select", multiple=True, help="Rule codes or prefixes to report (default: all)."),
         click.option("--extend-select", multiple=True, help="Rule codes or prefixes to add to `select`."),
         click.option("--ignore", multiple=True, help="Rule codes or prefixes not to report."),
         click.option("--exclude", multiple=True, help="Glob patterns of paths to skip."),
+        click.option(
+            "--respect-gitignore/--no-respect-gitignore",
+            default=None,
+            help="Skip what git ignores (.gitignore, .git/info/exclude, global excludes) in the folders "
+            "walked (default: on).",
+        ),
         click.option(
             "--force-exclude",
             is_flag=True,
@@ -49,6 +65,19 @@ def _lint_options(func: Any) -> Any:
         ),
         click.option("--no-multiturn", is_flag=True, help="Skip the multi-turn analysis."),
         click.option(
+            "--var",
+            "template_var",
+            multiple=True,
+            metavar="NAME=VALUE",
+            help="Chat template variable fixed for every render (VALUE may be JSON), e.g. "
+            "enable_thinking=false; repeatable.",
+        ),
+        click.option(
+            "--chat-template-kwargs",
+            metavar="JSON",
+            help="A JSON object of chat template variables, as vLLM's chat_template_kwargs (--var wins).",
+        ),
+        click.option(
             "--config",
             "config_file",
             type=click.Path(exists=True, dir_okay=False),
@@ -56,6 +85,10 @@ def _lint_options(func: Any) -> Any:
             "[tool.prefixlint]).",
         ),
         click.option("--no-cache", is_flag=True, help="Analyse every source again (no result cache)."),
+        click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings fail the run."),
+        click.option(
+            "-q", "--quiet", is_flag=True, help="Print the findings only: no summary line, no warnings."
+        ),
         click.option(
             "--output-file", type=click.Path(dir_okay=False), help="Write the report here instead of stdout."
         ),
@@ -75,8 +108,11 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
     for selector in kw["select"] + kw["extend_select"] + kw["ignore"]:
         if not resolve_selector(selector):
             _fail(f"unknown rule code or prefix {selector!r} (see `prefixlint rules`)")
-    if kw["engine"] is not None and kw["engine"] not in load_engines():
-        _fail(f"unknown engine {kw['engine']!r}; known: {', '.join(sorted(load_engines()))}")
+    kw["tokenizer"] = _tokenizer_spec(kw["tokenizer"])
+    if kw["engine"] is not None:
+        kw["engine"] = kw["engine"].strip().lower()
+        if kw["engine"] not in load_engines():
+            _fail(f"unknown engine {kw['engine']!r}; known: {', '.join(sorted(load_engines()))}")
     try:
         config = discover_config(paths, kw["config_file"])
     except ConfigError as exc:
@@ -92,8 +128,102 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
         multiturn=not kw["no_multiturn"],
         force_exclude=kw["force_exclude"],
         use_cache=not kw["no_cache"],
+        respect_gitignore=kw["respect_gitignore"],
+        template_vars=_template_vars(kw["chat_template_kwargs"], kw["template_var"]),
+        block_size=kw["block_size"],
     )
+    if kw["tokenizer"] is None and config.tokenizer is not None:
+        from prefixlint.tokens import TokenizerError, resolve_tokenizer_path
+
+        try:  # name the file and the key: the path came from there, not from the command line
+            resolve_tokenizer_path(config.tokenizer)
+        except TokenizerError as exc:
+            key = "tool.prefixlint.tokenizer" if config.path.name == "pyproject.toml" else "tokenizer"
+            _fail(f"config: {config.path}: `{key}`: {exc}")
     return options, kw["fail_on"] or config.fail_on or "warning", config
+
+
+@contextlib.contextmanager
+def _engine_block_size(options: Any) -> Iterator[None]:
+    """`--block-size`: the chosen engine's profile with that block, for the whole run (every
+    analysis reads the profiles of prefixlint.engines; pool workers fork with it), restored after."""
+    if options.block_size is None:
+        yield
+        return
+    from dataclasses import replace
+
+    from prefixlint.engines import load_engines
+
+    profiles = load_engines()
+    saved = profiles[options.engine]
+    increment = options.block_size if saved.increment == saved.block_size else saved.increment
+    profiles[options.engine] = replace(saved, block_size=options.block_size, increment=increment)
+    try:
+        yield
+    finally:
+        profiles[options.engine] = saved
+
+
+def _tokenizer_spec(spec: str | None) -> str | None:
+    """`--tokenizer` as given, except a tokenizer_config.json (a config, not a tokenizer): the
+    tokenizer file beside it is used, with a note, or the run stops saying there is none."""
+    if spec is None or os.path.basename(spec) != "tokenizer_config.json" or not os.path.isfile(spec):
+        return spec
+    from pathlib import Path
+
+    from prefixlint.tokens import find_tokenizer_file
+
+    folder = Path(spec).parent
+    found = find_tokenizer_file(folder)
+    if found is None:
+        _fail(
+            f"--tokenizer {spec}: a tokenizer_config.json holds no tokenizer, and there is no "
+            f"tokenizer.json beside it in {folder}; pass a tokenizer.json or a model folder"
+        )
+    click.echo(f"prefixlint: note: --tokenizer {spec} is a tokenizer_config.json: using {found}", err=True)
+    return str(found)
+
+
+def _render_target(path: str) -> str:
+    """What `render` renders for PATH: a template file, a tokenizer_config.json, or a model folder's
+    chat_template.jinja (else its tokenizer_config.json); anything else exits 2 naming it."""
+    from prefixlint.sources import source_kind
+
+    if os.path.isdir(path):
+        for name in ("chat_template.jinja", "chat_template.j2", "tokenizer_config.json"):
+            candidate = os.path.join(path, name)
+            if os.path.isfile(candidate):
+                return candidate
+        _fail(f"{path}: a folder without chat_template.jinja or tokenizer_config.json: nothing to render")
+    kind = source_kind(path)
+    if kind not in ("jinja", "tokenizer_config"):
+        what = "a Python file" if kind == "python" else "not a file prefixlint renders"
+        _fail(
+            f"{path}: {what} (render takes a .jinja/.j2/.jinja2 template, a tokenizer_config.json "
+            "or a model folder)"
+        )
+    return path
+
+
+def _settings(paths: tuple[str, ...], options: Any, fail_on: str, config: Any) -> str:
+    """The resolved settings of a run (`check --show-settings`), one `name = value` a line, values
+    as JSON: what the config file and the command line add up to."""
+    from dataclasses import asdict
+
+    from prefixlint.api import tokenizer_file
+
+    values: dict[str, Any] = {
+        "config-file": str(config.path) if config.path is not None else None,
+        "paths": list(paths),
+        "fail-on": fail_on,
+        "enabled-rules": sorted(options.enabled_codes()),
+    }
+    for key, value in asdict(options).items():
+        values[key.replace("_", "-")] = value
+    values["tokenizer-file"] = tokenizer_file(
+        os.path.join(paths[0], "x") if os.path.isdir(paths[0]) else paths[0], options
+    )
+    return "".join(f"{key} = {json.dumps(value, default=str)}\n" for key, value in values.items())
 
 
 def _write(text: str, output_file: str | None) -> None:
@@ -108,12 +238,13 @@ _max_prefix_loss_option = click.option(
     "--max-prefix-loss",
     type=click.IntRange(min=0),
     metavar="TOKENS",
-    help="With --diff or `diff`: tokens the cacheable prefix may lose (default: any whole vLLM block).",
+    help="With --diff or `diff`: tokens the cacheable prefix may lose (default: less than one cache block "
+    "of the engine).",
 )
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True), required=True)
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option(
     "--format",
     "fmt",
@@ -132,6 +263,16 @@ _max_prefix_loss_option = click.option(
     is_flag=True,
     help="List each source with its kind (and why) and exit 0, analysing nothing.",
 )
+@click.option(
+    "--show-settings",
+    is_flag=True,
+    help="Print the settings the config file and the command line resolve to, and exit 0.",
+)
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Print how many findings of each rule code instead of the findings (JSON with --format json).",
+)
 @_max_prefix_loss_option
 @_lint_options
 def check(
@@ -140,41 +281,74 @@ def check(
     diff_ref: str | None,
     max_prefix_loss: int | None,
     show_files: bool,
+    show_settings: bool,
+    statistics: bool,
     **kw: Any,
 ) -> None:
     """Lint chat templates (.jinja, .j2, tokenizer_config.json), app prompt templates and Python
-    prompt code."""
+    prompt code under PATHS (default: the current folder)."""
+    paths = paths or (".",)
+    if show_settings:
+        options, fail_on, config = _setup(paths, kw)
+        _write(_settings(paths, options, fail_on, config), kw["output_file"])
+        sys.exit(EXIT_OK)
     if show_files:
         from prefixlint.api import list_sources
+        from prefixlint.sources import SourceError
 
         options, _, _ = _setup(paths, kw)
-        lines = [f"{path}: {kind} ({why})" for path, kind, why in list_sources(list(paths), options)]
+        try:
+            listed = list_sources(list(paths), options)
+        except SourceError as exc:
+            _fail(str(exc))
+        lines = [f"{path}: {kind} ({why})" for path, kind, why in listed]
         _write("".join(line + "\n" for line in lines), kw["output_file"])
+        if not listed and not kw["quiet"]:
+            click.echo(_nothing_found(paths), err=True)
         sys.exit(EXIT_OK)
     if diff_ref is not None:
-        _run_diff(diff_ref, paths, "json" if fmt == "json" else "text", max_prefix_loss, kw)
+        _run_diff(diff_ref, paths, "concise" if fmt == "full" else fmt, max_prefix_loss, kw)
     from prefixlint.api import lint_paths
     from prefixlint.model import Severity
     from prefixlint.report import render_report
+    from prefixlint.sources import SourceError
     from prefixlint.tokens import TokenizerError
 
     options, fail_on, config = _setup(paths, kw)
     options.python_numbers = fmt in ("json", "sarif")  # the outputs that show per-source numbers
     try:
-        report = lint_paths(list(paths), options)
-    except TokenizerError as exc:
+        with _engine_block_size(options):
+            report = lint_paths(list(paths), options)
+    except (TokenizerError, SourceError) as exc:
         _fail(str(exc))
     # Skipped sources are counted in the summary and listed by --show-files, not warned about.
     notes = dict.fromkeys(n for s in report.sources if s.kind != "not_prompt" for n in s.notes)
-    warnings = "".join(f"prefixlint: warning: {n}\n" for n in notes)
+    if not report.sources:
+        notes[_nothing_found(paths).removeprefix("prefixlint: warning: ")] = None
+    elif all(s.kind == "not_prompt" for s in report.sources):
+        skipped = len({s.path for s in report.sources})
+        notes[f"nothing checked: the {skipped} file(s) found are not prompts (see --show-files)"] = None
+    warnings = "" if kw["quiet"] else "".join(f"prefixlint: warning: {n}\n" for n in notes)
     click.echo(warnings, err=True, nl=False)
-    text = render_report(report, fmt)
+    text = render_report(report, fmt, quiet=kw["quiet"], statistics=statistics)
     _write(text, kw["output_file"])
     worst = report.worst()
     code = EXIT_FINDINGS if worst is not None and worst >= Severity.parse(fail_on) else EXIT_OK
+    if kw["exit_zero"]:
+        code = EXIT_OK
     if kw["output_file"] is None:
         _record_run(report, options, config, text, warnings, code)
     sys.exit(code)
+
+
+def _nothing_found(paths: tuple[str, ...]) -> str:
+    """The warning for paths that hold no source (ruff: "No Python files found under the given
+    path(s)"): a wrong path in CI must not pass in silence."""
+    shown = ", ".join(paths)
+    return (
+        f"prefixlint: warning: no sources found under {shown} (.jinja/.j2/.jinja2 templates, "
+        "tokenizer_config.json, .py files, less excluded and git-ignored ones): nothing was checked"
+    )
 
 
 def _record_run(report: Any, options: Any, config: Any, stdout: str, stderr: str, code: int) -> None:
@@ -200,41 +374,85 @@ def _run_diff(
 ) -> None:
     from prefixlint.diffgate import DiffError, diff_gate, render_diff
     from prefixlint.model import Severity
+    from prefixlint.sources import SourceError
     from prefixlint.tokens import TokenizerError
 
-    options, fail_on, _ = _setup(paths or (".",), kw)
+    paths = paths or (".",)
+    options, fail_on, _ = _setup(paths, kw)
     try:
-        result = diff_gate(ref, list(paths or (".",)), options, max_prefix_loss, Severity.parse(fail_on))
-    except (DiffError, TokenizerError) as exc:
+        with _engine_block_size(options):
+            result = diff_gate(ref, list(paths), options, max_prefix_loss, Severity.parse(fail_on))
+    except (DiffError, TokenizerError, SourceError) as exc:
         _fail(str(exc))
-    _write(render_diff(result, fmt), kw["output_file"])
-    sys.exit(EXIT_FINDINGS if result.failed else EXIT_OK)
+    if not result.sources and not kw["quiet"]:
+        click.echo(_nothing_found(paths), err=True)
+    text = render_diff(result, fmt)
+    if kw["quiet"] and fmt in ("concise", "text"):  # the failing sources only
+        text = "".join(line + "\n" for line in _failing_lines(result))
+    _write(text, kw["output_file"])
+    sys.exit(EXIT_FINDINGS if result.failed and not kw["exit_zero"] else EXIT_OK)
+
+
+def _failing_lines(result: Any) -> list[str]:
+    from prefixlint.diffgate import _headline
+
+    out = []
+    for change in result.changes:
+        if change.failures:
+            out.append(_headline(change))
+            out.extend(f"    error: {f}" for f in change.failures)
+    return out
 
 
 @cli.command("diff")
 @click.argument("ref")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["concise", "text", "json", "github", "sarif"]),
+    default="concise",
+    show_default=True,
+    help="concise (or text): a line per source; github: workflow annotations; sarif: the added findings.",
+)
 @_max_prefix_loss_option
 @_lint_options
 def diff_cmd(ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | None, **kw: Any) -> None:
-    """Fail when a change since git REF shortens a template's cacheable prefix, adds findings, or
-    changes its static prefix; prints before/after cacheable tokens per template (PATHS default: .)."""
+    """Fail when a change since git REF regresses a source: its cacheable prefix loses a cache block
+    of the engine (or more than --max-prefix-loss tokens), or it gains findings at or above
+    --fail-on. A changed static prefix is a note, never a failure. Prints before/after cacheable
+    tokens per template and Python source (PATHS default: .). Without any commit yet (a first
+    commit), every source is new and only its findings are checked."""
     _run_diff(ref, paths, fmt, max_prefix_loss, kw)
 
 
+def _template_vars(kwargs_json: str | None, variables: tuple[str, ...]) -> dict[str, Any]:
+    """`--chat-template-kwargs` then each `--var` (a later one wins); exits 2 naming a bad one."""
+    out: dict[str, Any] = {}
+    if kwargs_json is not None:
+        try:
+            value = json.loads(kwargs_json)
+        except ValueError as exc:
+            _fail(f"--chat-template-kwargs: not valid JSON ({exc})")
+        if not isinstance(value, dict):
+            _fail(f"--chat-template-kwargs: expected a JSON object, got {kwargs_json!r}")
+        out.update(value)
+    out.update(_parse_var(v) for v in variables)
+    return out
+
+
 def _parse_var(text: str) -> tuple[str, Any]:
-    if "=" not in text:
-        raise click.BadParameter(f"{text!r} is not NAME=VALUE")
-    name, value = text.split("=", 1)
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        _fail(f"--var {text!r}: expected NAME=VALUE (VALUE may be JSON), e.g. --var enable_thinking=false")
     try:
-        return name, json.loads(value)
+        return name.strip(), json.loads(value)
     except ValueError:
-        return name, value
+        return name.strip(), value
 
 
 @cli.command()
-@click.argument("template_path", type=click.Path(exists=True, dir_okay=False))
+@click.argument("template_path", type=click.Path(exists=True))
 @click.option(
     "--messages",
     type=click.Path(exists=True, dir_okay=False),
@@ -245,6 +463,11 @@ def _parse_var(text: str) -> tuple[str, Any]:
 )
 @click.option("--now", help="The clock strftime_now reads, ISO 8601 (default: a fixed instant).")
 @click.option("--var", "variables", multiple=True, help="Template variable NAME=VALUE (VALUE may be JSON).")
+@click.option(
+    "--chat-template-kwargs",
+    metavar="JSON",
+    help="A JSON object of template variables, as vLLM's chat_template_kwargs (--var wins).",
+)
 @click.option("--no-generation-prompt", is_flag=True, help="Render without add_generation_prompt.")
 @click.option("--tokens", is_flag=True, help="Also print the token ids and pieces.")
 @click.option(
@@ -263,9 +486,14 @@ def render(
     tokens: bool,
     tokenizer: str | None,
     template_name: str | None,
+    chat_template_kwargs: str | None,
 ) -> None:
     """Print a prompt exactly as the serving stack renders it."""
     from datetime import UTC, datetime
+
+    template_vars = _template_vars(chat_template_kwargs, variables)
+    template_path = _render_target(template_path)
+    tokenizer = _tokenizer_spec(tokenizer)
 
     from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
@@ -299,7 +527,7 @@ def render(
             tools=tools,
             add_generation_prompt=not no_generation_prompt,
             now=moment,
-            **dict(_parse_var(v) for v in variables),
+            **template_vars,
         )
     except Exception as exc:  # any template error is the user's to see, with its line
         _fail(f"{template_path}:{error_line(exc)}: {describe_error(exc)}")

@@ -36,6 +36,7 @@ _KEYS: dict[str, str] = {
     "engine": "string",
     "fail-on": "string",
     "cache-dir": "string",
+    "respect-gitignore": "bool",
     "variables": "variables",
     "template-kinds": "template-kinds",
     "template-search-path": "strings",
@@ -64,6 +65,7 @@ class Config:
     engine: str | None = None
     fail_on: str | None = None
     cache_dir: str | None = None
+    respect_gitignore: bool | None = None  # None: not set (on)
     static_variables: tuple[str, ...] = ()
     dynamic_variables: tuple[str, ...] = ()
     template_kinds: tuple[tuple[str, str], ...] = ()  # (glob, one of TEMPLATE_KINDS)
@@ -156,6 +158,10 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
             values[key] = _strings(value, name, where)
         elif kind == "string":
             values[key] = _string(value, name, where)
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: `{name}` must be true or false, got {value!r}")
+            values[key] = value
         elif kind == "per-file":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: `{name}` must be a table of glob = [codes]")
@@ -192,6 +198,7 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
         )
     engine = values.get("engine")
     if engine is not None:
+        engine = engine.strip().lower()
         from prefixlint.engines import load_engines
 
         if engine not in load_engines():
@@ -212,6 +219,7 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
         engine=engine,
         fail_on=fail_on,
         cache_dir=values.get("cache-dir"),
+        respect_gitignore=values.get("respect-gitignore"),
         static_variables=values.get("static", ()),
         dynamic_variables=values.get("dynamic", ()),
         template_kinds=values.get("template-kinds", ()),
@@ -231,10 +239,14 @@ def load_config(path: Path) -> Config:
         raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
-    if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("prefixlint", {})
+    if path.name == "pyproject.toml" or "tool" in data:
+        # A pyproject.toml, or any file with a `[tool.prefixlint]` table (`--config other.toml`).
+        tool = data.get("tool", {})
+        table = tool.get("prefixlint", {}) if isinstance(tool, dict) else None
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: `tool.prefixlint` must be a table")
+        if path.name != "pyproject.toml" and not table:
+            raise ConfigError(f"{path}: no `[tool.prefixlint]` table (and `tool` is no prefixlint key)")
         return parse_config(table, path, prefix="tool.prefixlint.")
     return parse_config(data, path)
 
@@ -315,9 +327,15 @@ def build_options(
     multiturn: bool = True,
     force_exclude: bool = False,
     use_cache: bool = False,
+    respect_gitignore: bool | None = None,
+    template_vars: dict[str, Any] | None = None,
+    block_size: int | None = None,
 ) -> Options:
     """Options for a run: command-line values win over the config's, which win over defaults.
-    `--select` replaces the config's `select`; `--extend-select` and `--ignore` add to it."""
+    As in ruff, `--select` replaces the config's whole selection (its `select`, `extend-select`
+    and `ignore`), so `--select PFX302` reports PFX302 even with `ignore = ["PFX302"]` in the
+    config; without it, `--extend-select` and `--ignore` add to the config's. `per-file-ignores`
+    still apply."""
     from prefixlint.api import Options
 
     root = config.root
@@ -331,19 +349,24 @@ def build_options(
         engine=engine or config.engine or "vllm",
         excludes=excludes,
         select=select or config.select or ("ALL",),
-        ignore=config.ignore + ignore,
+        ignore=ignore if select else config.ignore + ignore,
         multiturn=multiturn,
         static_variables=config.static_variables,
         dynamic_variables=config.dynamic_variables,
-        extend_select=config.extend_select + extend_select,
+        extend_select=extend_select if select else config.extend_select + extend_select,
         per_file_ignores=config.per_file_ignores,
         exclude=config.exclude,
         extend_exclude=config.extend_exclude,
         force_exclude=force_exclude,
+        respect_gitignore=next(
+            (v for v in (respect_gitignore, config.respect_gitignore) if v is not None), True
+        ),
         root=str(root),
         cache_dir=cache_dir,
         template_kinds=config.template_kinds,
         template_search_path=config.template_search_path,
         python_sinks=config.python_sinks,
         project_root=str(root) if config.path is not None else None,
+        template_vars=dict(template_vars or {}),
+        block_size=block_size,
     )

@@ -1,22 +1,29 @@
 """The CI gate on changes: `prefixlint diff REF` (or `check --diff REF`).
 
-Each template under the paths is analysed twice, as it is in the working tree and as it was at
-git REF (its blob read with `git show REF:path`; nothing is checked out), with the same tokenizer,
-options and suppressions. A template fails the gate when
+Each source under the paths (templates, tokenizer_config.json chat templates, Python prompt code)
+is analysed twice, as it is in the working tree and as it was at git REF (its blob read with
+`git show REF:path`, from its old path when git sees a rename; nothing is checked out), with the
+same tokenizer, options and suppressions. The gate judges regressions, not edits. A source fails
+it only when
 
-- its cacheable prefix shrinks by more than `max_prefix_loss` tokens (default: when it loses a
-  whole vLLM block, the unit vLLM caches),
+- its cacheable prefix shrinks by at least one cache unit of the chosen engine (what the engine
+  caches of the old prefix is more than what it caches of the new one: a whole 16-token block for
+  vLLM, one token for SGLang, a 128-token step above 1,024 for OpenAI), or by more than
+  `max_prefix_loss` tokens when that is given, or
 - it gains findings at or above the failing severity (counted per rule code, so findings that
-  only moved to another line are not new), or
-- its static prefix changes: the canonical request renders to tokens that differ from the old
-  ones inside the old cacheable prefix, so the first requests after deploy find a cold cache.
-  That is a warning (it fails only with the failing severity at warning or below, the default),
-  with the number of tokens that will be computed once again.
+  only moved to another line are not new).
+
+A static prefix that changed (the canonical request renders to tokens that differ from the old
+ones inside the old cacheable prefix) is information: the first requests after deploy find a cold
+cache once, and the note says how many tokens are computed again. It never fails. Deleted sources
+are listed, never fail. When REF names no commit because the repository has none yet (an unborn
+HEAD, a first commit), every source is new: the gate checks findings only and says so.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,10 +37,12 @@ if TYPE_CHECKING:
     from prefixlint.api import Options
 
 TEMPLATE_KINDS = ("jinja", "tokenizer_config")
+GATED_KINDS = (*TEMPLATE_KINDS, "python")
 
 
 class DiffError(Exception):
-    """Not a git work tree, or REF does not name a commit."""
+    """Not a git work tree, REF does not name a commit, or git failed; the message names the ref
+    and gives git's own words."""
 
 
 @dataclass
@@ -46,7 +55,11 @@ class TemplateChange:
     static_changed_at: int | None = None  # first token where the canonical render differs
     recomputed: int = 0  # tokens computed once after deploy
     failures: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # never fail: new findings below --fail-on
+    notes: list[str] = field(default_factory=list)  # information: a changed static prefix
+    status: str = "changed"  # "changed", "new", "deleted"
+    old_path: str | None = None  # the path at REF, when git sees a rename
+    line: int = 1  # where an annotation points
 
     @property
     def label(self) -> str:
@@ -63,6 +76,10 @@ class TemplateChange:
             "recomputed_tokens": self.recomputed,
             "failures": self.failures,
             "warnings": self.warnings,
+            "notes": self.notes,
+            "status": self.status,
+            "old_path": self.old_path,
+            "failed": bool(self.failures),
         }
 
 
@@ -71,26 +88,80 @@ class DiffResult:
     ref: str
     changes: list[TemplateChange]
     fail_on: Severity
+    engine: str = "vllm"
+    notes: list[str] = field(default_factory=list)  # about the whole run (a first commit)
+    first_commit: bool = False  # REF names no commit in a repository that has none yet
+    sources: int = 0  # sources found under the paths (some hold no prompt: no change listed)
+    template_vars: dict[str, Any] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
-        warn_fails = self.fail_on <= Severity.WARNING
-        return any(c.failures or (warn_fails and c.warnings) for c in self.changes)
+        return any(c.failures for c in self.changes)
 
 
-def _git(args: list[str], cwd: Path) -> bytes:
+def _git(args: list[str], cwd: Path, what: str | None = None) -> bytes:
+    """git's output; DiffError with `what` (or the command) and git's own message on failure."""
     try:
         done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
     except OSError as exc:
         raise DiffError(f"cannot run git: {exc}") from exc
     if done.returncode != 0:
-        raise DiffError(done.stderr.decode("utf-8", "replace").strip() or f"git {args[0]} failed")
+        message = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+        raise DiffError(f"{what or 'git ' + args[0]}: {message}")
     return done.stdout
 
 
-def _blob(ref: str, top: Path, path: str) -> str | None:
-    """The file's text at `ref`, or None if it did not exist there (or is not text)."""
+def _succeeds(args: list[str], cwd: Path) -> bool:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False).returncode == 0
+    except OSError:
+        return False
+
+
+def _resolve_ref(ref: str, top: Path) -> bool:
+    """True when `ref` names a commit; False when the repository has no commit yet (an unborn HEAD:
+    everything is new); DiffError naming the ref and git's message otherwise."""
+    if _succeeds(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], top):
+        return True
+    if not _succeeds(["rev-parse", "--verify", "--quiet", "HEAD"], top) and not _git(
+        ["rev-list", "-n", "1", "--all"], top
+    ):
+        return False
+    _git(["log", "-1", "--format=%H", "--end-of-options", ref, "--"], top, f"git ref {ref!r}")
+    raise DiffError(f"git ref {ref!r}: does not name a commit")
+
+
+def _changed_paths(ref: str, top: Path, paths: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Between `ref` and the working tree (as git sees it, renames found): {new path: old path} of
+    renamed files and the old paths of deleted ones, relative to `top`, under `paths`."""
+    specs = [Path(p).resolve().relative_to(top).as_posix() or "." for p in paths]
+    out = _git(
+        ["diff", "--name-status", "-z", "-M", "--no-ext-diff", ref, "--", *specs],
+        top,
+        f"git diff {ref}",
+    )
+    fields = out.decode("utf-8", "surrogateescape").split("\0")
+    renamed: dict[str, str] = {}
+    deleted: list[str] = []
+    i = 0
+    while i < len(fields) - 1:
+        status = fields[i]
+        if status.startswith(("R", "C")):
+            if status.startswith("R"):
+                renamed[fields[i + 2]] = fields[i + 1]
+            i += 3
+            continue
+        if status == "D":
+            deleted.append(fields[i + 1])
+        i += 2
+    return renamed, deleted
+
+
+def _blob(ref: str, top: Path, path: str, renamed: dict[str, str] | None = None) -> str | None:
+    """The file's text at `ref` (from its old path if renamed), or None if it did not exist there
+    (or is not text)."""
     rel = Path(path).resolve().relative_to(top).as_posix()
+    rel = (renamed or {}).get(rel, rel)
     try:
         data = _git(["show", f"{ref}:{rel}"], top)
     except DiffError:
@@ -124,6 +195,7 @@ def _canonical_ids(source: Source, text: str, name: str, options: Options) -> li
     messages = conversation(USER_TURNS[0], system=True)
     try:
         template = ChatTemplate(text, source.path, special_tokens=special, limits=options.limits)
+        template.extra_kwargs.update(options.template_vars)
         template.supply_required_variables(messages, None)
         rendered = template.render(messages)
     except Exception:  # a template that does not render has no static prefix to compare
@@ -145,6 +217,7 @@ def _compare(
     new: SourceResult,
     max_prefix_loss: int | None,
     fail_on: Severity,
+    engine: str = "vllm",
 ) -> None:
     from prefixlint.engines import load_engines
 
@@ -155,8 +228,14 @@ def _compare(
             extra[d.code] -= 1
             change.added.append(d)
     for d in change.added:
+        where = f"{d.span.path}:{d.span.line}" if d.span.path != change.path else f"line {d.span.line}"
+        line = f"new finding {d.code} {d.name} at {where}: {d.message}"
         if d.severity >= fail_on:
-            change.failures.append(f"new finding {d.code} {d.name} at line {d.span.line}: {d.message}")
+            change.failures.append(line)
+        else:
+            change.warnings.append(f"{line} ({d.severity.label}, below --fail-on: does not fail)")
+    if change.added:
+        change.line = change.added[0].span.line
     before, after = change.before, change.after
     if before is None or after is None or after >= before:
         return
@@ -165,13 +244,19 @@ def _compare(
             change.failures.append(
                 f"cacheable prefix shrank by {before - after:,} tokens (limit {max_prefix_loss:,})"
             )
-    else:
-        block = load_engines()["vllm"].block_size
-        lost = before // block - after // block
-        if lost > 0:
-            change.failures.append(
-                f"cacheable prefix shrank by {before - after:,} tokens ({lost:,} vLLM block(s) of {block})"
-            )
+        return
+    profile = load_engines()[engine]
+    cached_before, cached_after = profile.cacheable(before), profile.cacheable(after)
+    if cached_after < cached_before:
+        unit = profile.block_size if profile.block_size > 1 else profile.increment
+        units = f"block(s) of {unit}" if profile.block_size > 1 else f"step(s) of {unit}"
+        if unit == 1:
+            units = "token(s)"
+        change.failures.append(
+            f"cacheable prefix shrank by {before - after:,} tokens: {engine} now caches "
+            f"{cached_after:,} of its tokens instead of {cached_before:,} "
+            f"({(cached_before - cached_after) // max(unit, 1):,} {units} less per request)"
+        )
 
 
 def diff_gate(
@@ -181,21 +266,32 @@ def diff_gate(
     max_prefix_loss: int | None = None,
     fail_on: Severity = Severity.WARNING,
 ) -> DiffResult:
-    """Compare each template under `paths` with its version at git `ref`."""
+    """Compare each source under `paths` with its version at git `ref`."""
     from prefixlint.api import iter_sources, read_text
     from prefixlint.tokens import common_prefix_len
 
-    anchor = Path(paths[0] if paths else ".").resolve()
-    top = Path(
-        _git(["rev-parse", "--show-toplevel"], anchor if anchor.is_dir() else anchor.parent).decode().strip()
-    )
-    _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], top)
+    paths = paths or ["."]
+    anchor = Path(paths[0]).resolve()
+    folder = anchor if anchor.is_dir() else anchor.parent
+    toplevel = _git(["rev-parse", "--show-toplevel"], folder, f"{folder}: not in a git work tree")
+    top = Path(toplevel.decode().strip()).resolve()
+    result = DiffResult(ref, [], fail_on, options.engine, template_vars=dict(options.template_vars))
+    if _resolve_ref(ref, top):
+        renamed, deleted = _changed_paths(ref, top, paths)
+    else:
+        result.first_commit = True
+        renamed, deleted = {}, []
+        result.notes.append(
+            f"{ref}: the repository has no commit yet (a first commit): every source is new, "
+            "so the gate checks their findings only"
+        )
     enabled = options.enabled_codes()
-    changes = []
     for source in iter_sources(paths, options):
-        if source.kind not in TEMPLATE_KINDS:
+        if source.kind not in GATED_KINDS:
             continue
-        old_text = _blob(ref, top, source.path)
+        result.sources += 1
+        rel = Path(source.path).resolve().relative_to(top).as_posix()
+        old_text = None if result.first_commit else _blob(ref, top, source.path, renamed)
         new_results = _analyse(source, None, options, enabled)
         old_results = _analyse(source, old_text, options, enabled) if old_text is not None else []
         old_by_name = {r.name: r for r in old_results}
@@ -207,14 +303,29 @@ def diff_gate(
             if new.kind == "not_prompt":
                 continue  # documentation, a web page, scaffolding: no prefix to gate
             old = old_by_name.get(new.name)
+            if (
+                new.cacheable_prefix_tokens is None
+                and not new.diagnostics
+                and (old is None or not old.diagnostics)
+            ):
+                continue  # no prompt in it (a Python module, a config without a chat template)
             change = TemplateChange(
                 source.path,
                 new.name,
                 old.cacheable_prefix_tokens if old is not None else None,
                 new.cacheable_prefix_tokens,
+                status="new" if old_text is None else "changed",
+                old_path=renamed.get(rel),
             )
-            _compare(change, old, new, max_prefix_loss, fail_on)
-            if old is not None and old_text and new_text and old_text != new_text and change.before:
+            _compare(change, old, new, max_prefix_loss, fail_on, options.engine)
+            if (
+                source.kind in TEMPLATE_KINDS
+                and old is not None
+                and old_text
+                and new_text
+                and old_text != new_text
+                and change.before
+            ):
                 old_ids = _canonical_ids(source, old_text, new.name, options)
                 new_ids = _canonical_ids(source, new_text, new.name, options)
                 if old_ids is not None and new_ids is not None:
@@ -222,43 +333,87 @@ def diff_gate(
                     if common < min(change.before, len(old_ids)):
                         change.static_changed_at = common
                         change.recomputed = max((change.after or 0) - common, 0)
-                        change.warnings.append(
-                            f"static prefix changed at token {common:,}: after deploy, {change.recomputed:,} "
-                            "token(s) of the prefix are computed once again (cold cache)"
+                        change.notes.append(
+                            f"static prefix changed at token {common:,}: {change.recomputed:,} token(s) "
+                            "computed once more after deploy (cold cache once, not a regression)"
                         )
-            changes.append(change)
-    return DiffResult(ref, changes, fail_on)
+            result.changes.append(change)
+    for old_rel in deleted:
+        path = os.path.relpath(top / old_rel)
+        from prefixlint.sources import source_kind
+
+        if source_kind(old_rel) in GATED_KINDS:
+            result.changes.append(TemplateChange(path, "", None, None, status="deleted"))
+    return result
 
 
 def _tokens(n: int | None) -> str:
     return "new" if n is None else "?" if n < 0 else f"{n:,}"
 
 
-def render_diff(result: DiffResult, fmt: str = "text") -> str:
+def _headline(c: TemplateChange) -> str:
+    before, after = c.before, c.after
+    status = "FAIL" if c.failures else "ok"
+    if c.status == "deleted":
+        return f"{c.label}: deleted"
+    renamed = f" (renamed from {c.old_path})" if c.old_path else ""
+    if before is None:
+        shown = "" if after is None else f", cacheable prefix {_tokens(after)} tokens"
+        return f"{c.label}{renamed}: new{shown}  {status}"
+    delta = "" if after is None else f" ({after - before:+,})"
+    return (
+        f"{c.label}{renamed}: cacheable prefix {_tokens(before)} -> {_tokens(after)} tokens{delta}  {status}"
+    )
+
+
+def render_diff(result: DiffResult, fmt: str = "concise") -> str:
+    """The gate's verdict as `concise` (alias `text`), `json`, `github` (workflow annotations) or
+    `sarif` (the findings the change adds)."""
     if fmt == "json":
         document = {
             "version": 1,
             "ref": result.ref,
+            "engine": result.engine,
             "failed": result.failed,
+            "first_commit": result.first_commit,
+            "template_variables": result.template_vars,
+            "notes": result.notes,
             "templates": [c.to_json() for c in result.changes],
         }
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    warn_fails = result.fail_on <= Severity.WARNING
-    lines = []
-    failing = 0
+    if fmt == "github":
+        return _render_github(result)
+    if fmt == "sarif":
+        return _render_sarif(result)
+    lines = [f"note: {n}" for n in result.notes]
     for c in result.changes:
-        bad = bool(c.failures or (warn_fails and c.warnings))
-        failing += bad
-        before, after = c.before, c.after
-        delta = "" if before is None or after is None else f" ({after - before:+,})"
-        status = "FAIL" if bad else "ok"
-        lines.append(
-            f"{c.label}: cacheable prefix {_tokens(before)} -> {_tokens(after)} tokens{delta}  {status}"
-        )
+        lines.append(_headline(c))
         lines.extend(f"    error: {f}" for f in c.failures)
         lines.extend(f"    warning: {w}" for w in c.warnings)
-    verdict = (
-        f"{failing} of {len(result.changes)} template(s) fail the gate" if failing else "the gate passes"
-    )
-    lines.append(f"Compared {len(result.changes)} template(s) with {result.ref}: {verdict}.")
+        lines.extend(f"    note: {n}" for n in c.notes)
+    failing = sum(bool(c.failures) for c in result.changes)
+    verdict = f"{failing} of {len(result.changes)} fail the gate" if failing else "the gate passes"
+    lines.append(f"Compared {len(result.changes)} source(s) with {result.ref}: {verdict}.")
     return "\n".join(lines) + "\n"
+
+
+def _render_github(result: DiffResult) -> str:
+    from prefixlint.report.github import _escape_data, _escape_property
+
+    out = [f"::notice title=prefixlint diff::{_escape_data(n)}" for n in result.notes]
+    for c in result.changes:
+        for level, messages in (("error", c.failures), ("warning", c.warnings), ("notice", c.notes)):
+            for message in messages:
+                props = f"file={_escape_property(c.path)},line={c.line},title=prefixlint diff"
+                out.append(f"::{level} {props}::{_escape_data(message)}")
+    return "".join(line + "\n" for line in out)
+
+
+def _render_sarif(result: DiffResult) -> str:
+    """SARIF of the findings the change adds (a shrunk prefix has no rule code: it is in the
+    concise, json and github outputs)."""
+    from prefixlint.api import Report
+    from prefixlint.report.sarif import render_sarif
+
+    sources = [SourceResult(c.path, "jinja", c.name, diagnostics=list(c.added)) for c in result.changes]
+    return render_sarif(Report("", result.engine, sources))

@@ -1,7 +1,11 @@
 """Find what to lint: template files, tokenizer_config.json chat templates, Python modules.
 
 Folders are walked recursively in sorted order (stable output); excludes are glob patterns matched
-against each path relative to the folder given and against each path part (gitignore-like).
+against each path relative to the folder given and against each path part (gitignore-like). In a
+git work tree, what git ignores (`.gitignore` files, `.git/info/exclude`, the global excludes file)
+is skipped too, as ruff's `respect-gitignore` does: git itself is asked, once per folder walked,
+so its rules are git's own. Files named explicitly are never looked up (no git process in a
+pre-commit run).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import functools
 import json
 import os
 import re
+import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +46,11 @@ DEFAULT_EXCLUDES = (
     ".pytest_cache",
     ".ruff_cache",
 )
+
+
+class SourceError(ValueError):
+    """A path named on the command line that is no source prefixlint can read; the message names
+    it."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,45 @@ def _excluded(rel: str, patterns: tuple[str, ...]) -> bool:
     return match(rel) is not None or any(match(part) is not None for part in rel.split("/"))
 
 
+def _git_ignored(folder: Path) -> tuple[set[str], list[str]] | None:
+    """What git ignores under `folder`, as paths relative to it (an ignored folder once, with a
+    trailing "/"), and the ignore files git read; None outside a git work tree or without git."""
+    try:
+        top = subprocess.run(
+            ["git", "rev-parse", "--show-toplevel", "--absolute-git-dir"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if top.returncode != 0:
+            return None
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"],
+            cwd=folder,
+            capture_output=True,
+            check=False,
+        )
+    except OSError:  # no git: nothing is known to be ignored
+        return None
+    if listed.returncode != 0:
+        return None
+    ignored = {p for p in listed.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+    ignored.discard("./")  # the folder named itself is ignored: it was asked for by name
+    work_tree, git_dir = (top.stdout.splitlines() + ["", ""])[:2]
+    # What a replayed run (runmemo) must see change: the .gitignore files above the folder (those in
+    # it are stamped as it is walked), the repository's exclude file and the global one.
+    files = [os.path.join(git_dir, "info", "exclude")]
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    files.append(os.path.join(config_home, "git", "ignore"))
+    here = folder.resolve()
+    for parent in (here, *here.parents):
+        files.append(str(parent / ".gitignore"))
+        if str(parent) == work_tree:
+            break
+    return ignored, files
+
+
 def discover(
     paths: list[str],
     excludes: tuple[str, ...] = (),
@@ -132,32 +181,42 @@ def discover(
     defaults: tuple[str, ...] = DEFAULT_EXCLUDES,
     force_exclude: bool = False,
     walked: list[str] | None = None,
+    respect_gitignore: bool = True,
 ) -> Iterator[Source]:
-    """Sources under `paths`. A file named explicitly is linted whatever its name (as a template
-    unless it is a .py or a tokenizer_config.json); folders yield only files of known kinds.
-    `skip(path, is_dir)` is the config's excludes; it applies to files named explicitly only
-    with `force_exclude` (as in ruff, so pre-commit's file list honours the config). Each folder
-    listed is appended to `walked`."""
+    """Sources under `paths`. A file named explicitly must be of a known kind (a .jinja/.j2/.jinja2
+    template, a .py, a tokenizer_config.json), else SourceError names it; folders yield only files
+    of known kinds, less what git ignores (`respect_gitignore`). `skip(path, is_dir)` is the
+    config's excludes; it applies to files named explicitly only with `force_exclude` (as in ruff,
+    so pre-commit's file list honours the config). Each folder listed is appended to `walked`, with
+    the git ignore files that decided what was skipped."""
     patterns = tuple(defaults) + tuple(excludes)
     skip = skip or (lambda _path, _is_dir: False)
     seen: set[str] = set()
     for given in paths:
         root = Path(given)
         if root.is_dir():
+            found = _git_ignored(root) if respect_gitignore else None
+            ignored = found[0] if found is not None else set()
+            if walked is not None and found is not None:
+                walked.extend(found[1])
             for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
                 if walked is not None:
                     walked.append(dirpath)
+                    if found is not None:
+                        walked.append(os.path.join(dirpath, ".gitignore"))
                 rel_dir = os.path.relpath(dirpath, root)
+                git_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
                 dirnames[:] = sorted(
                     d
                     for d in dirnames
                     if not _excluded(os.path.normpath(os.path.join(rel_dir, d)), patterns)
+                    and f"{git_dir}{d}/" not in ignored
                     and not skip(Path(dirpath) / d, True)
                 )
                 folder = str(Path(dirpath))  # as Path spells it ("sub", not "./sub"), once per folder
                 for filename in sorted(filenames):
                     kind = source_kind(filename)
-                    if kind is None:
+                    if kind is None or f"{git_dir}{filename}" in ignored:
                         continue
                     file = filename if folder == "." else os.path.join(folder, filename)
                     rel = os.path.normpath(os.path.join(rel_dir, filename))
@@ -165,8 +224,14 @@ def discover(
                         seen.add(file)
                         yield Source(file, kind)
         elif str(root) not in seen and not (force_exclude and skip(root, False)):
+            kind = source_kind(root)
+            if kind is None:
+                raise SourceError(
+                    f"{root}: not a file prefixlint checks (a .jinja, .j2 or .jinja2 template, a "
+                    "tokenizer_config.json or a .py file); rename it or check its folder"
+                )
             seen.add(str(root))
-            yield Source(str(root), source_kind(root) or "jinja")
+            yield Source(str(root), kind)
 
 
 @dataclass(frozen=True)

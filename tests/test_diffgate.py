@@ -42,10 +42,10 @@ def test_moving_the_timestamp_to_the_top_fails(repo: Path) -> None:
     [change] = result.changes
     assert result.failed
     assert change.before is not None and change.after is not None and change.after < change.before - 16
-    assert any("shrank" in f and "vLLM block" in f for f in change.failures)
+    assert any("shrank" in f and "block(s) of 16" in f for f in change.failures)
     text = render_diff(result)
     assert f"cacheable prefix {change.before} -> {change.after} tokens" in text and "FAIL" in text
-    assert "1 of 1 template(s) fail the gate" in text
+    assert "1 of 1 fail the gate" in text
 
 
 def test_editing_the_user_turn_passes(repo: Path) -> None:
@@ -57,17 +57,20 @@ def test_editing_the_user_turn_passes(repo: Path) -> None:
     assert "the gate passes" in render_diff(result)
 
 
-def test_editing_the_static_prefix_warns_with_the_recomputed_tokens(repo: Path) -> None:
+def test_editing_the_static_prefix_is_a_note_with_the_recomputed_tokens(repo: Path) -> None:
     text = (DIFF / "base.jinja").read_text(encoding="utf-8").replace("travel company", "travel agency")
     (repo / "chat_template.jinja").write_text(text, encoding="utf-8")
     result = diff_gate("HEAD", [str(repo)], Options())
     [change] = result.changes
-    assert not change.failures and change.static_changed_at is not None
-    assert change.recomputed > 0 and any("cold cache" in w for w in change.warnings)
-    assert result.failed  # a warning fails at the default fail-on (warning)
-    from prefixlint.model import Severity
-
-    assert not diff_gate("HEAD", [str(repo)], Options(), fail_on=Severity.ERROR).failed
+    assert not change.failures and not change.warnings and change.static_changed_at is not None
+    assert change.recomputed > 0
+    assert change.notes == [
+        f"static prefix changed at token {change.static_changed_at:,}: {change.recomputed:,} token(s) "
+        "computed once more after deploy (cold cache once, not a regression)"
+    ]
+    assert not result.failed  # information, never a failure
+    rendered = render_diff(result)
+    assert "FAIL" not in rendered and "the gate passes" in rendered and "    note: static prefix" in rendered
 
 
 def test_a_threshold_tolerates_a_small_loss_and_new_templates_need_no_findings(repo: Path) -> None:

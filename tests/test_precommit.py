@@ -103,3 +103,35 @@ def test_hooks_fail_on_a_bad_change_and_pass_on_a_good_one(hooks, tmp_path: Path
     good = try_repo(hooks, tmp_path, "chat.jinja")
     assert good.returncode == 0, good.stdout + good.stderr
     assert good.stdout.count("Passed") == 2
+
+
+def test_a_first_commit_passes_both_hooks_and_a_lengthened_system_prompt_passes_the_gate(
+    hooks, tmp_path: Path
+) -> None:
+    # A fresh repository: no HEAD yet. The diff hook takes every staged file as new and checks
+    # its findings only; it used to die with `git rev-parse failed` (exit 2).
+    git(tmp_path, "init", "--quiet")
+    shutil.copy(FIXTURES / "templates" / "clean.jinja", tmp_path / "chat.jinja")
+    shutil.copy(FIXTURES / "python" / "clean.py", tmp_path / "app.py")
+    git(tmp_path, "add", ".")
+    first = try_repo(hooks, tmp_path, "chat.jinja", "app.py")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.stdout.count("Passed") == 2
+    assert "rev-parse" not in first.stdout + first.stderr
+    git(tmp_path, "commit", "--quiet", "-m", "first commit")
+
+    # An edit that lengthens a system prompt ahead of the date: the static prefix changes (a
+    # note), the cacheable prefix grows: both hooks pass.
+    shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
+    git(tmp_path, "add", "chat_template.jinja")
+    git(tmp_path, "commit", "--quiet", "-m", "a template", "--no-verify")
+    text = (tmp_path / "chat_template.jinja").read_text(encoding="utf-8")
+    longer = text.replace("travel company.", "travel company that sells flights, hotels and trains.")
+    (tmp_path / "chat_template.jinja").write_text(longer, encoding="utf-8")
+    git(tmp_path, "add", "chat_template.jinja")
+    edit = try_repo(hooks, tmp_path, "chat_template.jinja")
+    # base.jinja's date is followed by 13 static tokens (PFX101 for `check`): the lint hook fails
+    # as it did before the edit; the gate passes, since nothing regressed.
+    assert "prefixlint (cacheable prefix vs HEAD)" in edit.stdout
+    gate_line = next(line for line in edit.stdout.splitlines() if line.startswith("prefixlint (cacheable"))
+    assert gate_line.endswith("Passed"), edit.stdout + edit.stderr

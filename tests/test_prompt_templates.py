@@ -361,14 +361,18 @@ def test_diff_gate_leaves_out_files_that_are_not_prompts(tmp_path: Path) -> None
 
     rst = (PROMPTS / "package.rst.jinja").read_text(encoding="utf-8")
     (tmp_path / "package.rst.jinja").write_text(rst, encoding="utf-8")
-    (tmp_path / "system.j2").write_text("You help hikers plan day trips in the Alps, briefly.\n")
+    # Longer than a vLLM block: the gate fails on a lost cache block (or a new finding at
+    # --fail-on), not on a static prefix that merely changed.
+    prompt = (
+        "You help hikers plan day trips in the Alps. Name the trail, its length, the climb and the"
+        " hut at the top; warn about weather, snow and the last cable car down, briefly.\n"
+    )
+    (tmp_path / "system.j2").write_text(prompt)
     git("init", "-q")
     git("add", ".")
     git("commit", "-q", "-m", "base")
     (tmp_path / "package.rst.jinja").write_text(rst + "\n.. note:: generated\n", encoding="utf-8")
-    (tmp_path / "system.j2").write_text(
-        "Request {{ request_id }}.\nYou help hikers plan day trips in the Alps.\n"
-    )
+    (tmp_path / "system.j2").write_text("Request {{ request_id }}.\n" + prompt)
     result = diff_gate("HEAD", [str(tmp_path)], OPTIONS)
     assert [Path(c.path).name for c in result.changes] == ["system.j2"]
     assert result.failed  # the request id in front: the prefix shrank and PFX102 is new

@@ -8,8 +8,14 @@ if TYPE_CHECKING:
     from prefixlint.api import Report
 
 
-def render_report(report: Report, fmt: str) -> str:
-    """The report in `fmt` (concise, full, json, github, sarif)."""
+def render_report(report: Report, fmt: str, *, quiet: bool = False, statistics: bool = False) -> str:
+    """The report in `fmt` (concise, full, json, github, sarif). `quiet`: the findings without the
+    summary line; `statistics`: a count per rule code instead of the findings (as text, or as JSON
+    with `--format json`)."""
+    if statistics:
+        from prefixlint.report.text import render_statistics
+
+        return render_statistics(report, as_json=fmt == "json", quiet=quiet)
     if fmt == "json":
         from prefixlint.report.json import render_json
 
@@ -24,7 +30,7 @@ def render_report(report: Report, fmt: str) -> str:
         return render_sarif(report)
     from prefixlint.report.text import render_concise, render_full
 
-    return render_full(report) if fmt == "full" else render_concise(report)
+    return render_full(report, quiet=quiet) if fmt == "full" else render_concise(report, quiet=quiet)
 
 
 FORMATS = ("concise", "full", "json", "github", "sarif")

@@ -14,6 +14,7 @@ def render_json(report: Report) -> str:
         "version": 1,
         "tokenizer": report.tokenizer,
         "engine": report.engine,
+        "template_variables": report.template_vars,
         "diagnostics": [d.to_json() for d in report.diagnostics],
         "sources": [s.to_json() for s in report.sources],
     }

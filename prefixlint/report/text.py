@@ -24,19 +24,62 @@ def _summary(report: Report) -> str:
         files = f"{files - skipped} file(s); {skipped} skipped as not prompts (see --show-files)"
     else:
         files = f"{files} file(s)"
+    tokenizer = _tokenizers_used(report)
     if not diagnostics:
-        return f"No findings in {files} (tokenizer: {report.tokenizer})."
+        return f"No findings in {files} ({tokenizer})."
     counts: dict[str, int] = {}
     for d in diagnostics:
         counts[d.severity.label] = counts.get(d.severity.label, 0) + 1
     parts = ", ".join(f"{n} {label}" for label, n in sorted(counts.items()))
-    return f"Found {len(diagnostics)} finding(s) in {files}: {parts} (tokenizer: {report.tokenizer})."
+    return f"Found {len(diagnostics)} finding(s) in {files}: {parts} ({tokenizer})."
 
 
-def render_concise(report: Report) -> str:
+def _tokenizers_used(report: Report) -> str:
+    """The tokenizers the sources were analysed with (not the policy that picks them), most used
+    first; when no source names one, the run's if a Python source may have counted tokens with it
+    (it does not name it), else none."""
+    from collections import Counter
+
+    used = Counter(s.tokenizer for s in report.sources if s.tokenizer)
+    if not used:
+        python = any(s.kind == "python" for s in report.sources)
+        return f"tokenizer: {report.tokenizer}" if python else "no tokenizer used"
+    names = [name for name, _ in sorted(used.items(), key=lambda item: (-item[1], item[0]))]
+    return ("tokenizer: " if len(names) == 1 else "tokenizers: ") + ", ".join(names)
+
+
+def render_concise(report: Report, quiet: bool = False) -> str:
     lines = [concise_line(d) for d in report.diagnostics]
-    lines.append(_summary(report))
-    return "\n".join(lines) + "\n"
+    if not quiet:
+        lines.append(_summary(report))
+    return "".join(line + "\n" for line in lines)
+
+
+def render_statistics(report: Report, as_json: bool = False, quiet: bool = False) -> str:
+    """How many findings of each rule code, most frequent first (ruff's `--statistics`): a line
+    `COUNT<TAB>CODE<TAB>name<TAB>severity` each, or a JSON list of {code, name, severity, count}."""
+    import json
+    from collections import Counter
+
+    diagnostics = report.diagnostics
+    counts = Counter(d.code for d in diagnostics)
+    worst = {}
+    for d in diagnostics:
+        worst[d.code] = max(worst.get(d.code, d.severity), d.severity)
+    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if as_json:
+        from prefixlint.rules import RULES
+
+        items = [
+            {"code": code, "name": RULES[code].name, "count": n, "severity": worst[code].label}
+            for code, n in rows
+        ]
+        return json.dumps(items, indent=2) + "\n"
+    names = {d.code: d.name for d in diagnostics}
+    lines = [f"{n:>5}\t{code}\t{names[code]}\t{worst[code].label}" for code, n in rows]
+    if not quiet:
+        lines.append(_summary(report))
+    return "".join(line + "\n" for line in lines)
 
 
 def _source_line(path: str, line: int) -> str:
@@ -47,7 +90,7 @@ def _source_line(path: str, line: int) -> str:
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
-def render_full(report: Report) -> str:
+def render_full(report: Report, quiet: bool = False) -> str:
     out: list[str] = []
     for d in report.diagnostics:
         out.append(f"{concise_line(d)} [{d.severity.label}]")
@@ -78,5 +121,7 @@ def render_full(report: Report) -> str:
         if d.hint:
             out.append(f"      hint: {d.hint}")
         out.append("")
+    if quiet:
+        return "".join(line + "\n" for line in out)
     out.append(_summary(report))
     return "\n".join(out) + "\n"
