@@ -39,3 +39,25 @@ def run_prefixlint(
         timeout=timeout,
         stdin=subprocess.DEVNULL,
     )
+
+
+def git(cwd: Path, *args: str) -> None:
+    """Run git in `cwd` as a test user (no global identity or signing needed)."""
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def diff_repo(tmp_path: Path) -> Path:
+    """A git repository whose first commit holds fixtures/ecosystem/diff/base.jinja as its chat template."""
+    import shutil
+
+    git(tmp_path, "init", "-q")
+    shutil.copy(FIXTURES / "ecosystem" / "diff" / "base.jinja", tmp_path / "chat_template.jinja")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    return tmp_path

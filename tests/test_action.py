@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, git
 
 DIFF = FIXTURES / "ecosystem" / "diff"
 
@@ -21,15 +21,6 @@ pytestmark = pytest.mark.skipif(
 
 def _action() -> dict:
     return yaml.safe_load((REPO / "action.yml").read_text(encoding="utf-8"))
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-    )
 
 
 def _run_step(cwd: Path, paths: str = ".", base_ref: str = "", args: str = "") -> subprocess.CompletedProcess:
@@ -69,17 +60,17 @@ def test_the_action_is_composite_with_an_install_step_and_pull_request_defaults(
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    _git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "init", "-q", "-b", "main")
     shutil.copy(FIXTURES / "templates" / "clean.jinja", tmp_path / "chat.jinja")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-q", "-m", "base")
-    _git(tmp_path, "checkout", "-q", "-b", "feature")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "base")
+    git(tmp_path, "checkout", "-q", "-b", "feature")
     return tmp_path
 
 
 def test_a_regression_fails_with_annotations_from_both_commands(repo: Path) -> None:
     shutil.copy(FIXTURES / "templates" / "clock_in_system.jinja", repo / "chat.jinja")
-    _git(repo, "commit", "-q", "-am", "a date at the top")
+    git(repo, "commit", "-q", "-am", "a date at the top")
     done = _run_step(repo, base_ref="main", args="--no-cache")
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -95,7 +86,7 @@ def test_a_regression_fails_with_annotations_from_both_commands(repo: Path) -> N
 def test_a_clean_change_passes_and_no_base_ref_skips_the_gate(repo: Path) -> None:
     text = (repo / "chat.jinja").read_text(encoding="utf-8") + "\n"
     (repo / "chat.jinja").write_text(text, encoding="utf-8")
-    _git(repo, "commit", "-q", "-am", "a newline")
+    git(repo, "commit", "-q", "-am", "a newline")
     done = _run_step(repo, base_ref="main", args="--no-cache")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "::error" not in done.stdout

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, git
 
 from prefixlint.cli import cli
 
@@ -24,26 +23,13 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 LONGER = "travel company that sells flights, hotels and trains across Europe and the Middle East."
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
-
-
 def diff(repo: Path, *args: str):
     return CliRunner().invoke(cli, ["diff", "HEAD", str(repo), "--no-cache", *args])
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    _git(tmp_path, "init", "-q")
-    shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-q", "-m", "base")
-    return tmp_path
+def repo(diff_repo: Path) -> Path:
+    return diff_repo
 
 
 def test_an_edit_that_lengthens_the_system_prompt_passes(repo: Path) -> None:
@@ -100,8 +86,8 @@ def test_added_findings_fail_at_fail_on_and_only_warn_below_it(repo: Path) -> No
 
 def test_python_sources_are_gated_too(repo: Path) -> None:
     shutil.copy(FIXTURES / "python" / "clean.py", repo / "app.py")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "app")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "app")
     shutil.copy(FIXTURES / "python" / "openai_alias_clock.py", repo / "app.py")
     result = diff(repo)
     assert result.exit_code == 1
@@ -111,10 +97,10 @@ def test_python_sources_are_gated_too(repo: Path) -> None:
 
 def test_renamed_templates_compare_with_their_old_path_and_deleted_ones_are_listed(repo: Path) -> None:
     shutil.copy(CLEAN, repo / "gone.jinja")
-    _git(repo, "add", ".")
-    _git(repo, "commit", "-q", "-m", "two")
-    _git(repo, "mv", "chat_template.jinja", "renamed.jinja")
-    _git(repo, "rm", "-q", "gone.jinja")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "two")
+    git(repo, "mv", "chat_template.jinja", "renamed.jinja")
+    git(repo, "rm", "-q", "gone.jinja")
     result = diff(repo)
     assert result.exit_code == 0, result.output
     assert (
@@ -135,9 +121,9 @@ def test_sarif_holds_the_added_findings(repo: Path) -> None:
 
 
 def test_a_first_commit_is_everything_new_with_a_note(tmp_path: Path) -> None:
-    _git(tmp_path, "init", "-q")
+    git(tmp_path, "init", "-q")
     shutil.copy(CLEAN, tmp_path / "chat.jinja")
-    _git(tmp_path, "add", ".")
+    git(tmp_path, "add", ".")
     result = CliRunner().invoke(cli, ["diff", "HEAD", str(tmp_path), "--no-cache"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()

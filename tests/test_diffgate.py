@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,22 +17,9 @@ from prefixlint.diffgate import DiffError, diff_gate, render_diff
 DIFF = FIXTURES / "ecosystem" / "diff"
 
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-    )
-
-
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    _git(tmp_path, "init", "-q")
-    shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
-    _git(tmp_path, "add", ".")
-    _git(tmp_path, "commit", "-q", "-m", "base")
-    return tmp_path
+def repo(diff_repo: Path) -> Path:
+    return diff_repo
 
 
 def test_moving_the_timestamp_to_the_top_fails(repo: Path) -> None:
