@@ -152,6 +152,12 @@ class _SinkFinder:
                 body = self.value(kwargs[k])
                 if head is not None and body is not None:
                     self.add(node, concat(head, body), f"the request of `{name}()`")
+        if name in ("format", "format_map", "substitute") and isinstance(node.func, cst.Attribute):
+            owner = _dotted(node.func.value)
+            if owner and any(says_prompt(part) for part in owner.split(".")):
+                # `prompts.plan.format(current_date=...)`: a prompt template filled here, whatever
+                # the call it is then passed to
+                self.add(node, self.value(node), f"`{owner}` formatted")
         if name == "render" and isinstance(node.func, cst.Attribute) and self.depth:
             # `template.render(...)` of a Jinja template we can read: the rendered prompt
             rendered = self.value(node)
@@ -213,6 +219,16 @@ class _SinkFinder:
             # Text stored on an object is read elsewhere: what follows it there is unknown.
             owner = self.index.module.code_for_node(target)
             self.add(node, self.value(value), f"`{owner}`", open_tail=True)
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    """`a.b.c` for a chain of names, else ""."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else ""
+    return ""
 
 
 def _decorator_name(node: cst.BaseExpression) -> str:
