@@ -56,7 +56,7 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
         for i, seg in enumerate(segments):
             if not (isinstance(seg, Hole) and seg.provenance.volatile):
                 continue
-            if _after_request_input(segments[:i]):
+            if _after_request_input(segments[:i], guessed=seg.by_name):
                 break  # the prompt already differs per request there: nothing after it is lost to this
             after = segments[i + 1 :]
             turn = _turn_role(segments[:i])
@@ -105,9 +105,12 @@ def _turn_role(before: tuple) -> str | None:
     return role if role in _TURN_ROLES or role == "unknown" else None
 
 
-def _after_request_input(before: tuple) -> bool:
-    """Whether a per-request input (one named so, not a mere parameter) comes earlier in the prompt."""
-    return any(isinstance(s, Hole) and s.provenance is Provenance.REQUEST and not s.weak for s in before)
+def _after_request_input(before: tuple, guessed: bool = False) -> bool:
+    """Whether a per-request input comes earlier in the prompt: one named so, or, for a value that
+    is itself only a guess from its name, any parameter of the prompt builder."""
+    return any(
+        isinstance(s, Hole) and s.provenance is Provenance.REQUEST and (guessed or not s.weak) for s in before
+    )
 
 
 def _longest_static_run(segments: tuple) -> str:
