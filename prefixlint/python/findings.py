@@ -56,9 +56,17 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
         for i, seg in enumerate(segments):
             if not (isinstance(seg, Hole) and seg.provenance.volatile):
                 continue
-            if _after_request_input(segments[:i], guessed=seg.by_name):
+            guess = seg.by_name and seg.provenance in _RECORD_KINDS
+            if _after_request_input(segments[:i], guessed=guess):
                 break  # the prompt already differs per request there: nothing after it is lost to this
             after = segments[i + 1 :]
+            input_follows = False
+            if seg.provenance is not Provenance.REQUEST:
+                # Static text after a later per-request input is never cached anyway: what this
+                # value costs ends there.
+                cut = next((k for k, s in enumerate(after) if _is_request_input(s)), None)
+                if cut is not None:
+                    after, input_follows = after[:cut], True
             turn = _turn_role(segments[:i])
             if turn is not None and seg.by_name and seg.provenance in _RECORD_KINDS:
                 continue  # a name is a guess, and a date or id in a conversation turn a cheap one
@@ -75,8 +83,10 @@ def _candidates(prompt: Prompt) -> list[_Candidate]:
             else:
                 static = "".join(s.text for s in after if isinstance(s, Text))
             if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
-                more = (turn is None or seg.provenance not in _RECORD_KINDS) and (
-                    prompt.open_tail or any(isinstance(s, (Open, Break)) for s in after)
+                more = (
+                    not input_follows
+                    and (turn is None or seg.provenance not in _RECORD_KINDS)
+                    and (prompt.open_tail or any(isinstance(s, (Open, Break)) for s in after))
                 )
                 out.append(_Candidate(seg, prompt, static, more))
             elif (
@@ -103,6 +113,10 @@ def _turn_role(before: tuple) -> str | None:
     # A role copied from elsewhere (`role=message.role`) replays a conversation: turns, not a
     # system prompt, which code writes as the literal "system".
     return role if role in _TURN_ROLES or role == "unknown" else None
+
+
+def _is_request_input(seg: object) -> bool:
+    return isinstance(seg, Hole) and seg.provenance is Provenance.REQUEST
 
 
 def _after_request_input(before: tuple, guessed: bool = False) -> bool:
