@@ -275,10 +275,6 @@ class Evaluator:
             return (h,)
         if (prov := name_provenance(node.attr.value, attribute=True)) is not None:
             return self.hole(prov, node, by_name=True)
-        if h is not None and h.provenance is Provenance.REQUEST and len(base) == 1:
-            # A field of a per-request input (`task.content` of a `task` parameter) is one too.
-            (field,) = self.hole(Provenance.REQUEST, node, by_name=True, weak=h.weak)
-            return (replace(field, via=h.via),)
         return self.unknown(node)
 
     def _v_Subscript(self, node: cst.Subscript, env: Env) -> Value:
