@@ -275,6 +275,10 @@ class Evaluator:
             return (h,)
         if (prov := name_provenance(node.attr.value, attribute=True)) is not None:
             return self.hole(prov, node, by_name=True)
+        if h is not None and h.provenance is Provenance.REQUEST and len(base) == 1:
+            # A field of a per-request input (`task.content` of a `task` parameter) is one too.
+            (field,) = self.hole(Provenance.REQUEST, node, by_name=True, weak=h.weak)
+            return (replace(field, via=h.via),)
         return self.unknown(node)
 
     def _v_Subscript(self, node: cst.Subscript, env: Env) -> Value:
@@ -788,6 +792,9 @@ class Evaluator:
             iterable = without(
                 without(self.value(binding.expr, deeper), Provenance.RANDOM), Provenance.UNORDERED
             )
+            if holes(iterable) and all(h.by_name for h in holes(iterable)):
+                # An item of an input known by its name (a turn of `chat_history`) is not that input
+                return self.hole(Provenance.UNKNOWN, binding.expr, name, by_name=True)
             return self.propagate(binding.expr, [iterable])
         line, column = binding.pos
         return (Hole(Provenance.UNKNOWN, line, column, name, path=self.path),)
@@ -956,8 +963,11 @@ class Evaluator:
         if is_static(template):
             return filled
         used = {m.group(1) for seg in template if isinstance(seg, Text) for m in _FIELD.finditer(seg.text)}
-        rest = [v for k, v in named.items() if k not in used]
-        return concat(filled, *rest)
+        # Where each goes is unknown, so each is judged on its own (one of them at the end): the
+        # static text inside a value (letta's memory block after its timestamp) still counts, while
+        # values placed one after another would pass for text that follows each other.
+        rest = [v for k, v in named.items() if k not in used and not is_static(v)]
+        return concat(filled, choice(rest)) if rest else filled
 
     def object_arguments(self, call: cst.Call) -> dict[str, Callable[[str], Value | None]]:
         """Keyword arguments that pass `self` to a template: its attributes are looked up on the class."""
