@@ -100,8 +100,9 @@ class Project:
                     break
         return self._by_name
 
-    def find_file(self, reference: str, near: str) -> str | None:
-        """The file a relative path written in the code means, for code in folder `near`."""
+    def find_file(self, reference: str, near: str, anywhere: bool = True) -> str | None:
+        """The file a relative path written in the code means, for code in folder `near`: beside it,
+        in a folder above it, else (`anywhere`) the nearest file under the root that ends so."""
         reference = reference.replace("\\", "/").strip()
         if not reference or "\x00" in reference:
             return None
@@ -115,8 +116,8 @@ class Project:
             candidate = os.path.join(folder, reference)
             if os.path.isfile(candidate):
                 return candidate
-        if os.sep not in reference and reference.endswith(".py"):
-            return None  # a bare module name is only looked for around the module, not anywhere
+        if not anywhere:
+            return None
         near = os.path.abspath(near)
         tail = os.sep + reference
         matches = [p for p in self._index().get(os.path.basename(reference), []) if p.endswith(tail)]
@@ -154,7 +155,12 @@ class Project:
             return None
         rel = dotted.replace(".", "/")
         near = os.path.dirname(os.path.abspath(importer))
-        return self.find_file(rel + ".py", near) or self.find_file(rel + "/__init__.py", near)
+        # Imports resolve from folders above the module, as sys.path entries are: a package found
+        # nowhere there is a third-party one, and walking the whole project for it would cost
+        # every pre-commit run.
+        return self.find_file(rel + ".py", near, anywhere=False) or self.find_file(
+            rel + "/__init__.py", near, anywhere=False
+        )
 
     def module(self, path: str) -> ModuleIndex | None:
         """The parsed, indexed module at `path` (None if it cannot be read or parsed); parsed once
