@@ -24,7 +24,8 @@ Getting the repositories (each folder named like its TSV, checked out at the TSV
     python bench/review.py --print-setup --repos-dir /work/repos    # prints the commands below
     git clone https://github.com/geekan/MetaGPT /work/repos/geekan__MetaGPT
     git -C /work/repos/geekan__MetaGPT checkout --detach ba2868974b2ecc3fe4218ad29dd334867c07f678
-    (the same for camel-ai/camel and letta-ai/letta, with the commits in their TSVs)
+    (the same for every other TSV here: camel-ai/camel, letta-ai/letta, and khoj-ai/khoj and
+    TransformerOptimus/SuperAGI, reviewed held out; the commits are in the TSVs)
 
 From a partial mirror that lacks some large blobs (a plain checkout fails on them), check out only
 the blobs present: `git ls-tree -r -z <commit>` → `git cat-file --batch-check` → keep the ones not
