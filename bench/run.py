@@ -79,7 +79,8 @@ def corpus_section(corpus: Path, tmp: Path) -> None:
         renders = sum(e["renders"] for e in counts)
         tokenizers = len({e["tokenizer"] for e in counts})
         print(
-            f"  {label}: {len(counts)} templates, {renders} renders, {tokenizers} tokenizers (counted, untimed)"
+            f"  {label}: {len(counts)} templates, {renders} renders, "
+            f"{tokenizers} tokenizers (counted, untimed)"
         )
         floor = best([PY, str(BENCH / "floor.py"), str(workload)])
         naive = best([PY, str(BENCH / "naive.py"), str(workload)], repeat=1)
