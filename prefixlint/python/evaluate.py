@@ -410,12 +410,9 @@ class Evaluator:
             if name in _CONVERSIONS and first is not None:
                 return self.propagate(node, [first])
 
-        callee = self.resolve_callable(node.func, node)
-        if callee is not None:
-            evaluator, fn = callee
-            bound = self.bind_arguments(fn, node, env)
-            output = evaluator.function_output(fn, node if evaluator is self else None, env, bound)
-            return output if evaluator is self else self.anchor(output, node)
+        called = self.call_output(node, env)
+        if called is not None:
+            return called
 
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
@@ -511,10 +508,16 @@ class Evaluator:
                 return evaluator.method(evaluator.index.classes[head], tail)
         return None
 
-    def resolve_function(self, func: cst.BaseExpression, call: cst.CSTNode) -> cst.FunctionDef | None:
-        """A function of this module that `func` names (kept for the callers that need the node)."""
-        found = self.resolve_callable(func, call)
-        return found[1] if found is not None and found[0] is self else None
+    def call_output(self, call: cst.Call, env: Env) -> Value | None:
+        """What a call of a function the project defines gives (placed at the call when the
+        function is in another module), or None if the callee cannot be read."""
+        callee = self.resolve_callable(call.func, call)
+        if callee is None:
+            return None
+        evaluator, fn = callee
+        bound = self.bind_arguments(fn, call, env)
+        output = evaluator.function_output(fn, call if evaluator is self else None, env, bound)
+        return output if evaluator is self else self.anchor(output, call)
 
     def function_output(
         self, fn: cst.FunctionDef, call: cst.Call | None, env: Env, bound: dict[str, Value] | None = None
@@ -546,9 +549,9 @@ class Evaluator:
         if isinstance(node.value, cst.From):
             item = node.value.item
             if isinstance(item, cst.Call):
-                fn = self.resolve_function(item.func, item)
-                if fn is not None:
-                    return self.function_output(fn, item, env)
+                called = self.call_output(item, env)
+                if called is not None:
+                    return called
                 if says_prompt(func_name(item.func)):
                     return (Open(self.index.pos(item)[0]),)
             return self.propagate(item, [self.value(item, env)])
