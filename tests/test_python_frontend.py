@@ -221,3 +221,23 @@ def test_configured_sink_is_a_prompt(tmp_path: Path) -> None:
     assert [(d.code, d.span.line) for d in analyze_python(str(module), text, options).diagnostics] == [
         ("PFX101", 5)
     ]
+
+
+def test_a_prompt_file_read_in_a_with_block(tmp_path: Path) -> None:
+    """`with open(path) as f: f.read()`: the file's text is static text of the prompt."""
+    (tmp_path / "rules.txt").write_text(
+        "You are a careful assistant. Answer in full sentences, cite sources, and never guess numbers.\n",
+        encoding="utf-8",
+    )
+    module = tmp_path / "bot.py"
+    module.write_text(
+        "import datetime\nfrom pathlib import Path\n\n\ndef system_prompt():\n"
+        '    with open(Path(__file__).parent / "rules.txt") as f:\n'
+        "        rules = f.read()\n"
+        '    return f"Today {datetime.date.today()}\\n" + rules\n',
+        encoding="utf-8",
+    )
+    result = analyze_python(
+        str(module), module.read_text(encoding="utf-8"), Options(project_root=str(tmp_path))
+    )
+    assert [(d.code, d.span.line) for d in result.diagnostics] == [("PFX101", 8)]

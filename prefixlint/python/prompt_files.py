@@ -141,7 +141,8 @@ def read_call(ev: Evaluator, node: cst.Call, env: Env) -> Value | None:
 
 
 def _opened(ev: Evaluator, node: cst.BaseExpression, env: Env) -> str | None:
-    """The file behind `open(P)`, `P.open()`, a `Path`, or a name bound to one (`with open(P) as f`)."""
+    """The file behind `open(P)`, `P.open()`, a `Path`, or a name bound to one (`with open(P) as f`
+    binds `f` to `open(P)`)."""
     if isinstance(node, cst.Call):
         qnames = _call_names(ev, node.func)
         args = [a.value for a in node.args if a.keyword is None]
@@ -150,7 +151,7 @@ def _opened(ev: Evaluator, node: cst.BaseExpression, env: Env) -> str | None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "open":
             return _path_of(ev, node.func.value, env)
     if isinstance(node, cst.Name):
-        expr = _with_target(ev, node) or _last_assignment(ev, node)
+        expr = _last_assignment(ev, node)
         if expr is not None:
             return _opened(ev, expr, env)
     return _path_of(ev, node, env)
@@ -186,19 +187,6 @@ def _last_assignment(ev: Evaluator, node: cst.Name) -> cst.BaseExpression | None
         return bindings[-1].expr
     module = ev.index.module_scope.bindings.get(node.value)
     return module[-1].expr if module and module[-1].kind == "assign" else None
-
-
-def _with_target(ev: Evaluator, node: cst.Name) -> cst.BaseExpression | None:
-    """The expression a `with EXPR as name:` around `node` binds to `name`."""
-    for entering, event in ev.index.events:
-        if entering and isinstance(event, cst.With):
-            for item in event.items:
-                target = item.asname.name if item.asname is not None else None
-                if isinstance(target, cst.Name) and target.value == node.value:
-                    start, end = ev.index.positions.get(event, ((0, 0), (0, 0)))
-                    if start <= ev.index.pos(node) <= end:
-                        return item.item
-    return None
 
 
 # --- data: YAML, JSON and literal containers ---------------------------------------------------

@@ -121,7 +121,7 @@ def _names_in_target(target: cst.BaseExpression) -> list[str]:
 # Node types the sink finder, the embedded-template finder (their visit_/leave_ methods) and the
 # function-body index need, recorded during the single traversal.
 _EVENT_TYPES = (
-    cst.FunctionDef, cst.ClassDef, cst.With, cst.Call, cst.List, cst.Dict,
+    cst.FunctionDef, cst.ClassDef, cst.Call, cst.List, cst.Dict,
     cst.Assign, cst.AnnAssign, cst.AugAssign,
 )  # fmt: skip
 _SHUFFLES = {"random.shuffle", "numpy.random.shuffle"}
@@ -324,8 +324,13 @@ class _Indexer:
 
     def visit_With(self, node: cst.With) -> None:
         for item in node.items:
-            if item.asname is not None:
-                for name in _names_in_target(item.asname.name):
+            if item.asname is None:
+                continue
+            target = item.asname.name
+            if isinstance(target, cst.Name):  # `with open(p) as f`: f stands for what open(p) gives
+                self._bind(target.value, "assign", node, item.item)
+            else:
+                for name in _names_in_target(target):
                     self._bind(name, "unknown", node, None)
 
     def visit_Expr(self, node: cst.Expr) -> None:
