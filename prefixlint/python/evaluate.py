@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 MAX_DEPTH = 32
 MAX_CALLS = 8
 MAX_CALLERS = 8  # call sites of a function followed for what they pass
+PARAMETER_OF = "a parameter of"  # how a parameter's hole says where it comes from (`via`)
 # Expressions evaluated for one prompt before the rest of it is left unknown: branches and `+=`
 # chains can multiply the work, and a pre-commit hook must not hang on one pathological module.
 STEP_BUDGET = 20_000
@@ -670,7 +671,7 @@ class Evaluator:
             passed = self.passed_by_callers(fn, name)
             if passed is not None:
                 return passed
-            where = f"a parameter of `{fn.name.value}()`"
+            where = f"{PARAMETER_OF} `{fn.name.value}()`"
         else:
             where = ""
         found = parameter_provenance(name)
@@ -1079,7 +1080,7 @@ class Evaluator:
 
 def _is_parameter(value: Value) -> bool:
     """A value that is just a parameter of the function it was read in."""
-    return len(value) == 1 and isinstance(value[0], Hole) and value[0].via.startswith("a parameter of")
+    return len(value) == 1 and isinstance(value[0], Hole) and value[0].via.startswith(PARAMETER_OF)
 
 
 def _inside(index: ModuleIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
