@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
-from prefixlint.limits import Limits
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
+from prefixlint.settings import Options, tokenizer_file_for
 from prefixlint.sources import (
     PARALLEL_MIN_SOURCES,
     ConfigError,
@@ -25,59 +25,10 @@ from prefixlint.sources import (
 from prefixlint.tokens import (
     LoadedTokenizer,
     TokenizerError,
-    find_tokenizer_file,
     load_tokenizer,
     read_special_tokens,
     resolve_tokenizer_path,
-    tokenizer_path_for,
 )
-
-
-@dataclass
-class Options:
-    tokenizer: str | None = None  # None: a tokenizer.json beside the template, else the embedded default
-    engine: str = "vllm"
-    block_size: int | None = None  # `--block-size`: the engine's cache block in tokens (None: its own)
-    excludes: tuple[str, ...] = ()
-    select: tuple[str, ...] = ("ALL",)
-    ignore: tuple[str, ...] = ()
-    limits: Limits = field(default_factory=Limits)
-    multiturn: bool = True
-    # Template variables this app keeps fixed, and ones it passes per request (config `variables`).
-    static_variables: tuple[str, ...] = ()
-    dynamic_variables: tuple[str, ...] = ()
-    # From the config (prefixlint/config.py); `root` is the folder its paths are relative to.
-    extend_select: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    exclude: tuple[str, ...] | None = None  # gitignore patterns; None: the built-in defaults
-    extend_exclude: tuple[str, ...] = ()
-    force_exclude: bool = False  # apply excludes to files named explicitly too (pre-commit)
-    respect_gitignore: bool = True  # skip what git ignores in the folders walked (ruff's default)
-    root: str | None = None  # None: the current folder
-    suppressions: bool = True
-    cache_dir: str | None = None  # None: no result cache (the CLI sets one unless --no-cache)
-    # Config `template-kinds`: (glob, "chat" | "prompt" | "not-prompt"), a later glob wins.
-    template_kinds: tuple[tuple[str, str], ...] = ()
-    # Where app prompt templates' includes are looked for after their own folder and the project
-    # root: config `template-search-path`, absolute.
-    template_search_path: tuple[str, ...] = ()
-    # The project's own prompt builders (config `[tool.prefixlint.python] sinks`): each argument of a
-    # call to one is prompt text, in order.
-    python_sinks: tuple[str, ...] = ()
-    # Count a Python source's prompt in tokens (its JSON `cacheable_prefix_tokens`/`total_tokens`);
-    # off for outputs that do not show them, so a pre-commit run loads no tokenizer for a clean file.
-    python_numbers: bool = True
-    # The folder imports, prompt files and template names are relative to: the config file's
-    # folder, else found from the paths checked (prefixlint.files.project_root).
-    project_root: str | None = None
-    # Chat template variables fixed for every render (`--var`, `--chat-template-kwargs`), as an
-    # app passes `chat_template_kwargs` (e.g. enable_thinking=False).
-    template_vars: dict[str, Any] = field(default_factory=dict)
-
-    def enabled_codes(self) -> set[str]:
-        from prefixlint.config import enabled_codes
-
-        return enabled_codes(self.select + self.extend_select, self.ignore)
 
 
 @dataclass
@@ -126,23 +77,14 @@ def tokenizer_choice(
     calls `check()` after using it, and asks again (waiting) if that raises."""
     if options.tokenizer is not None:
         return load_tokenizer(options.tokenizer, wait), None
-    beside = find_tokenizer_file(Path(source_path).parent)
-    if beside is not None:
-        try:
-            return load_tokenizer(str(beside), wait), None
-        except TokenizerError as exc:
-            # A broken neighbour should not stop the run: the default still gives an answer.
-            return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
-    return load_tokenizer(None, wait), None
-
-
-def tokenizer_file(source_path: str, options: Options) -> str | None:
-    """The file `tokenizer_choice` loads first for a source, found without loading anything (None
-    if it cannot be resolved: loading reports why)."""
+    path = tokenizer_file_for(os.path.dirname(source_path), None)  # beside the source, else the default
     try:
-        return str(tokenizer_path_for(Path(source_path).parent, options.tokenizer))
-    except TokenizerError:
-        return None
+        return load_tokenizer(path, wait), None
+    except TokenizerError as exc:
+        if path == str(resolve_tokenizer_path(None)):
+            raise
+        # A broken neighbour should not stop the run: the default still gives an answer.
+        return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
 
 
 def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
@@ -275,8 +217,6 @@ def _filter(
     source: Source, results: list[SourceResult], options: Options, enabled: set[str], text: str | None = None
 ) -> None:
     """Apply inline suppressions (reporting unused ones), per-file ignores and select/ignore."""
-    from prefixlint.config import per_file_ignored
-
     if options.suppressions and results:
         from prefixlint.suppress import directives_for, suppress, unused_suppressions
 
@@ -291,7 +231,7 @@ def _filter(
             result.diagnostics = suppress(own, directives) + _suppress_in_includes(elsewhere, options)
         skipped = () if options.multiturn else ("PFX4",)
         results[0].diagnostics += unused_suppressions(directives, source.path, skipped)
-    keep = enabled - per_file_ignored(Path(options.root or "."), options.per_file_ignores, source.path)
+    keep = options.codes_for(source.path) & enabled
     for result in results:
         kept = (d for d in result.diagnostics if d.code in keep)
         result.diagnostics = sorted(kept, key=Diagnostic.sort_key)
@@ -327,7 +267,7 @@ def _drop_repeats(results: list[SourceResult]) -> None:
 def iter_sources(paths: list[str], options: Options, walked: list[str] | None = None) -> Iterator[Source]:
     """The sources under `paths`, less the built-in, command-line and config excludes; the folders
     listed go to `walked`."""
-    from prefixlint.config import PathMatcher
+    from prefixlint.settings import PathMatcher
     from prefixlint.sources import DEFAULT_EXCLUDES
 
     matcher = PathMatcher(Path(options.root or "."), (options.exclude or ()) + options.extend_exclude)
@@ -388,7 +328,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
     from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
-    files = [tokenizer_file(s.path, options) for s in sources]
+    files = [tokenizer_file_for(os.path.dirname(s.path), options.tokenizer) for s in sources]
     starts = [f if _renders(s, options) else None for s, f in zip(sources, files, strict=True)]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
     stop_all_loading(keep=last_use)  # a guess from the command line (launch.py) that missed
@@ -448,7 +388,7 @@ def _batches(sources: list[Source], options: Options, workers: int) -> list[list
     long at the end, and the largest go first."""
     groups: dict[str | None, list[int]] = {}
     for i, source in enumerate(sources):
-        groups.setdefault(tokenizer_file(source.path, options), []).append(i)
+        groups.setdefault(tokenizer_file_for(os.path.dirname(source.path), options.tokenizer), []).append(i)
     size = max(1, -(-len(sources) // (workers * 4)))
     batches = [group[k : k + size] for group in groups.values() for k in range(0, len(group), size)]
     return sorted(batches, key=len, reverse=True)

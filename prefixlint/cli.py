@@ -65,19 +65,6 @@ def _lint_options(func: Any) -> Any:
         ),
         click.option("--no-multiturn", is_flag=True, help="Skip the multi-turn analysis."),
         click.option(
-            "--var",
-            "template_var",
-            multiple=True,
-            metavar="NAME=VALUE",
-            help="Chat template variable fixed for every render (VALUE may be JSON), e.g. "
-            "enable_thinking=false; repeatable.",
-        ),
-        click.option(
-            "--chat-template-kwargs",
-            metavar="JSON",
-            help="A JSON object of chat template variables, as vLLM's chat_template_kwargs (--var wins).",
-        ),
-        click.option(
             "--config",
             "config_file",
             type=click.Path(exists=True, dir_okay=False),
@@ -95,7 +82,24 @@ def _lint_options(func: Any) -> Any:
     ]
     for option in reversed(options):
         func = option(func)
-    return func
+    return _template_var_options(func)
+
+
+def _template_var_options(func: Any) -> Any:
+    """`--var` and `--chat-template-kwargs`, the same on check, diff, render and explain."""
+    func = click.option(
+        "--chat-template-kwargs",
+        metavar="JSON",
+        help="A JSON object of template variables, as vLLM's chat_template_kwargs (--var wins).",
+    )(func)
+    return click.option(
+        "--var",
+        "template_var",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Template variable fixed for every render (VALUE may be JSON), e.g. enable_thinking=false; "
+        "repeatable.",
+    )(func)
 
 
 def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
@@ -207,10 +211,12 @@ def _render_target(path: str) -> str:
 
 def _settings(paths: tuple[str, ...], options: Any, fail_on: str, config: Any) -> str:
     """The resolved settings of a run (`check --show-settings`), one `name = value` a line, values
-    as JSON: what the config file and the command line add up to."""
+    as JSON: what the config file and the command line add up to, then the plan of each source
+    (prefixlint/settings.py): its kind, tokenizer file, engine block and rules."""
     from dataclasses import asdict
 
-    from prefixlint.api import tokenizer_file
+    from prefixlint.api import iter_sources
+    from prefixlint.settings import plan_for, tokenizer_file_for
 
     values: dict[str, Any] = {
         "config-file": str(config.path) if config.path is not None else None,
@@ -220,9 +226,12 @@ def _settings(paths: tuple[str, ...], options: Any, fail_on: str, config: Any) -
     }
     for key, value in asdict(options).items():
         values[key.replace("_", "-")] = value
-    values["tokenizer-file"] = tokenizer_file(
-        os.path.join(paths[0], "x") if os.path.isdir(paths[0]) else paths[0], options
-    )
+    first = paths[0] if os.path.isdir(paths[0]) else os.path.dirname(paths[0])
+    values["tokenizer-file"] = tokenizer_file_for(first, options.tokenizer)
+    for source in iter_sources(list(paths), options):
+        plan = asdict(plan_for(source.path, source.kind, options))
+        del plan["path"]
+        values[f"source.{source.path}"] = {k.replace("_", "-"): v for k, v in plan.items()}
     return "".join(f"{key} = {json.dumps(value, default=str)}\n" for key, value in values.items())
 
 
@@ -462,12 +471,7 @@ def _parse_var(text: str) -> tuple[str, Any]:
     "--tools", "tools_path", type=click.Path(exists=True, dir_okay=False), help="JSON list of tool schemas."
 )
 @click.option("--now", help="The clock strftime_now reads, ISO 8601 (default: a fixed instant).")
-@click.option("--var", "variables", multiple=True, help="Template variable NAME=VALUE (VALUE may be JSON).")
-@click.option(
-    "--chat-template-kwargs",
-    metavar="JSON",
-    help="A JSON object of template variables, as vLLM's chat_template_kwargs (--var wins).",
-)
+@_template_var_options
 @click.option("--no-generation-prompt", is_flag=True, help="Render without add_generation_prompt.")
 @click.option("--tokens", is_flag=True, help="Also print the token ids and pieces.")
 @click.option(
@@ -481,7 +485,7 @@ def render(
     messages: str | None,
     tools_path: str | None,
     now: str | None,
-    variables: tuple[str, ...],
+    template_var: tuple[str, ...],
     no_generation_prompt: bool,
     tokens: bool,
     tokenizer: str | None,
@@ -491,13 +495,14 @@ def render(
     """Print a prompt exactly as the serving stack renders it."""
     from datetime import UTC, datetime
 
-    template_vars = _template_vars(chat_template_kwargs, variables)
+    template_vars = _template_vars(chat_template_kwargs, template_var)
     template_path = _render_target(template_path)
     tokenizer = _tokenizer_spec(tokenizer)
 
-    from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
+    from prefixlint.api import read_text, special_tokens_for, tokenizer_for
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
+    from prefixlint.settings import Options
     from prefixlint.sources import ConfigError, templates_in_tokenizer_config
     from prefixlint.tokens import TokenizerError
 
@@ -547,13 +552,22 @@ def rules_cmd(fmt: str) -> None:
 
     if fmt == "json":
         items = [
-            {"code": r.code, "name": r.name, "summary": r.summary, "severity": r.default_severity.label}
+            {
+                "code": r.code,
+                "name": r.name,
+                "summary": r.summary,
+                "severity": r.default_severity.label,
+                "severities": [s.label for s in r.severities],
+            }
             for r in RULES.values()
         ]
         click.echo(json.dumps(items, indent=2))
         return
+    # The severity column is the range a finding can have: the default is the highest, except
+    # for PFX002 (warning by default, error when no input renders).
     for r in RULES.values():
-        click.echo(f"{r.code}  {r.name:<28} {r.default_severity.label:<8} {r.summary}")
+        span = r.severities[0].label + (".." + r.severities[-1].label if len(r.severities) > 1 else "")
+        click.echo(f"{r.code}  {r.name:<28} {span:<13} {r.summary}")
 
 
 @cli.command("rule")
@@ -607,11 +621,15 @@ def rule_cmd(code: str) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML page.")
-def explain(paths: tuple[str, ...], **kw: Any) -> None:
+@_template_var_options
+def explain(
+    paths: tuple[str, ...], template_var: tuple[str, ...], chat_template_kwargs: str | None, **kw: Any
+) -> None:
     """Why the prefix cache misses: two requests (A B), a request log (--log), or a TEMPLATE."""
     from prefixlint.explain.command import ExplainError, run
     from prefixlint.tokens import TokenizerError
 
+    kw["template_vars"] = _template_vars(chat_template_kwargs, template_var)
     try:
         click.echo(run(paths, **kw), nl=False)
     except (ExplainError, TokenizerError) as exc:

@@ -34,7 +34,7 @@ from prefixlint.model import Diagnostic, Severity, SourceResult
 from prefixlint.sources import Source
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
 TEMPLATE_KINDS = ("jinja", "tokenizer_config")
 GATED_KINDS = (*TEMPLATE_KINDS, "python")

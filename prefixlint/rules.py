@@ -19,6 +19,17 @@ class Rule:
     summary: str
     default_severity: Severity
 
+    @property
+    def severities(self) -> tuple[Severity, ...]:
+        """Every severity a finding of this rule can have: a cache-busting rule's is lowered to
+        info when it loses less than one cache block (severity_from_cost); PFX002 is an error when
+        no input renders, a warning for an accidental raise and info for a deliberate one."""
+        if self.code == "PFX002":
+            return (Severity.INFO, Severity.WARNING, Severity.ERROR)
+        if self.code[3] in "12345" and self.default_severity > Severity.INFO:
+            return tuple(s for s in Severity if s <= self.default_severity)
+        return (self.default_severity,)
+
     def page(self) -> str:
         """The rule's Markdown page."""
         return resources.files("prefixlint.rule_pages").joinpath(f"{self.code}.md").read_text("utf-8")

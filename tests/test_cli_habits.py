@@ -416,3 +416,29 @@ def test_block_size_sets_the_gate_s_unit(tmp_path: Path) -> None:
     # With 128-token blocks vLLM cached nothing of the 80-token prefix before either: no loss.
     wide = invoke("diff", "HEAD", str(tmp_path), "--no-cache", "--block-size", "128")
     assert wide.exit_code == 0, wide.output
+
+
+def test_show_settings_prints_each_source_s_plan(tmp_path: Path) -> None:
+    # One resolved plan per source (prefixlint/settings.py): its kind, the tokenizer file that
+    # analyses it (a tokenizer.json beside it wins over the default), the engine block and the
+    # rules reported for it after per-file ignores.
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.prefixlint]\nengine = "sglang"\n[tool.prefixlint.per-file-ignores]\n"legacy/*" = ["PFX1"]\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "legacy").mkdir()
+    shutil.copy(CLOCK, tmp_path / "legacy" / "old.jinja")
+    (tmp_path / "model").mkdir()
+    shutil.copy(CLEAN, tmp_path / "model" / "chat_template.jinja")
+    tokenizer = tmp_path / "model" / "tokenizer.json"
+    tokenizer.write_text("{}", encoding="utf-8")  # only its path is planned: nothing is loaded
+    result = invoke("check", "--show-settings", "--block-size", "32", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    lines = dict(line.split(" = ", 1) for line in result.stdout.splitlines())
+    legacy = json.loads(lines[f"source.{tmp_path / 'legacy' / 'old.jinja'}"])
+    model = json.loads(lines[f"source.{tmp_path / 'model' / 'chat_template.jinja'}"])
+    assert legacy["kind"] == model["kind"] == "jinja"
+    assert (legacy["engine"], legacy["block-size"]) == ("sglang", 32)
+    assert "PFX101" not in legacy["rules"] and "PFX101" in model["rules"] and "PFX001" in legacy["rules"]
+    assert model["tokenizer-file"] == str(tokenizer)
+    assert legacy["tokenizer-file"].endswith("tokenizer.json") and legacy["tokenizer-file"] != str(tokenizer)

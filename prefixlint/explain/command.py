@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
+from prefixlint.api import read_text, special_tokens_for, tokenizer_for
 from prefixlint.engines import Engine, load_engines
 from prefixlint.jinja.template import ChatTemplate
+from prefixlint.settings import Options
 from prefixlint.sources import ConfigError, templates_in_tokenizer_config
 from prefixlint.tokens import LoadedTokenizer, load_tokenizer
 
@@ -83,14 +84,18 @@ def run(
     interval: float,
     fmt: str,
     html_path: str | None,
+    template_vars: dict[str, Any] | None = None,
 ) -> str:
-    """The text (or JSON) to print; raises ExplainError for usage problems."""
+    """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
+    (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
+    template_vars = template_vars or {}
     chosen = engines_for(engines)
     if log is None and len(paths) == 1 and is_template(paths[0]):
         from prefixlint.api import lint_paths
         from prefixlint.explain.narrate import narrate, narrate_json
 
-        report = lint_paths([paths[0]], Options(tokenizer=tokenizer, engine=chosen[0].name))
+        options = Options(tokenizer=tokenizer, engine=chosen[0].name, template_vars=template_vars)
+        report = lint_paths([paths[0]], options)
         if fmt == "json":
             return json.dumps(narrate_json(report.sources), indent=2) + "\n"
         return narrate(report.sources)
@@ -102,6 +107,7 @@ def run(
     from prefixlint.explain.requests import Renderer, RequestError, read_request_file
 
     renderer = Renderer(chat_template)
+    renderer.template.extra_kwargs.update(template_vars)
     if log is None:
         from prefixlint.explain.pair import explain_pair, pair_text
 
@@ -112,6 +118,7 @@ def run(
         result = explain_pair(a, b, renderer, loaded, chosen)
         result["tokenizer"] = loaded.name
         result["template"] = chat_template.path if chat_template else None
+        result["template_variables"] = template_vars
         if fmt == "json":
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
@@ -124,6 +131,7 @@ def run(
     data: dict[str, Any] = report.to_json()
     data["tokenizer"] = loaded.name
     data["template"] = chat_template.path if chat_template else None
+    data["template_variables"] = template_vars
     if html_path:
         from prefixlint.explain.html import render_html
 

@@ -31,7 +31,7 @@ from prefixlint.rules import engine_losses
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
 CONTEXT_CHARS = 40
 

@@ -48,7 +48,7 @@ from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
 CONTEXT_CHARS = 40
 # Attribute names jinja2 and its sandbox probe on values: a sample value must not pretend to have them.
@@ -214,10 +214,10 @@ class _Varied:
 
 def _varied(template: PromptTemplate, options: Options) -> list[_Varied]:
     """The variables to vary: the config's dynamic ones, and those whose names say id, machine,
-    user data or clock, unless the config says static."""
+    user data or clock, unless the config says static or `--var` fixes their value."""
     out = []
     for name in template.inputs:
-        if name in options.static_variables:
+        if name in options.static_variables or name in options.template_vars:
             continue
         code = provenance_code(name)
         if clock_named(name):
@@ -336,7 +336,8 @@ def analyze_prompt_template(
         return result
     with contextlib.suppress(ValueError):  # over the time limit: the render reports what fails
         template.load_includes()
-    base_values = _values(template.inputs)
+    # `--var NAME=VALUE` renders NAME with that value, as the app passes it.
+    base_values = _values(template.inputs) | options.template_vars
     try:
         base = TokenizedRender(template.render_values(base_values))
     except Exception as exc:  # noqa: BLE001 - whatever an untrusted template raises is a finding

@@ -17,7 +17,7 @@ from prefixlint.python.scopes import index_module
 from prefixlint.python.sinks import find_prompts
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
     from prefixlint.tokens import LoadedTokenizer
 
 
