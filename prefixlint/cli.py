@@ -3,11 +3,9 @@ above the failing severity, 1 findings, 2 usage, config or internal error."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -145,27 +143,6 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
             key = "tool.prefixlint.tokenizer" if config.path.name == "pyproject.toml" else "tokenizer"
             _fail(f"config: {config.path}: `{key}`: {exc}")
     return options, kw["fail_on"] or config.fail_on or "warning", config
-
-
-@contextlib.contextmanager
-def _engine_block_size(options: Any) -> Iterator[None]:
-    """`--block-size`: the chosen engine's profile with that block, for the whole run (every
-    analysis reads the profiles of prefixlint.engines; pool workers fork with it), restored after."""
-    if options.block_size is None:
-        yield
-        return
-    from dataclasses import replace
-
-    from prefixlint.engines import load_engines
-
-    profiles = load_engines()
-    saved = profiles[options.engine]
-    increment = options.block_size if saved.increment == saved.block_size else saved.increment
-    profiles[options.engine] = replace(saved, block_size=options.block_size, increment=increment)
-    try:
-        yield
-    finally:
-        profiles[options.engine] = saved
 
 
 def _tokenizer_spec(spec: str | None) -> str | None:
@@ -326,8 +303,7 @@ def check(
     options, fail_on, config = _setup(paths, kw)
     options.python_numbers = fmt in ("json", "sarif")  # the outputs that show per-source numbers
     try:
-        with _engine_block_size(options):
-            report = lint_paths(list(paths), options)
+        report = lint_paths(list(paths), options)
     except (TokenizerError, SourceError) as exc:
         _fail(str(exc))
     # Skipped sources are counted in the summary and listed by --show-files, not warned about.
@@ -389,8 +365,7 @@ def _run_diff(
     paths = paths or (".",)
     options, fail_on, _ = _setup(paths, kw)
     try:
-        with _engine_block_size(options):
-            result = diff_gate(ref, list(paths), options, max_prefix_loss, Severity.parse(fail_on))
+        result = diff_gate(ref, list(paths), options, max_prefix_loss, Severity.parse(fail_on))
     except (DiffError, TokenizerError, SourceError) as exc:
         _fail(str(exc))
     if not result.sources and not kw["quiet"]:

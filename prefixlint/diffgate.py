@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prefixlint.engines import Engine
 from prefixlint.model import Diagnostic, Severity, SourceResult
 from prefixlint.sources import Source
 
@@ -217,10 +218,8 @@ def _compare(
     new: SourceResult,
     max_prefix_loss: int | None,
     fail_on: Severity,
-    engine: str = "vllm",
+    engine: Engine | None,
 ) -> None:
-    from prefixlint.engines import load_engines
-
     old_codes = Counter(d.code for d in old.diagnostics) if old is not None else Counter()
     extra = Counter(d.code for d in new.diagnostics) - old_codes
     for d in new.diagnostics:
@@ -245,7 +244,7 @@ def _compare(
                 f"cacheable prefix shrank by {before - after:,} tokens (limit {max_prefix_loss:,})"
             )
         return
-    profile = load_engines()[engine]
+    profile = engine if engine is not None else Engine("none", 1, 0, 1, False)
     cached_before, cached_after = profile.cacheable(before), profile.cacheable(after)
     if cached_after < cached_before:
         unit = profile.block_size if profile.block_size > 1 else profile.increment
@@ -253,7 +252,7 @@ def _compare(
         if unit == 1:
             units = "token(s)"
         change.failures.append(
-            f"cacheable prefix shrank by {before - after:,} tokens: {engine} now caches "
+            f"cacheable prefix shrank by {before - after:,} tokens: {profile.name} now caches "
             f"{cached_after:,} of its tokens instead of {cached_before:,} "
             f"({(cached_before - cached_after) // max(unit, 1):,} {units} less per request)"
         )
@@ -317,7 +316,7 @@ def diff_gate(
                 status="new" if old_text is None else "changed",
                 old_path=renamed.get(rel),
             )
-            _compare(change, old, new, max_prefix_loss, fail_on, options.engine)
+            _compare(change, old, new, max_prefix_loss, fail_on, options.engine_profile())
             if (
                 source.kind in TEMPLATE_KINDS
                 and old is not None

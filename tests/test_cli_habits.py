@@ -399,7 +399,7 @@ def test_block_size_sets_the_engine_s_cache_block(tmp_path: Path) -> None:
     bigger = invoke("check", "--no-cache", "--format", "json", "--block-size", "64", str(app))
     assert bigger.exit_code == 0
     assert json.loads(bigger.stdout)["diagnostics"] == []
-    assert load_engines()["vllm"].block_size == 16  # restored after the run
+    assert load_engines()["vllm"].block_size == 16  # the profiles themselves are never changed
     settings = invoke("check", "--show-settings", "--block-size", "64", str(app)).stdout
     assert "block-size = 64\n" in settings
 
@@ -442,3 +442,22 @@ def test_show_settings_prints_each_source_s_plan(tmp_path: Path) -> None:
     assert "PFX101" not in legacy["rules"] and "PFX101" in model["rules"] and "PFX001" in legacy["rules"]
     assert model["tokenizer-file"] == str(tokenizer)
     assert legacy["tokenizer-file"].endswith("tokenizer.json") and legacy["tokenizer-file"] != str(tokenizer)
+
+
+def test_block_size_is_part_of_the_options_for_library_callers_too() -> None:
+    # The block comes from Options (settings.Options.engine_profile), not from a profile swapped
+    # by the command line: lint_paths gives what the CLI gives, evidence tables included.
+    from prefixlint.api import lint_paths
+    from prefixlint.settings import Options
+
+    def clock_finding(block_size: int | None):
+        report = lint_paths([str(CLOCK)], Options(multiturn=False, block_size=block_size))
+        return next(d for d in report.diagnostics if d.code == "PFX101")
+
+    default, narrow, wide = clock_finding(None), clock_finding(8), clock_finding(64)
+    # The clock is at token 9: vLLM caches no whole 16-token block before it, one 8-token block.
+    assert default.evidence.token_index == 9
+    assert (default.evidence.engines["vllm"], narrow.evidence.engines["vllm"]) == (0, 8)
+    # What it loses is counted in whole blocks of the chosen size: 112 with 16, 64 with 64.
+    assert (default.evidence.engines_lost["vllm"], wide.evidence.engines_lost["vllm"]) == (112, 64)
+    assert wide.evidence.engines_lost["sglang"] == default.evidence.engines_lost["sglang"] == 111

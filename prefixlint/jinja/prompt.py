@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from prefixlint.engines import load_engines
+from prefixlint.engines import Engine
 from prefixlint.jinja.analyze import below_engine_minimum, divergence_evidence
 from prefixlint.jinja.environment import (
     TEMPLATE_FILENAME,
@@ -278,8 +278,9 @@ def _finding(
     v: _Varied,
     d: int,
     end: int,
-    block: int,
+    engine: Engine | None,
 ) -> Diagnostic | None:
+    block = engine.block_size if engine is not None else 16
     tail = _static_after(base.text, other.text, d, end)
     # Not the value's own last characters ("Alice Martin" and "Bo Chen" both end in "n").
     printed_end = base.traced.piece_range(d)[1]
@@ -311,7 +312,7 @@ def _finding(
         severity = Severity.INFO
         what += f" (less than one {block}-token cache block)"
     varied = f"app prompt template; varied: template variable `{v.name}`"
-    evidence = divergence_evidence(base.text, other.text, len(base.ids), d, t, lost, varied)
+    evidence = divergence_evidence(base.text, other.text, len(base.ids), d, t, lost, varied, engine)
     return Diagnostic(
         v.code, _span(template, origin.path, origin.line, origin.column), what, severity, evidence=evidence
     )
@@ -361,15 +362,14 @@ def analyze_prompt_template(
             )
     tokenize_renders([base, *(r for _, r in renders)], tokenizer)
 
-    engine = load_engines().get(options.engine)
-    block = engine.block_size if engine is not None else 16
+    engine = options.engine_profile()
     starts = sorted(d for _, r in renders if (d := _first_difference(base.text, r.text)) is not None)
     for v, r in renders:
         d = _first_difference(base.text, r.text)
         if d is None:
             continue
         end = next((s for s in starts if s > d), len(base.text))  # where the next varying value starts
-        diagnostic = _finding(template, base, r, v, d, end, block)
+        diagnostic = _finding(template, base, r, v, d, end, engine)
         if diagnostic is not None:
             result.diagnostics.append(diagnostic)
 
@@ -377,7 +377,7 @@ def analyze_prompt_template(
     result.cacheable_prefix_tokens = min(
         [common_prefix_len(base.ids, r.ids) for _, r in renders] or [len(base.ids)]
     )
-    below = below_engine_minimum(result.cacheable_prefix_tokens, options.engine, template.span(1))
+    below = below_engine_minimum(result.cacheable_prefix_tokens, engine, template.span(1))
     if below is not None:
         result.diagnostics.append(below)
     return result
