@@ -25,9 +25,11 @@ from prefixlint.sources import (
 from prefixlint.tokens import (
     LoadedTokenizer,
     TokenizerError,
+    choose_tokenizer,
     load_tokenizer,
     read_special_tokens,
     resolve_tokenizer_path,
+    special_tokens_for,
 )
 
 
@@ -68,38 +70,12 @@ def decode_source(data: bytes) -> str:
         raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
 
 
-def tokenizer_choice(
-    source_path: str, options: Options, wait: bool = True
-) -> tuple[LoadedTokenizer, str | None]:
-    """`--tokenizer` if given; else a tokenizer.json beside the source; else the embedded default.
-    The second item says why a tokenizer.json beside the source was passed over, if one was.
-    `wait=False`: a tokenizer a helper is still loading is returned at once, unchecked; the caller
-    calls `check()` after using it, and asks again (waiting) if that raises."""
-    if options.tokenizer is not None:
-        return load_tokenizer(options.tokenizer, wait), None
-    path = tokenizer_file_for(os.path.dirname(source_path), None)  # beside the source, else the default
-    try:
-        return load_tokenizer(path, wait), None
-    except TokenizerError as exc:
-        if path == str(resolve_tokenizer_path(None)):
-            raise
-        # A broken neighbour should not stop the run: the default still gives an answer.
-        return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
-
-
 def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
-    return tokenizer_choice(source_path, options)[0]
+    """The tokenizer that analyses the source at `source_path` (tokens.choose_tokenizer)."""
+    return choose_tokenizer(source_path, options.tokenizer)[0]
 
 
-def special_tokens_for(source_path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
-    """`bos_token`, `eos_token`, … from the tokenizer_config.json beside the template, else the
-    tokenizer's own."""
-    beside = Path(source_path).parent / "tokenizer_config.json"
-    tokens = read_special_tokens(beside) if beside.is_file() else {}
-    return tokens or dict(tokenizer.special_tokens)
-
-
-def _lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
+def lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
     """The raw results of one source; `text` stands in for the file's (the diff gate's old blob)."""
     bad_input_code = "PFX003" if source.kind == "python" else "PFX001"
     try:
@@ -131,14 +107,14 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
             return [SourceResult(source.path, source.kind, notes=[note])]
 
     # A tokenizer still loading in a helper is used unchecked: its load overlaps compiling and
-    # rendering. If it turns out broken, the source is analysed again with what `tokenizer_choice`
+    # rendering. If it turns out broken, the source is analysed again with what `choose_tokenizer`
     # then picks (the embedded default and a note for a broken neighbour), as without helpers.
-    choice = tokenizer_choice(source.path, options, wait=False)
+    choice = choose_tokenizer(source.path, options.tokenizer, wait=False)
     try:
         results = _lint_templates(source, text, named, options, *choice, prompt=prompt)
         choice[0].check()  # an error the analysis swallowed still counts
     except TokenizerError:
-        retry = tokenizer_choice(source.path, options)
+        retry = choose_tokenizer(source.path, options.tokenizer)
         if retry[0] is choice[0]:
             raise
         results = _lint_templates(source, text, named, options, *retry, prompt=prompt)
@@ -213,7 +189,7 @@ def _lint_templates(
     return results
 
 
-def _filter(
+def apply_filters(
     source: Source, results: list[SourceResult], options: Options, enabled: set[str], text: str | None = None
 ) -> None:
     """Apply inline suppressions (reporting unused ones), per-file ignores and select/ignore."""
@@ -322,7 +298,7 @@ def _renders(source: Source, options: Options) -> bool:
 
 
 def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[SourceResult]]:
-    """`_lint_source` of each source in turn, with the tokenizers the templates need loading in
+    """`lint_source` of each source in turn, with the tokenizers the templates need loading in
     forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
     overlaps imports, compiling and rendering here. A helper stops after the last source that
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
@@ -341,7 +317,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
                     ahead.append(path)
                     if len(ahead) == TOKENIZERS_AHEAD:
                         break
-            yield _lint_source(source, options)
+            yield lint_source(source, options)
             for path in [f for f, last in last_use.items() if last == i]:
                 stop_loading(path)
     finally:
@@ -378,7 +354,7 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
 
 def _lint_batch(job: tuple[list[Source], Options]) -> list[list[SourceResult]]:
     sources, options = job
-    return [_lint_source(source, options) for source in sources]
+    return [lint_source(source, options) for source in sources]
 
 
 def _batches(sources: list[Source], options: Options, workers: int) -> list[list[int]]:
@@ -430,7 +406,7 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     results: list[SourceResult] = []
     for source, raw, data in zip(sources, found, contents, strict=True):
         assert raw is not None
-        _filter(source, raw, options, enabled, _text_or_none(data))
+        apply_filters(source, raw, options, enabled, _text_or_none(data))
         results.extend(raw)
     _drop_repeats(results)
     if options.tokenizer is not None:

@@ -474,16 +474,15 @@ def render(
     template_path = _render_target(template_path)
     tokenizer = _tokenizer_spec(tokenizer)
 
-    from prefixlint.api import read_text, special_tokens_for, tokenizer_for
+    from prefixlint.api import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
-    from prefixlint.settings import Options
     from prefixlint.sources import ConfigError, templates_in_tokenizer_config
-    from prefixlint.tokens import TokenizerError
+    from prefixlint.tokens import TokenizerError, choose_tokenizer, special_tokens_for
 
     try:
         source = read_text(template_path)
-        loaded = tokenizer_for(template_path, Options(tokenizer=tokenizer))
+        loaded = choose_tokenizer(template_path, tokenizer)[0]
         if template_path.endswith(".json"):
             named = templates_in_tokenizer_config(source)
             chosen = [t for t in named if template_name in (None, t.name)]

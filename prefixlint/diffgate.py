@@ -175,13 +175,12 @@ def _blob(ref: str, top: Path, path: str, renamed: dict[str, str] | None = None)
 
 def _canonical_ids(source: Source, text: str, name: str, options: Options) -> list[int] | None:
     """The token ids of one fixed request (system prompt, one user turn, fixed clock)."""
-    from prefixlint.api import special_tokens_for, tokenizer_for
     from prefixlint.jinja.inputs import USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.sources import ConfigError, templates_in_tokenizer_config
-    from prefixlint.tokens import read_special_tokens
+    from prefixlint.tokens import choose_tokenizer, read_special_tokens, special_tokens_for
 
-    tokenizer = tokenizer_for(source.path, options)
+    tokenizer = choose_tokenizer(source.path, options.tokenizer)[0]
     special = special_tokens_for(source.path, tokenizer)
     if source.kind == "tokenizer_config":
         try:
@@ -205,10 +204,10 @@ def _canonical_ids(source: Source, text: str, name: str, options: Options) -> li
 
 
 def _analyse(source: Source, text: str | None, options: Options, enabled: set[str]) -> list[SourceResult]:
-    from prefixlint.api import _filter, _lint_source
+    from prefixlint.api import apply_filters, lint_source
 
-    results = _lint_source(source, options, text)
-    _filter(source, results, options, enabled, text)
+    results = lint_source(source, options, text)
+    apply_filters(source, results, options, enabled, text)
     return results
 
 

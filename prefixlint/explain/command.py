@@ -6,12 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prefixlint.api import read_text, special_tokens_for, tokenizer_for
+from prefixlint.api import read_text
 from prefixlint.engines import Engine, load_engines
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.settings import Options
 from prefixlint.sources import ConfigError, templates_in_tokenizer_config
-from prefixlint.tokens import LoadedTokenizer, load_tokenizer
+from prefixlint.tokens import LoadedTokenizer, choose_tokenizer, load_tokenizer, special_tokens_for
 
 DEFAULT_ENGINES = ("vllm", "sglang", "openai")
 TEMPLATE_SUFFIXES = (".jinja", ".j2")
@@ -48,7 +48,7 @@ def resolve(
     for path in candidates:
         if path.is_file():
             if loaded is None:
-                loaded = tokenizer_for(str(path), Options())
+                loaded = choose_tokenizer(str(path), None)[0]
             try:
                 return _template_from(path, loaded), loaded
             except ConfigError as exc:

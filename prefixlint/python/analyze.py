@@ -29,9 +29,9 @@ class _LazyTokenizer:
 
     def get(self) -> LoadedTokenizer:
         if self._tokenizer is None:
-            from prefixlint.api import tokenizer_for
+            from prefixlint.tokens import choose_tokenizer
 
-            self._tokenizer = tokenizer_for(self.path, self.options)
+            self._tokenizer = choose_tokenizer(self.path, self.options.tokenizer)[0]
         return self._tokenizer
 
     def count(self, text: str) -> int:
