@@ -37,14 +37,32 @@ def load_renderer(template: str | None, tokenizer: str | None) -> tuple[Any, Loa
     return Renderer(chat_template), loaded
 
 
-def prompt_text(value: Any, renderer: Any) -> str:
-    """The prompt text an engine would see for a build's return value: a string as it is, chat
+@dataclass(frozen=True)
+class Prompt:
+    """The text an engine sees, and where the last message's content starts in it: what follows
+    is a new request's own in real traffic, so static text there is not counted as lost."""
+
+    text: str
+    last_message_start: int
+
+
+def _last_message_start(text: str, messages: list[Any]) -> int:
+    for message in reversed(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and content.strip():
+            at = text.rfind(content.strip())
+            return at if at >= 0 else len(text)
+    return len(text)
+
+
+def prompt_of(value: Any, renderer: Any) -> Prompt:
+    """The prompt an engine would see for a build's return value: a string as it is, chat
     messages or an OpenAI/Anthropic request body rendered through the chat template."""
     from prefixlint.explain.requests import RequestError, parse_request
     from prefixlint.jinja.template import describe_error
 
     if isinstance(value, str):
-        return value
+        return Prompt(value, len(value))
     if isinstance(value, list | tuple):
         value = {"messages": list(value)}
     if not isinstance(value, dict):
@@ -57,11 +75,12 @@ def prompt_text(value: Any, renderer: Any) -> str:
     except RequestError as exc:
         raise PromptShapeError(f"build() returned a dict that is not a request body: {exc}") from None
     try:
-        return renderer.render(request).text
+        text = renderer.render(request).text
     except Exception as exc:  # whatever the chat template raises, said with its message
         raise ValueError(
             f"the chat template {renderer.template.path} raised for the built request: {describe_error(exc)}"
         ) from None
+    return Prompt(text, _last_message_start(text, request.messages) if request.prompt is None else len(text))
 
 
 @dataclass(frozen=True)
@@ -71,20 +90,23 @@ class Divergence:
     char: int  # first differing character
     token: int  # first differing token (the shared token prefix)
     tokens: int  # tokens of the first rendering
-    static_lost: int  # tokens after the divergence both renderings share (recomputed all the same)
+    static_lost: int  # tokens both renderings share after it, before the last message: recomputed
     token_a: str
     token_b: str
 
 
-def diverge(text_a: str, text_b: str, tokenizer: LoadedTokenizer) -> Divergence | None:
-    """None when both texts are the same."""
+def diverge(first: Prompt, other: Prompt, tokenizer: LoadedTokenizer) -> Divergence | None:
+    """None when both prompts are the same."""
+    text_a, text_b = first.text, other.text
     if text_a == text_b:
         return None
     a, b = tokenizer.encode_many([text_a, text_b])
     token = common_prefix_len(a.ids, b.ids)
     char = common_prefix_len(text_a, text_b)
-    # Static tokens after the divergence: those both renderings share, in order, after it.
-    matcher = difflib.SequenceMatcher(None, a.ids[token:], b.ids[token:], autojunk=False)
+    # Static tokens after the divergence: those both renderings share, in order, after it and
+    # before the last message's content.
+    end = max(token, token_at_char(a.offsets, first.last_message_start))
+    matcher = difflib.SequenceMatcher(None, a.ids[token:end], b.ids[token:], autojunk=False)
     static = sum(block.size for block in matcher.get_matching_blocks())
     return Divergence(
         char=char,
@@ -101,10 +123,6 @@ def _token_text(text: str, offsets: list[tuple[int, int]], index: int) -> str:
         return ""
     start, end = offsets[index]
     return text[start:end]
-
-
-def char_token(text: str, tokenizer: LoadedTokenizer, char: int) -> int:
-    return token_at_char(tokenizer.encode_many([text])[0].offsets, char)
 
 
 CLOCK_FORMATS = (
@@ -165,7 +183,11 @@ def _clock_texts(moment: datetime) -> list[str]:
     naive = moment.replace(tzinfo=None)  # naive now() reads the wall time of the frozen zone
     stamp = moment.timestamp()
     texts = [moment.isoformat(), naive.isoformat(), str(naive), str(moment), str(int(stamp)), str(stamp)]
-    texts += [str(int(stamp * 1000)), naive.isoformat(timespec="seconds"), naive.isoformat(timespec="minutes")]
+    texts += [
+        str(int(stamp * 1000)),
+        naive.isoformat(timespec="seconds"),
+        naive.isoformat(timespec="minutes"),
+    ]
     texts += [naive.strftime(f) for f in CLOCK_FORMATS]
     return list(dict.fromkeys(t for t in texts if t))
 

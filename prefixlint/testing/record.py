@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
@@ -50,7 +50,9 @@ def _library_dirs() -> tuple[str, ...]:
 
 _LIBRARY_DIRS = _library_dirs()
 _STDLIB_DIRS = tuple(
-    os.path.join(os.path.realpath(p), "") for k, p in sysconfig.get_paths().items() if k in ("stdlib", "platstdlib")
+    os.path.join(os.path.realpath(p), "")
+    for k, p in sysconfig.get_paths().items()
+    if k in ("stdlib", "platstdlib")
 )
 _IS_LIBRARY: dict[str, bool] = {}
 
@@ -136,6 +138,22 @@ def c_function_kind(fn: Any) -> tuple[str, str] | None:
     return None
 
 
+def clock_reading(name: str, moment: datetime | None) -> Any:
+    """What a clock function returns while the clock is frozen at `moment` (in UTC, the zone
+    time-machine sets): the value whose text attribution looks for in the prompt."""
+    if moment is None:
+        return None
+    naive = moment.replace(tzinfo=None)
+    return {
+        "date.today()": naive.date(),
+        "datetime.now()": naive,
+        "datetime.today()": naive,
+        "datetime.utcnow()": naive,
+        "time.time()": moment.timestamp(),
+        "time.time_ns()": int(moment.timestamp()) * 1_000_000_000,
+    }.get(name, moment)
+
+
 class Recorder:
     """Collects the Calls of one run of the build (one world). `clock_value` is what the clock
     reads in that world (time-machine freezes it), or None where the clock is not varied."""
@@ -165,7 +183,7 @@ class Recorder:
         elif event == "c_call":
             what = c_function_kind(arg)
             if what is not None:
-                value = self.clock_value if what[0] == "clock" else None
+                value = clock_reading(what[1], self.clock_value) if what[0] == "clock" else None
                 self.calls.append(Call(what[0], what[1], user_site(frame), value))
         if self._chained is not None:
             self._chained(frame, event, arg)

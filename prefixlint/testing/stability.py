@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from prefixlint.testing.compare import Divergence, cause_at, diverge, load_renderer, prompt_text
+from prefixlint.testing.compare import Divergence, Prompt, cause_at, diverge, load_renderer, prompt_of
 from prefixlint.testing.record import Call, Recorder
 from prefixlint.testing.worlds import (
     BASE_WORLD,
@@ -35,7 +35,8 @@ class Cause:
     call: str | None
     path: str | None
     line: int | None
-    world: str  # the world that shows the difference: "a second later", "the same world again", …
+    world: str  # the world whose prompt differs first: "a second later", "the same world again", …
+    differs_in: tuple[str, ...]  # every world whose prompt differs from the base world's
     values: tuple[str, str] | None = None  # what the call returned in the base world and in that one
 
     @property
@@ -130,11 +131,16 @@ def _short(value: Any) -> str:
 
 
 def _cause(
-    call: Call | None, kind: str | None, world: World, base_calls: list[Call], vary: tuple[str, ...]
+    call: Call | None,
+    kind: str | None,
+    world: World,
+    base_calls: list[Call],
+    vary: tuple[str, ...],
+    differs_in: tuple[str, ...],
 ) -> Cause:
     if call is not None and call.kind not in vary:
         kind = None  # a clock, id, … not varied here that changed all the same (not frozen)
-    path, line = (call.site if call is not None and call.site else (None, None))
+    path, line = call.site if call is not None and call.site else (None, None)
     values = None
     if call is not None and world is not REPLAY_WORLD:
         before = next((c for c in base_calls if c.name == call.name and c.site == call.site), None)
@@ -146,6 +152,7 @@ def _cause(
         path=_shown_path(path) if path else None,
         line=line,
         world=world.label,
+        differs_in=differs_in,
         values=values,
     )
 
@@ -154,7 +161,7 @@ def _isolate(
     build: Callable[[], Any],
     world: World,
     vary: tuple[str, ...],
-    base_text: str,
+    base: Prompt,
     found: Divergence,
     renderer: Any,
     tokenizer: Any,
@@ -164,7 +171,7 @@ def _isolate(
     difference at the same character is the cause, its first recorded call the likely site."""
     for kind in vary:
         value, calls = _build_in(build, world.narrowed(kind), vary)
-        alone = diverge(base_text, prompt_text(value, renderer), tokenizer)
+        alone = diverge(base, prompt_of(value, renderer), tokenizer)
         if alone is not None and alone.char == found.char:
             call = next((c for c in calls if c.kind == kind and c.site is not None), None)
             return kind, call
@@ -183,18 +190,17 @@ def _message(
     if cause.kind is None:
         why = f"{UNVARIED} (it differs in {cause.world}: network, files, a counter or an unpatched source?)"
     else:
-        why = f"{KIND_LABELS[cause.kind]} varied ({cause.world})"
+        why = f"{KIND_LABELS[cause.kind]} (the prompt differs {', '.join(cause.differs_in)})"
         if cause.call is None:
             why += "; its call site was not found"
     if cause.values:
         why += f"; {cause.call} returned {cause.values[0]!r}, then {cause.values[1]!r}"
-    verdict = "fails" if not stable else "passes"
     lines = [
         headline,
         f"  cause: {why}",
         f"  first divergent token {found.token:,}: {found.token_a!r} vs {found.token_b!r}",
-        f"  {found.static_lost:,} static tokens follow it; {verdict} at {threshold:,} or more "
-        f"(min_static_tokens, else one {engine} cache unit)",
+        f"  {found.static_lost:,} static tokens follow it before the last message; the test fails at "
+        f"{threshold:,} or more (min_static_tokens, else one {engine} cache unit)",
     ]
     if not stable:
         lines.append("  fix: move the varying value after the static content (e.g. into the last message)")
@@ -220,32 +226,37 @@ def check_prefix_stable(
     renderer, loaded = load_renderer(template, tokenizer)
     threshold = min_static_tokens if min_static_tokens is not None else cost_unit(engine)
     base_value, base_calls = _build_in(build, BASE_WORLD, kinds)
-    base_text = prompt_text(base_value, renderer)
+    base = prompt_of(base_value, renderer)
     worlds = (REPLAY_WORLD, *(VARIED_WORLDS if kinds else ()))
     earliest: tuple[Divergence, World, str, list[Call]] | None = None
+    differs: list[str] = []
     for world in worlds:
         value, calls = _build_in(build, world, kinds)
-        text = prompt_text(value, renderer)
-        found = diverge(base_text, text, loaded)
-        if found is not None and (earliest is None or found.char < earliest[0].char):
-            earliest = (found, world, text, calls)
+        prompt = prompt_of(value, renderer)
+        found = diverge(base, prompt, loaded)
+        if found is not None:
+            differs.append(world.label)
+            if earliest is None or found.char < earliest[0].char:
+                earliest = (found, world, prompt.text, calls)
     if earliest is None:
-        tokens = len(loaded.encode_many([base_text])[0].ids)
+        tokens = len(loaded.encode_many([base.text])[0].ids)
         message = f"the prompt ({tokens:,} tokens) is the same in every world"
         return Stability(True, engine, tokens, None, 0, 0, None, message)
     found, world, text, calls = earliest
-    call = cause_at(found.char, text, calls) or cause_at(found.char, base_text, base_calls)
+    call = cause_at(found.char, text, calls) or cause_at(found.char, base.text, base_calls)
     kind = call.kind if call is not None else None
     if call is None and world is not REPLAY_WORLD:
-        kind, call = _isolate(build, world, kinds, base_text, found, renderer, loaded)
+        kind, call = _isolate(build, world, kinds, base, found, renderer, loaded)
     if world is REPLAY_WORLD:
         kind = None
-    cause = _cause(call, kind, world, base_calls, kinds)
+    cause = _cause(call, kind, world, base_calls, kinds, tuple(differs))
     # What the engine would have served from cache past the divergence, at most the static tokens.
     engine_lost = min(found.static_lost, engine_losses(found.token, found.static_lost, found.tokens)[engine])
     stable = found.static_lost < threshold
     message = _message(cause, found, engine, engine_lost, threshold, stable)
-    return Stability(stable, engine, found.tokens, found.token, found.static_lost, engine_lost, cause, message)
+    return Stability(
+        stable, engine, found.tokens, found.token, found.static_lost, engine_lost, cause, message
+    )
 
 
 def assert_prefix_stable(

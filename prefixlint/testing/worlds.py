@@ -94,10 +94,14 @@ def _varied(value: Any, index: int) -> Any:
     return f"{value}-w{index}"
 
 
+# os.getenv and Mapping.get lead to os.environ[key]; both are frozen modules since Python 3.11.
+_ENVIRON_PLUMBING = ("os.py", "_collections_abc.py", "<frozen os>", "<frozen _collections_abc>")
+
+
 def _from_user(frame: Any) -> bool:
     """Whether a read comes from outside the standard library (skipping os's own plumbing), so
     that tempfile, pathlib and friends keep their real answers."""
-    while frame is not None and frame.f_code.co_filename.endswith(("os.py", "_collections_abc.py")):
+    while frame is not None and frame.f_code.co_filename.endswith(_ENVIRON_PLUMBING):
         frame = frame.f_back
     return frame is not None and not is_stdlib(frame.f_code.co_filename)
 
