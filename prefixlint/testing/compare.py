@@ -27,6 +27,8 @@ def load_renderer(template: str | None, tokenizer: str | None) -> tuple[Any, Loa
     from prefixlint.explain.command import ExplainError, resolve
     from prefixlint.explain.requests import Renderer
 
+    if template is not None and not Path(template).exists():
+        raise ValueError(f"{template}: no such file or folder")
     folder = template if template is not None and Path(template).is_dir() else None
     try:
         chat_template, loaded = resolve(None if folder else template, folder, tokenizer)

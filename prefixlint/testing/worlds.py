@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from prefixlint.testing.record import Recorder, is_stdlib
@@ -31,7 +31,7 @@ def _utc() -> Any:
 
         return ZoneInfo("UTC")
     except Exception:  # no time zone database (Windows without tzdata): the local zone stays
-        return timezone.utc
+        return UTC
 
 
 BASE_MOMENT = datetime(2026, 3, 14, 9, 26, 53, tzinfo=_utc())
