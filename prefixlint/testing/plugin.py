@@ -53,6 +53,7 @@ class PrefixStability:
         self.defaults = defaults
 
     def __call__(self, build: Callable[[], Any], **options: Any) -> Any:
+        __tracebackhide__ = True
         from prefixlint.testing import assert_prefix_stable
 
         return assert_prefix_stable(build, **{**self.defaults, **options})
@@ -67,6 +68,21 @@ class PrefixStability:
 @pytest.fixture
 def prefix_stability(request: pytest.FixtureRequest) -> PrefixStability:
     return PrefixStability(_defaults(request.config))
+
+
+def _marked(obj: Any) -> bool:
+    return any(getattr(mark, "name", None) == "prefix_stable" for mark in getattr(obj, "pytestmark", ()))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Module | pytest.Class, name: str, obj: object) -> Any:
+    """pytest refuses generator tests; a marked one yields its prompt (like a fixture), so collect it."""
+    if not (inspect.isgeneratorfunction(obj) and _marked(obj) and collector.istestfunction(obj, name)):
+        return None
+    generate = getattr(collector, "_genfunctions", None)  # parametrize and fixtures as for any test
+    if generate is not None:
+        return list(generate(name, obj))
+    return pytest.Function.from_parent(collector, name=name, callobj=obj)
 
 
 def _first_yield(gen: Any) -> Any:
@@ -84,6 +100,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     marker = pyfuncitem.get_closest_marker("prefix_stable")
     if marker is None:
         return None
+    __tracebackhide__ = True
     if marker.args:
         raise TypeError("@pytest.mark.prefix_stable takes keyword options only (template=, vary=, …)")
     function = pyfuncitem.obj

@@ -270,6 +270,7 @@ def assert_prefix_stable(
 ) -> Stability:
     """`check_prefix_stable`, raising PrefixUnstableError (an AssertionError) when the prompt is
     not stable; returns the Stability otherwise."""
+    __tracebackhide__ = True  # pytest shows the user's test line, not prefixlint's
     result = check_prefix_stable(
         build,
         vary=vary,
