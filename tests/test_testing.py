@@ -348,3 +348,40 @@ def test_every_patch_is_undone_also_when_the_build_raises(scratch: Path) -> None
     assert random.getstate() == random_state
     assert sys.getprofile() is profiler
     assert not time_machine.escape_hatch.is_travelling()
+
+
+def test_message_objects_and_a_clock_read_on_another_thread(scratch: Path) -> None:
+    write_module(
+        scratch,
+        "threaded_app",
+        f"""
+        from concurrent.futures import ThreadPoolExecutor
+        from dataclasses import dataclass
+        from datetime import datetime
+
+
+        @dataclass
+        class HumanMessage:  # the shape of LangChain's messages: a `type` and a `content`
+            content: str
+            type: str = "human"
+
+
+        @dataclass
+        class SystemMessage:
+            content: str
+            type: str = "system"
+
+
+        def build():
+            with ThreadPoolExecutor(1) as pool:
+                now = pool.submit(datetime.now).result()
+            return [SystemMessage(f"It is {{now:%H:%M:%S}}.\\n" + {STATIC!r}), HumanMessage("hi")]
+        """,
+    )
+    import threaded_app
+
+    result = check_prefix_stable(threaded_app.build, vary=("clock",))
+    # Seen on the pool's thread; called by the pool itself, so no line of the app to point at.
+    assert (result.cause.kind, result.cause.call, result.cause.path) == ("clock", "datetime.now()", None)
+    assert result.token_index == tokens_of("<|im_start|>system\nIt is 09:26:")  # "53" is one token
+    assert result.cause.differs_in == ("a second later",)

@@ -17,7 +17,9 @@ BLOCK = re.compile(r"^```(\w*) ?(\{[^\n]*\})?\n(.*?)^```", re.MULTILINE | re.DOT
 
 
 def examples() -> list[tuple[dict, str]]:
-    return [(json.loads(info), body) for lang, info, body in BLOCK.findall(PAGE.read_text()) if lang == "python"]
+    return [
+        (json.loads(info), body) for lang, info, body in BLOCK.findall(PAGE.read_text()) if lang == "python"
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -25,7 +27,9 @@ def no_bytecode(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
 
 
-@pytest.mark.parametrize(("info", "body"), examples(), ids=lambda v: v.get("expect") if isinstance(v, dict) else "")
+@pytest.mark.parametrize(
+    ("info", "body"), examples(), ids=lambda v: v.get("expect") if isinstance(v, dict) else ""
+)
 def test_example(pytester: pytest.Pytester, info: dict, body: str) -> None:
     pytester.makepyfile(example=body)
     result = pytester.runpytest("-p", "prefixlint.testing.plugin", "example.py")

@@ -57,6 +57,19 @@ def _last_message_start(text: str, messages: list[Any]) -> int:
     return len(text)
 
 
+# LangChain's message types, by their `type`, as chat roles.
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "chat": "user"}
+
+
+def _as_message(message: Any) -> Any:
+    """A message object (LangChain's BaseMessage, any object with `role`/`type` and `content`)
+    as the dict a chat template reads; dicts pass as they are."""
+    if isinstance(message, dict) or not hasattr(message, "content"):
+        return message
+    role = getattr(message, "role", None) or _ROLES.get(str(getattr(message, "type", "")))
+    return {"role": role, "content": message.content} if role else message
+
+
 def prompt_of(value: Any, renderer: Any) -> Prompt:
     """The prompt an engine would see for a build's return value: a string as it is, chat
     messages or an OpenAI/Anthropic request body rendered through the chat template."""
@@ -66,7 +79,7 @@ def prompt_of(value: Any, renderer: Any) -> Prompt:
     if isinstance(value, str):
         return Prompt(value, len(value))
     if isinstance(value, list | tuple):
-        value = {"messages": list(value)}
+        value = {"messages": [_as_message(m) for m in value]}
     if not isinstance(value, dict):
         raise PromptShapeError(
             "build() must return a prompt string, a list of chat messages or a request body (a dict), "

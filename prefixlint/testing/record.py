@@ -15,6 +15,7 @@ import secrets
 import site
 import sys
 import sysconfig
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -189,13 +190,16 @@ class Recorder:
             self._chained(frame, event, arg)
 
     def install(self) -> Callable[[], None]:
-        """Start recording in this thread (keeping a profiler already there, e.g. a debugger's,
-        fed too); returns the function that stops it."""
+        """Start recording in this thread and in threads started meanwhile (a profiler already
+        there, e.g. a debugger's, is fed too); returns the function that stops it."""
         self._chained = sys.getprofile()
+        threads_before = threading.getprofile()
         sys.setprofile(self.profile)
+        threading.setprofile(self.profile)
 
         def stop() -> None:
             sys.setprofile(self._chained)
+            threading.setprofile(threads_before)
             self._chained = None
 
         return stop
