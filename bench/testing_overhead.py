@@ -32,7 +32,11 @@ def heavy_build() -> str:
     import jinja2
 
     history = [
-        {"role": "user" if k % 2 else "assistant", "content": f"Message {k} about order {1000 + k}.", "sent": None}
+        {
+            "role": "user" if k % 2 else "assistant",
+            "content": f"Message {k} about order {1000 + k}.",
+            "sent": None,
+        }
         for k in range(200)
     ]
     return jinja2.Template(HEAVY_TEMPLATE).render(messages=history)
@@ -59,7 +63,10 @@ def main() -> None:
         return build_messages("Where is my order?")
 
     check_prefix_stable(desk)  # load the tokenizer once, as a test session does after its first test
-    for name, build in (("deskapp (clock 3 calls deep)", desk), ("heavy (200-message Jinja render)", heavy_build)):
+    for name, build in (
+        ("deskapp (clock 3 calls deep)", desk),
+        ("heavy (200-message Jinja render)", heavy_build),
+    ):
         bare = median_seconds(lambda b=build: [b() for _ in range(5)], args.repeat)
         checked = median_seconds(lambda b=build: check_prefix_stable(b), args.repeat)
         print(f"{name}: 5 bare builds {bare * 1000:.1f} ms; check_prefix_stable {checked * 1000:.1f} ms")

@@ -385,3 +385,24 @@ def test_message_objects_and_a_clock_read_on_another_thread(scratch: Path) -> No
     assert (result.cause.kind, result.cause.call, result.cause.path) == ("clock", "datetime.now()", None)
     assert result.token_index == tokens_of("<|im_start|>system\nIt is 09:26:")  # "53" is one token
     assert result.cause.differs_in == ("a second later",)
+
+
+def test_secrets_choice_is_an_id_and_random_choice_stays_random(scratch: Path) -> None:
+    write_module(
+        scratch,
+        "nonce_app",
+        f"""
+        import random
+        import secrets
+
+        def build():
+            nonce = "".join(secrets.choice("abcdefghijklmnop") for _ in range(12))
+            return f"nonce {{nonce}} tone {{random.choice(['warm', 'crisp', 'plain'])}}\\n" + {STATIC!r}
+        """,
+    )
+    import nonce_app
+
+    result = check_prefix_stable(nonce_app.build, vary=("ids",))
+    assert (result.cause.kind, result.cause.line) == ("ids", 5)
+    result = check_prefix_stable(lambda: nonce_app.build().split(" tone ")[1], vary=("random",))
+    assert (result.cause.kind, result.cause.call, result.cause.line) == ("random", "random.choice()", 6)

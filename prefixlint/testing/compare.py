@@ -213,9 +213,13 @@ def covers(text: str, rendering: str, char: int) -> bool:
 
 
 def cause_at(char: int, text: str, calls: list[Call]) -> Call | None:
-    """The first call (in call order: an outer call before the ones it made) whose returned value's
-    text spans `char` in `text`."""
+    """The call whose returned value's text spans `char` in `text`: the longest such text (one
+    character from `secrets.choice` spans it by chance more easily than a whole word), the first
+    call in call order among equals (an outer call before the ones it made)."""
+    best: Call | None = None
+    longest = 0
     for call in calls:
-        if any(covers(text, r, char) for r in renderings(call.value)):
-            return call
-    return None
+        length = max((len(r) for r in renderings(call.value) if covers(text, r, char)), default=0)
+        if length > longest:
+            best, longest = call, length
+    return best

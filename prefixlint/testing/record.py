@@ -9,6 +9,7 @@ the environment wrappers of worlds.py report their reads directly.
 
 from __future__ import annotations
 
+import inspect
 import os
 import random
 import secrets
@@ -97,9 +98,9 @@ def _watched_codes() -> dict[CodeType, tuple[str, str]]:
     watched: dict[CodeType, tuple[str, str]] = {}
     for fn in (uuid.uuid1, uuid.uuid4):
         watched[fn.__code__] = ("ids", f"uuid.{fn.__name__}()")
-    for name in ("token_bytes", "token_hex", "token_urlsafe", "randbelow", "choice"):
+    for name in ("token_bytes", "token_hex", "token_urlsafe", "randbelow"):
         fn = getattr(secrets, name, None)
-        if fn is not None and hasattr(fn, "__code__"):
+        if inspect.isfunction(fn):  # secrets.choice is a bound Random method: seen as random.choice()
             watched[fn.__code__] = ("ids", f"secrets.{name}()")
     for name in (
         "randint",
@@ -162,8 +163,13 @@ class Recorder:
     def __init__(self, clock_value: Any = None) -> None:
         self.calls: list[Call] = []
         self.clock_value = clock_value
+        self.id_generators: list[random.Random] = []  # stand-ins for secrets' SystemRandom
         self._open: dict[FrameType, Call] = {}
         self._chained: Callable[..., Any] | None = None
+
+    def _draws_ids(self, generator: Any) -> bool:
+        """A draw from secrets' generator (or any SystemRandom) makes an id, not randomness."""
+        return isinstance(generator, random.SystemRandom) or any(generator is g for g in self.id_generators)
 
     def add(self, kind: str, name: str, value: Any, frame: FrameType | None) -> None:
         self.calls.append(Call(kind, name, user_site(frame), value))
@@ -172,6 +178,8 @@ class Recorder:
         if event == "call":
             what = _WATCHED.get(frame.f_code)
             if what is not None:
+                if what[0] == "random" and self._draws_ids(frame.f_locals.get("self")):
+                    what = ("ids", what[1].replace("random.", "secrets.", 1))
                 call = Call(what[0], what[1], user_site(frame.f_back))
                 if what[1] == "random.shuffle()":
                     call._list = frame.f_locals.get("x")
@@ -192,7 +200,8 @@ class Recorder:
     def install(self) -> Callable[[], None]:
         """Start recording in this thread and in threads started meanwhile (a profiler already
         there, e.g. a debugger's, is fed too); returns the function that stops it."""
-        self._chained = sys.getprofile()
+        before = sys.getprofile()
+        self._chained = None if before == self.profile else before
         threads_before = threading.getprofile()
         sys.setprofile(self.profile)
         threading.setprofile(self.profile)

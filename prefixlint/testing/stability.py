@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from prefixlint.testing.compare import Divergence, Prompt, cause_at, diverge, load_renderer, prompt_of
-from prefixlint.testing.record import Call, Recorder
+from prefixlint.testing.record import Call
 from prefixlint.testing.worlds import (
     BASE_WORLD,
     KIND_LABELS,
@@ -78,7 +78,7 @@ def _validated(vary: Iterable[str], engine: str) -> tuple[str, ...]:
     return tuple(k for k in KINDS if k in kinds)
 
 
-def _await_in_world(awaitable: Any, recorder: Recorder) -> Any:
+def _await_in_world(awaitable: Any) -> Any:
     """Run an async build to its end inside the world: here when no event loop runs in this
     thread, else on a thread of its own (recorded there too)."""
 
@@ -91,14 +91,11 @@ def _await_in_world(awaitable: Any, recorder: Recorder) -> Any:
         return asyncio.run(awaited())
     outcome: dict[str, Any] = {}
 
-    def run() -> None:
-        stop = recorder.install()
+    def run() -> None:  # recorded: threads started inside a world get the recorder's profile hook
         try:
             outcome["value"] = asyncio.run(awaited())
         except BaseException as exc:  # handed back to the caller's thread
             outcome["error"] = exc
-        finally:
-            stop()
 
     worker = threading.Thread(target=run, name="prefixlint-build")
     worker.start()
@@ -112,7 +109,7 @@ def _build_in(build: Callable[[], Any], world: World, vary: tuple[str, ...]) -> 
     with entered(world, vary) as recorder:
         value = build()
         if inspect.isawaitable(value):
-            value = _await_in_world(value, recorder)
+            value = _await_in_world(value)
     return value, recorder.calls
 
 

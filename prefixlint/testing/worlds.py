@@ -157,8 +157,13 @@ def _vary_ids(stack: ExitStack, index: int, recorder: Recorder) -> None:
         return data
 
     _set(stack, os, "urandom", urandom)
-    if hasattr(secrets, "_sysrand"):
-        _set(stack, secrets, "_sysrand", random.Random(f"prefixlint secrets {index}"))
+    seeded = random.Random(f"prefixlint secrets {index}")
+    recorder.id_generators.append(seeded)
+    if hasattr(secrets, "_sysrand"):  # token_bytes/hex/urlsafe and randbelow draw from it
+        _set(stack, secrets, "_sysrand", seeded)
+    for name in ("choice", "randbits"):  # bound to the SystemRandom when secrets was imported
+        if hasattr(secrets, name):
+            _set(stack, secrets, name, getattr(seeded, "getrandbits" if name == "randbits" else name))
 
 
 def _vary_random(stack: ExitStack, index: int) -> None:
