@@ -406,3 +406,21 @@ def test_secrets_choice_is_an_id_and_random_choice_stays_random(scratch: Path) -
     assert (result.cause.kind, result.cause.line) == ("ids", 5)
     result = check_prefix_stable(lambda: nonce_app.build().split(" tone ")[1], vary=("random",))
     assert (result.cause.kind, result.cause.call, result.cause.line) == ("random", "random.choice()", 6)
+
+
+def test_the_same_message_in_any_time_zone(apps: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from deskapp.prompts import build_messages
+
+    def message() -> str:
+        return check_prefix_stable(lambda: build_messages("Where is my order?")).message
+
+    first = message()
+    monkeypatch.setenv("TZ", "Pacific/Kiritimati")  # UTC+14: another date than UTC half the day
+    time.tzset()
+    try:
+        assert message() == first
+    finally:
+        monkeypatch.undo()
+        time.tzset()
