@@ -12,6 +12,7 @@ import secrets
 import socket
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -310,8 +311,9 @@ def test_bad_input_says_what(scratch: Path) -> None:
         check_prefix_stable(lambda: "x", template=str(scratch / "missing.jinja"))
 
 
-def test_every_patch_is_undone_also_when_the_build_raises(scratch: Path) -> None:
-    originals = (
+def patchable() -> tuple[object, ...]:
+    """Everything a world patches, as it is now."""
+    return (
         uuid.uuid4,
         os.urandom,
         os.getcwd,
@@ -321,7 +323,12 @@ def test_every_patch_is_undone_also_when_the_build_raises(scratch: Path) -> None
         getpass.getuser,
         type(os.environ).__getitem__,
         secrets._sysrand,
+        secrets.choice,
     )
+
+
+def test_every_patch_is_undone_also_when_the_build_raises(scratch: Path) -> None:
+    originals = patchable()
     random_state = random.getstate()
     profiler = sys.getprofile()
 
@@ -333,20 +340,10 @@ def test_every_patch_is_undone_also_when_the_build_raises(scratch: Path) -> None
         check_prefix_stable(build)
     with pytest.raises(PrefixUnstableError):
         assert_prefix_stable(lambda: f"{uuid.uuid4()} {STATIC}")
-    after = (
-        uuid.uuid4,
-        os.urandom,
-        os.getcwd,
-        os.getpid,
-        socket.gethostname,
-        platform.node,
-        getpass.getuser,
-        type(os.environ).__getitem__,
-        secrets._sysrand,
-    )
-    assert all(a is b for a, b in zip(originals, after, strict=True))
+    assert all(a is b for a, b in zip(originals, patchable(), strict=True))
     assert random.getstate() == random_state
     assert sys.getprofile() is profiler
+    assert threading.getprofile() is None
     assert not time_machine.escape_hatch.is_travelling()
 
 
