@@ -260,6 +260,20 @@ def test_hostname_and_an_unrecognised_date_format(scratch: Path) -> None:
         "socket.gethostname()",
         6,
     )
+    write_module(
+        scratch,
+        "uname_app",
+        f"""
+        import platform
+
+        def build():
+            return f"node {{platform.uname().node}}\\n" + {STATIC!r}
+        """,
+    )
+    import uname_app
+
+    result = check_prefix_stable(uname_app.build)
+    assert (result.cause.kind, result.cause.call, result.cause.line) == ("environment", "platform.uname()", 4)
     # Without the hostname, the day of the year (a format attribution does not know) is the cause:
     # found by varying one kind at a time.
     result = check_prefix_stable(host_app.build, vary=("clock", "ids", "random"))
@@ -320,6 +334,7 @@ def patchable() -> tuple[object, ...]:
         os.getpid,
         socket.gethostname,
         platform.node,
+        platform.uname,
         getpass.getuser,
         type(os.environ).__getitem__,
         secrets._sysrand,

@@ -66,6 +66,9 @@ class PrefixUnstableError(AssertionError):
         self.result = result
 
 
+PrefixUnstableError.__module__ = "prefixlint.testing"  # where users import it from, as pytest shows it
+
+
 def _validated(vary: Iterable[str], engine: str) -> tuple[str, ...]:
     from prefixlint.engines import load_engines
 

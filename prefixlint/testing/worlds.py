@@ -145,6 +145,18 @@ def _vary_environment(stack: ExitStack, index: int, recorder: Recorder) -> None:
         (getpass, "getuser", "getpass.getuser"),
     ):
         _set(stack, owner, name, _reader(index, recorder, shown, getattr(owner, name)))
+    uname = platform.uname
+
+    def varied_uname() -> Any:
+        result = uname()
+        frame = sys._getframe(1)
+        if not _from_user(frame):
+            return result
+        result = result._replace(node=_varied(result.node, index))
+        recorder.add("environment", "platform.uname()", result.node, frame)
+        return result
+
+    _set(stack, platform, "uname", varied_uname)
 
 
 def _vary_ids(stack: ExitStack, index: int, recorder: Recorder) -> None:
