@@ -187,8 +187,10 @@ def _message(
         f"{where} {what} → token {found.token:,} of {found.tokens:,}; "
         f"{engine_lost:,} static tokens recomputed per request on {engine}"
     )
-    if cause.kind is None:
-        why = f"{UNVARIED} (it differs in {cause.world}: network, files, a counter or an unpatched source?)"
+    if cause.kind is None and cause.world == REPLAY_WORLD.label:
+        why = f"{UNVARIED} (it differs when built twice in the same world: network, files, a counter?)"
+    elif cause.kind is None:
+        why = f"{UNVARIED} (it differs {cause.world}, but no one varied kind alone changes it there)"
     else:
         why = f"{KIND_LABELS[cause.kind]} (the prompt differs {', '.join(cause.differs_in)})"
         if cause.call is None:
