@@ -436,3 +436,21 @@ def test_the_same_message_in_any_time_zone(apps: Path, monkeypatch: pytest.Monke
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+def test_the_chat_templates_own_clock_reads_the_worlds_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(FIXTURES)
+    result = check_prefix_stable(
+        lambda: [{"role": "user", "content": "Can I change my flight to Lisbon?"}],
+        template="templates/clock_in_system.jinja",
+    )
+    assert not result.stable
+    assert (result.cause.kind, result.cause.call, result.cause.path, result.cause.line) == (
+        "clock",
+        'strftime_now("%d %B %Y")',
+        "templates/clock_in_system.jinja",
+        3,
+    )
+    # "14 March" against "15 March" differs one character before "14 April" does: the day names it.
+    assert result.cause.values == ("14 March 2026", "15 March 2026")
+    assert result.cause.differs_in == ("a day later", "a month later")

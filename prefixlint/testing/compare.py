@@ -46,6 +46,7 @@ class Prompt:
 
     text: str
     last_message_start: int
+    template_calls: tuple[Call, ...] = ()  # the chat template's own clock reads (`strftime_now`)
 
 
 def _last_message_start(text: str, messages: list[Any]) -> int:
@@ -70,9 +71,10 @@ def _as_message(message: Any) -> Any:
     return {"role": role, "content": message.content} if role else message
 
 
-def prompt_of(value: Any, renderer: Any) -> Prompt:
+def prompt_of(value: Any, renderer: Any, now: datetime | None = None) -> Prompt:
     """The prompt an engine would see for a build's return value: a string as it is, chat
-    messages or an OpenAI/Anthropic request body rendered through the chat template."""
+    messages or an OpenAI/Anthropic request body rendered through the chat template, whose
+    `strftime_now` reads `now` (the world's clock) when given."""
     from prefixlint.explain.requests import RequestError, parse_request
     from prefixlint.jinja.template import describe_error
 
@@ -89,13 +91,29 @@ def prompt_of(value: Any, renderer: Any) -> Prompt:
         request = parse_request(value)
     except RequestError as exc:
         raise PromptShapeError(f"build() returned a dict that is not a request body: {exc}") from None
+    if now is not None:
+        request.now = now
     try:
         text = renderer.render(request).text
     except Exception as exc:  # whatever the chat template raises, said with its message
         raise ValueError(
             f"the chat template {renderer.template.path} raised for the built request: {describe_error(exc)}"
         ) from None
-    return Prompt(text, _last_message_start(text, request.messages) if request.prompt is None else len(text))
+    if request.prompt is not None:
+        return Prompt(text, len(text))
+    return Prompt(text, _last_message_start(text, request.messages), _template_clock_calls(renderer))
+
+
+def _template_clock_calls(renderer: Any) -> tuple[Call, ...]:
+    """The `strftime_now` calls of the render just made, as Calls at the template's own lines."""
+    if not renderer.user_template:
+        return ()
+    template = renderer.template
+    calls = []
+    for clock in template.clock.calls:
+        span = template.span(clock.line or 1)
+        calls.append(Call("clock", f'strftime_now("{clock.fmt}")', (span.path, span.line), clock.value))
+    return tuple(calls)
 
 
 @dataclass(frozen=True)

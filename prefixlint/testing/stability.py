@@ -116,6 +116,16 @@ def _build_in(build: Callable[[], Any], world: World, vary: tuple[str, ...]) -> 
     return value, recorder.calls
 
 
+def _prompt_in(
+    build: Callable[[], Any], world: World, vary: tuple[str, ...], renderer: Any
+) -> tuple[Prompt, list[Call]]:
+    """The prompt built in `world`, and the calls that built it (the chat template's clock reads
+    last: its `strftime_now` reads the world's clock too)."""
+    value, calls = _build_in(build, world, vary)
+    prompt = prompt_of(value, renderer, world.moment_now() if "clock" in vary else None)
+    return prompt, calls + list(prompt.template_calls)
+
+
 def _shown_path(path: str) -> str:
     """Relative to the working directory (the project, under pytest) when inside it."""
     try:
@@ -170,8 +180,8 @@ def _isolate(
     recognised, `random.random()`): vary one kind at a time; the kind that alone reproduces the
     difference at the same character is the cause, its first recorded call the likely site."""
     for kind in vary:
-        value, calls = _build_in(build, world.narrowed(kind), vary)
-        alone = diverge(base, prompt_of(value, renderer), tokenizer)
+        prompt, calls = _prompt_in(build, world.narrowed(kind), vary, renderer)
+        alone = diverge(base, prompt, tokenizer)
         if alone is not None and alone.char == found.char:
             call = next((c for c in calls if c.kind == kind and c.site is not None), None)
             return kind, call
@@ -227,14 +237,12 @@ def check_prefix_stable(
     kinds = _validated(vary, engine)
     renderer, loaded = load_renderer(template, tokenizer)
     threshold = min_static_tokens if min_static_tokens is not None else cost_unit(engine)
-    base_value, base_calls = _build_in(build, BASE_WORLD, kinds)
-    base = prompt_of(base_value, renderer)
+    base, base_calls = _prompt_in(build, BASE_WORLD, kinds, renderer)
     worlds = (REPLAY_WORLD, *(VARIED_WORLDS if kinds else ()))
     earliest: tuple[Divergence, World, str, list[Call]] | None = None
     differs: list[str] = []
     for world in worlds:
-        value, calls = _build_in(build, world, kinds)
-        prompt = prompt_of(value, renderer)
+        prompt, calls = _prompt_in(build, world, kinds, renderer)
         found = diverge(base, prompt, loaded)
         if found is not None:
             differs.append(world.label)
