@@ -6,7 +6,8 @@ tokenizing, against the same five builds run bare.
 
 Two builds: the deskapp example (a clock three calls deep; a few dozen Python calls) and a heavy
 one that renders a 200-message Jinja conversation in the build (tens of thousands of Python calls,
-the worst case for the hook). Prints the median of `--repeat` runs. Not run by the tests.
+the worst case for the hook). Prints the median of `--repeat` runs: the bare builds, the builds
+in their worlds, and the whole check. Not run by the tests.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ def main() -> None:
     from deskapp.prompts import build_messages
 
     from prefixlint.testing import check_prefix_stable
+    from prefixlint.testing.stability import _build_in
+    from prefixlint.testing.worlds import BASE_WORLD, KINDS, REPLAY_WORLD, VARIED_WORLDS
+
+    worlds = (BASE_WORLD, REPLAY_WORLD, *VARIED_WORLDS)
 
     def desk() -> Any:
         return build_messages("Where is my order?")
@@ -68,8 +73,13 @@ def main() -> None:
         ("heavy (200-message Jinja render)", heavy_build),
     ):
         bare = median_seconds(lambda b=build: [b() for _ in range(5)], args.repeat)
+        hooked = median_seconds(lambda b=build: [_build_in(b, w, KINDS) for w in worlds], args.repeat)
         checked = median_seconds(lambda b=build: check_prefix_stable(b), args.repeat)
-        print(f"{name}: 5 bare builds {bare * 1000:.1f} ms; check_prefix_stable {checked * 1000:.1f} ms")
+        print(
+            f"{name}: 5 bare builds {bare * 1000:.1f} ms; 5 builds in worlds (patched, recorded) "
+            f"{hooked * 1000:.1f} ms; check_prefix_stable (also rendering, tokenizing) "
+            f"{checked * 1000:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -125,6 +125,7 @@ _WATCHED = _watched_codes()
 _CLOCK_METHODS = frozenset({"now", "utcnow", "today"})
 _CLOCK_FUNCTIONS = frozenset({"time", "time_ns", "localtime", "gmtime", "ctime", "asctime", "strftime"})
 _RANDOM_C_METHODS = frozenset({"random", "getrandbits"})
+_C_NAMES = _CLOCK_METHODS | _CLOCK_FUNCTIONS | _RANDOM_C_METHODS
 
 
 def c_function_kind(fn: Any) -> tuple[str, str] | None:
@@ -189,7 +190,7 @@ class Recorder:
             call = self._open.pop(frame, None) if self._open else None
             if call is not None:
                 call.value = list(call._list) if call._list is not None else arg
-        elif event == "c_call":
+        elif event == "c_call" and getattr(arg, "__name__", None) in _C_NAMES:  # cheap test first
             what = c_function_kind(arg)
             if what is not None:
                 value = clock_reading(what[1], self.clock_value) if what[0] == "clock" else None
