@@ -323,6 +323,11 @@ def test_bad_input_says_what(scratch: Path) -> None:
         check_prefix_stable(lambda: {"model": "x"})
     with pytest.raises(ValueError, match="no such file"):
         check_prefix_stable(lambda: "x", template=str(scratch / "missing.jinja"))
+    with pytest.raises(ValueError, match="missing.json: no such file"):
+        check_prefix_stable(lambda: "x", tokenizer=str(scratch / "missing.json"))
+    (scratch / "raises.jinja").write_text("{{ raise_exception('no system message') }}")
+    with pytest.raises(ValueError, match="raised for the built request: TemplateError: no system message"):
+        check_prefix_stable(lambda: [{"role": "user", "content": "hi"}], template="raises.jinja")
 
 
 def patchable() -> tuple[object, ...]:

@@ -14,7 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from prefixlint.testing.record import Call
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
+from prefixlint.tokens import LoadedTokenizer, TokenizerError, common_prefix_len, token_at_char
 
 
 class PromptShapeError(TypeError):
@@ -32,7 +32,7 @@ def load_renderer(template: str | None, tokenizer: str | None) -> tuple[Any, Loa
     folder = template if template is not None and Path(template).is_dir() else None
     try:
         chat_template, loaded = resolve(None if folder else template, folder, tokenizer)
-    except ExplainError as exc:
+    except (ExplainError, TokenizerError, OSError, ValueError) as exc:
         raise ValueError(str(exc)) from None
     if template is not None and chat_template is None:
         raise ValueError(f"{template}: no chat template found there")
