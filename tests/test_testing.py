@@ -459,3 +459,11 @@ def test_the_chat_templates_own_clock_reads_the_worlds_clock(monkeypatch: pytest
     # "14 March" against "15 March" differs one character before "14 April" does: the day names it.
     assert result.cause.values == ("14 March 2026", "15 March 2026")
     assert result.cause.differs_in == ("a day later", "a month later")
+
+
+def test_the_readme_shows_the_real_failure(apps: Path) -> None:
+    from deskapp.prompts import build_messages
+
+    readme = (FIXTURES.parent / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("three calls below `build_messages`) with\n\n```\n", 1)[1].split("\n```", 1)[0]
+    assert shown == check_prefix_stable(lambda: build_messages("Where is my order?")).message.splitlines()[0]
