@@ -232,11 +232,13 @@ def check_prefix_stable(
     ids, randomness and the environment answer differently; say whether its prompt keeps a
     cacheable prefix, and if not, why. Never raises for an unstable prompt (see
     `assert_prefix_stable`); raises what `build` raises, and ValueError/TypeError for bad input."""
+    from prefixlint.engines import load_engines
     from prefixlint.rules import cost_unit, engine_losses
 
     kinds = _validated(vary, engine)
+    profile = load_engines()[engine]
     renderer, loaded = load_renderer(template, tokenizer)
-    threshold = min_static_tokens if min_static_tokens is not None else cost_unit(engine)
+    threshold = min_static_tokens if min_static_tokens is not None else cost_unit(profile)
     base, base_calls = _prompt_in(build, BASE_WORLD, kinds, renderer)
     worlds = (REPLAY_WORLD, *(VARIED_WORLDS if kinds else ()))
     earliest: tuple[Divergence, World, str, list[Call]] | None = None
