@@ -163,7 +163,7 @@ def run(
         cause.ttft_ms_saved_per_request = _saved_ms(cause, report, rate)
     data: dict[str, Any] = report.to_json()
     data["tokenizer"] = loaded.name
-    data["template"] = renderer.template.path
+    data["template"] = renderer.template.path if observations.chat_requests else None
     data["observed"] = extra.observed
     data["ttft"] = extra.ttft
     data["server"] = extra.server

@@ -30,7 +30,6 @@ FORMATS = ("openai", "anthropic", "litellm", "otel", "vllm-log")
 DETECT_RECORDS = 32  # readable records looked at to tell the log's format
 
 _VLLM_LINE = re.compile(r"Received request (?P<id>\S+): prompt: (?P<prompt>'|\")")
-_VLLM_PROMPT_END = re.compile(r", (?:params|sampling_params): ")
 
 
 def kind_of(value: Any) -> str | None:
@@ -373,15 +372,26 @@ def _vllm_line(line: Any, index: int, interval: float) -> Request:
     m = _VLLM_LINE.search(text)
     if m is None:
         raise RequestError("not a vLLM `Received request` line", reason="not a vllm request line")
-    start = m.start("prompt")
-    end = _VLLM_PROMPT_END.search(text, start)
-    literal = text[start : end.start()] if end else text[start:].rstrip(". ")
+    literal = _string_literal(text, m.start("prompt"))
     try:
         prompt = ast.literal_eval(literal)  # vLLM logs the prompt with %r: a Python string literal
     except (ValueError, SyntaxError) as exc:
         raise RequestError(
-            f"the logged prompt is not a string literal: {exc}", reason="unreadable vllm prompt"
+            f"the logged prompt is not a whole string literal: {exc}", reason="unreadable vllm prompt"
         ) from exc
     if not isinstance(prompt, str):
         raise RequestError("the logged prompt is None (token ids only)", reason="vllm prompt not logged")
     return Request(prompt=prompt, now=BASE_TIME + timedelta(seconds=index * interval))
+
+
+def _string_literal(text: str, start: int) -> str:
+    """The Python string literal opening at `start` (its quote), up to its closing quote."""
+    quote, i = text[start], start + 1
+    while i < len(text):
+        if text[i] == "\\":
+            i += 2
+            continue
+        if text[i] == quote:
+            return text[start : i + 1]
+        i += 1
+    return text[start:]  # cut short (a truncated line): literal_eval will say so

@@ -269,7 +269,8 @@ def log_text(report: LogReport) -> str:
     """The log explanation as plain lines: hit rates, then causes with their what-ifs."""
     out = [f"{report.requests:,} requests, {report.tokens:,} prompt tokens"]
     if report.skipped:
-        out.append(f"{report.skipped:,} lines skipped (first: {report.skip_reasons[0]})")
+        reasons = ", ".join(f"{n:,} {why}" for why, n in report.skipped_by_reason.items())
+        out.append(f"{report.skipped:,} skipped: {reasons} (first: {report.skip_reasons[0]})")
     for name, v in report.engines.items():
         line = (
             f"  {name:<10} hit rate {float(v['hit_rate']):7.2%}  ({int(v['hit_tokens']):,} tokens from cache)"  # type: ignore[arg-type]

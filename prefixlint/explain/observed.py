@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from prefixlint.engines import Engine
-from prefixlint.explain.requests import Request
+from prefixlint.explain.requests import DEFAULT_TEMPLATE_PATH, Request
 from prefixlint.explain.server import Metrics, ServerConfig
 from prefixlint.explain.simulate import RadixCache, pack
 
@@ -35,6 +35,7 @@ class LogObservations:
     engine: Engine  # the primary engine as the server is configured
     baseline: Engine  # the same engine with its default profile
     requests: int = 0
+    chat_requests: int = 0  # requests rendered through a chat template (not plain prompts)
     tokens: int = 0
     hits: int = 0  # tokens served from cache under the server's block size, no salts
     baseline_hits: int = 0
@@ -52,6 +53,7 @@ class LogObservations:
         """One request (packed token ids `seq`) that shares `shared` tokens with earlier ones."""
         n = len(seq) // 4
         self.requests += 1
+        self.chat_requests += request.prompt is None
         self.tokens += n
         hit = self.engine.cacheable(shared, n)
         self.hits += hit
@@ -273,12 +275,13 @@ def baseline_of(engine: Engine, defaults: dict[str, Engine]) -> Engine:
 def findings_text(found: Findings, data: dict[str, Any]) -> tuple[str, str]:
     """(lines before the simulation's report, lines after it): what was read and with what; then
     observed vs simulated, TTFT, and the server causes."""
-    head = [
-        f"log format: {data['log_format']}; template: {data['template']}; tokenizer: {data['tokenizer']}",
-    ]
-    reasons = data.get("skipped_by_reason") or {}
-    if reasons:
-        head.append("skipped: " + ", ".join(f"{n:,} {reason}" for reason, n in reasons.items()))
+    template = data["template"] or "none (the log holds prompts, not chat messages)"
+    head = [f"log format: {data['log_format']}; template: {template}; tokenizer: {data['tokenizer']}"]
+    if data["template"] == DEFAULT_TEMPLATE_PATH:
+        head.append(
+            "  no chat template given or beside the tokenizer: chat bodies rendered as ChatML; give "
+            "--template, or --tokenizer/--model-dir of the model's folder, for its own"
+        )
     tail: list[str] = []
     observed = found.observed
     if observed["hit_rate"] is not None:
