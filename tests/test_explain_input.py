@@ -449,3 +449,20 @@ def test_the_tokenizers_own_chat_template_is_the_default_and_is_named(tok):
     assert text.output.startswith(
         f"log format: openai; template: {folder / 'chat_template.jinja'}; tokenizer: {qwen.name}"
     )
+
+
+def test_html_page_names_the_inputs_and_shows_server_causes(tmp_path, tail_log):
+    page = tmp_path / "report.html"
+    args = [
+        "--log",
+        tail_log["path"],
+        "--template",
+        str(TAIL),
+        "--server-args",
+        "vllm serve m --no-enable-prefix-caching",
+    ]
+    result = CliRunner().invoke(cli, ["explain", *args, "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    html = page.read_text(encoding="utf-8")
+    assert f"Log format: openai; template: {TAIL}; tokenizer: " in html
+    assert "prefix caching is off (--no-enable-prefix-caching)" in html

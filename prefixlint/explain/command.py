@@ -119,23 +119,22 @@ def run(
         result = explain_pair(a, b, renderer, loaded, chosen)
         result["tokenizer"] = loaded.name
         result["template"] = chat_template.path if chat_template else None
+        if a.prompt is not None and b.prompt is not None:
+            result["template"] = None  # two plain prompts: nothing was rendered
+        elif chat_template is None:
+            result["template"] = renderer.template.path
         if fmt == "json":
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
 
     from prefixlint.explain.log import explain_log, log_text
     from prefixlint.explain.observed import LogObservations, configured, findings
-    from prefixlint.explain.server import ServerArgsError, parse_server_args, read_metrics
+    from prefixlint.explain.server import ServerArgsError, read_server
 
     try:
-        server = parse_server_args(server_args) if server_args else None
-        scrape = read_metrics(metrics) if metrics else None
+        server, scrape = read_server(server_args, metrics)
     except ServerArgsError as exc:
         raise ExplainError(str(exc)) from exc
-    if scrape is not None:
-        server = server or scrape.config
-        if server is not scrape.config:
-            server.merge(scrape.config)
     if server is not None and server.engine and not engines:
         # The server named is the engine to judge by: put it first.
         known = load_engines()

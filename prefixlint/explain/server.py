@@ -194,3 +194,16 @@ def read_metrics(path: str) -> Metrics:
             f"vllm:cache_config_info enable_prefix_caching={info['enable_prefix_caching']}"
         )
     return out
+
+
+def read_server(command: str | None, metrics_path: str | None) -> tuple[ServerConfig | None, Metrics | None]:
+    """The server's settings from its command line and its metrics (the command line wins where
+    both say), and the metrics themselves; (None, None) when neither is given."""
+    server = parse_server_args(command) if command else None
+    scrape = read_metrics(metrics_path) if metrics_path else None
+    if scrape is not None:
+        if server is None:
+            server = scrape.config
+        else:
+            server.merge(scrape.config)
+    return server, scrape
