@@ -107,8 +107,12 @@ def test_the_span_of_a_timestamp_is_the_whole_timestamp_and_a_uuid_the_whole_uui
     seconds = text.index(":10Z") + 1
     stamp = volatile_span(text, seconds, seconds + 2)
     assert (stamp.text, stamp.shape, stamp.anchor) == ("2025-03-31T23:59:10Z", "datetime", "Now")
-    words = volatile_span("Dear Alice, you are", 5, 10)
-    assert (words.text, words.shape) == ("Alice,", "text")
+    name = volatile_span("Dear Alice, you are", 5, 10)
+    assert (name.text, name.shape, name.anchor) == ("Alice", "word", "Dear")
+    letters = volatile_span("Request afdfbaaafa\nYou are", 10, 12)  # a hex id without digits, mid-token
+    assert (letters.text, letters.shape, letters.anchor) == ("afdfbaaafa", "word", "Request")
+    words = volatile_span("Hi there. Regards, Bob", 3, 15)
+    assert (words.text, words.shape) == ("there. Regards", "text")
 
 
 # --- 2. formats users have -------------------------------------------------------------------

@@ -73,6 +73,9 @@ _VOLATILE = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _SHAPES.item
 _ANY_VALUE = "|".join(f"(?:{rx})" for rx in _SHAPES.values())
 # Several values in one span ("17 at 23:59:10"): a run of them with the text between.
 _SHAPES["values"] = rf"(?:{_ANY_VALUE})(?:[^\n]*?(?:{_ANY_VALUE}))*"
+_SHAPES["word"] = r"\w[\w-]*"
+_WORD = re.compile(_SHAPES["word"])
+_WORD_CHAR = re.compile(r"[\w-]")
 SPAN_WINDOW = 400  # characters either side of the divergence searched for the volatile value
 
 
@@ -102,8 +105,8 @@ class Span:
 
 def volatile_span(text: str, start: int, end: int) -> Span:
     """The span of `text` that differs from the earlier request at characters [start, end): the
-    volatile values (dates, uuids, hex ids, numbers) covering them, else those characters (at least
-    the word at `start`), within one line."""
+    volatile values (dates, uuids, hex ids, numbers) covering them, else the whole words covering
+    them, within one line."""
     line_start = text.rfind("\n", 0, start) + 1
     line_end = text.find("\n", start)
     line_end = len(text) if line_end < 0 else line_end
@@ -114,9 +117,13 @@ def volatile_span(text: str, start: int, end: int) -> Span:
     if covering:
         s, e = covering[0].start(), covering[-1].end()
         shape = (covering[0].lastgroup or "values") if len(covering) == 1 else "values"
-    else:
-        word = re.compile(r"\S+").search(text, start, line_end)
-        s, e, shape = start, max(end, word.end() if word else end), "text"
+    else:  # words: widened to whole words, so an id of letters only moves whole
+        s, e = start, end
+        while s > line_start and _WORD_CHAR.match(text[s - 1]):
+            s -= 1
+        while e < line_end and _WORD_CHAR.match(text[e]):
+            e += 1
+        shape = "word" if _WORD.fullmatch(text, s, e) else "text"
     return Span(s, e, text[s:e], shape, line_anchor(text, s))
 
 
