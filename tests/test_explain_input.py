@@ -186,6 +186,14 @@ def test_vllm_request_log_lines_give_the_prompt_the_server_rendered():
     ]
 
 
+def test_a_server_log_opening_with_many_start_up_lines_is_still_told_apart(tmp_path):
+    start_up = "".join(f"INFO 03-31 23:58:00 [core.py:{i}] loading weights, shard {i}\n" for i in range(100))
+    log = tmp_path / "server.log"
+    log.write_text(start_up + (FIX / "vllm_requests.log").read_text(encoding="utf-8"), encoding="utf-8")
+    fmt, requests, skips = read(log)
+    assert (fmt, len(requests), skips) == ("vllm-log", 4, {"not a vllm request line": 105})
+
+
 def test_log_format_overrides_detection(tmp_path):
     fmt, requests, skips = read(FIX / "openai_gateway.jsonl", "litellm")
     assert (fmt, requests) == ("litellm", [])

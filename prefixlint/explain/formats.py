@@ -27,7 +27,8 @@ from prefixlint.explain.requests import Request, RequestError, parse_request
 from prefixlint.jinja.inputs import BASE_TIME
 
 FORMATS = ("openai", "anthropic", "litellm", "otel", "vllm-log")
-DETECT_RECORDS = 32  # readable records looked at to tell the log's format
+DETECT_RECORDS = 32  # recognised records looked at to tell the log's format
+DETECT_LINES = 2000  # lines read at most to find them (a server log opens with its start-up lines)
 
 _VLLM_LINE = re.compile(r"Received request (?P<id>\S+): prompt: (?P<prompt>'|\")")
 

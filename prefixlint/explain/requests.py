@@ -205,22 +205,24 @@ def iter_log(
     format is `log_format`, else told from the first readable records (appended to `found`)."""
     from itertools import chain
 
-    from prefixlint.explain.formats import DETECT_RECORDS, decode, detect, requests_of
+    from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
 
     head: list[tuple[int, bytes]] = []
     numbered = ((n, line) for n, line in enumerate(lines, 1) if line.strip())
     if log_format is None:
+        # A server log may open with many lines that are no request: look past them, boundedly.
+        recognised: list[Any] = []
         for item in numbered:
             head.append(item)
-            if len(head) >= DETECT_RECORDS:
-                break
-        readable = []
-        for _, line in head:
             try:
-                readable.append(decode(line, None))
+                value = decode(item[1], None)
             except RequestError:
-                continue
-        log_format = detect(readable)
+                value = None
+            if kind_of(value) is not None:
+                recognised.append(value)
+            if len(recognised) >= DETECT_RECORDS or len(head) >= DETECT_LINES:
+                break
+        log_format = detect(recognised)
     if found is not None:
         found.append(log_format)
     index = 0
