@@ -478,3 +478,23 @@ def test_html_page_names_the_inputs_and_shows_server_causes(tmp_path, tail_log):
     html = page.read_text(encoding="utf-8")
     assert f"Log format: openai; template: {TAIL}; tokenizer: " in html
     assert "prefix caching is off (--no-enable-prefix-caching)" in html
+
+
+def test_openai_responses_api_bodies_with_their_usage(tmp_path):
+    lines = [
+        {
+            "request": {
+                "model": "gpt-4.1",
+                "instructions": POLICY,
+                "input": [{"role": "user", "content": [{"type": "input_text", "text": q}]}],
+            },
+            "response": {"usage": {"input_tokens": 90, "input_tokens_details": {"cached_tokens": 64 * i}}},
+        }
+        for i, q in enumerate(QUESTIONS[:2])
+    ]
+    fmt, requests, skips = read(Path(write_log(tmp_path / "responses.jsonl", lines)))
+    assert (fmt, skips) == ("openai", {})
+    assert [r.messages for r in requests] == [
+        [{"role": "system", "content": POLICY}, {"role": "user", "content": q}] for q in QUESTIONS[:2]
+    ]
+    assert [(r.observed_prompt_tokens, r.observed_cached_tokens) for r in requests] == [(90, 0), (90, 64)]

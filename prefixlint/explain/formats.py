@@ -23,7 +23,13 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from prefixlint.explain.requests import Request, RequestError, parse_request
+from prefixlint.explain.requests import (
+    Request,
+    RequestError,
+    is_anthropic_body,
+    is_responses_body,
+    parse_request,
+)
 from prefixlint.jinja.inputs import BASE_TIME
 
 FORMATS = ("openai", "anthropic", "litellm", "otel", "vllm-log")
@@ -47,11 +53,11 @@ def kind_of(value: Any) -> str | None:
         return "litellm"
     body = value.get("body", value.get("request", value))
     if isinstance(body, dict) and (
-        isinstance(body.get("messages"), list) or isinstance(body.get("prompt"), str)
+        isinstance(body.get("messages"), list)
+        or isinstance(body.get("prompt"), str)
+        or is_responses_body(body)
     ):
-        from prefixlint.explain.requests import _is_anthropic
-
-        return "anthropic" if _is_anthropic(body) else "openai"
+        return "anthropic" if is_anthropic_body(body) else "openai"
     return None
 
 
@@ -114,6 +120,8 @@ def usage_counts(usage: Any) -> tuple[int | None, int | None]:
     """(prompt tokens, of which the server served from cache) from an OpenAI or Anthropic `usage`."""
     if not isinstance(usage, dict):
         return None, None
+    if isinstance(usage.get("input_tokens_details"), dict):  # OpenAI Responses API
+        return _int(usage.get("input_tokens")), _int(usage["input_tokens_details"].get("cached_tokens"))
     if "input_tokens" in usage and "prompt_tokens" not in usage:
         # Anthropic: input_tokens counts only what follows the last cache breakpoint.
         parts = [
@@ -193,8 +201,10 @@ def _litellm(value: Any, index: int, interval: float) -> Request:
     prompt, cached = usage_counts(usage)
     request.observed_prompt_tokens = prompt if prompt is not None else _int(payload.get("prompt_tokens"))
     request.observed_cached_tokens = cached
-    first = payload.get("completionStartTime")
-    if isinstance(start, int | float) and isinstance(first, int | float) and first >= start:
+    first, end = payload.get("completionStartTime"), payload.get("endTime")
+    numbers = all(isinstance(t, int | float) for t in (start, first, end))
+    # Without streaming LiteLLM sets completionStartTime to endTime: the whole call, not a TTFT.
+    if numbers and start <= first < end:
         request.ttft = float(first - start)
     return request
 

@@ -101,7 +101,37 @@ def _anthropic_messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], boo
     return messages, bool(system)
 
 
-def _is_anthropic(body: dict[str, Any]) -> bool:
+def is_responses_body(body: dict[str, Any]) -> bool:
+    """An OpenAI Responses API body: `instructions`, or `input` items with roles (a bare string
+    `input` alone is as likely an embeddings request)."""
+    items = body.get("input")
+    if isinstance(body.get("instructions"), str) and isinstance(items, str | list):
+        return True
+    return isinstance(items, list) and any(isinstance(i, dict) and "role" in i for i in items)
+
+
+def _responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI Responses API body (`instructions`, `input`) as a chat body: the instructions are
+    the system message; message items keep their role, their `input_text` parts their text."""
+    messages: list[dict[str, Any]] = []
+    if isinstance(body.get("instructions"), str):
+        messages.append({"role": "system", "content": body["instructions"]})
+    items = body["input"]
+    if isinstance(items, str):
+        messages.append({"role": "user", "content": items})
+    else:
+        for item in items:
+            if isinstance(item, dict) and "role" in item:
+                content = item.get("content")
+                if isinstance(content, list):
+                    content = "\n".join(
+                        str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+                    )
+                messages.append({"role": item["role"], "content": content})
+    return {**body, "messages": messages}
+
+
+def is_anthropic_body(body: dict[str, Any]) -> bool:
     if "system" in body or "anthropic_version" in body:
         return True
     if any(isinstance(t, dict) and "input_schema" in t for t in body.get("tools") or []):
@@ -147,6 +177,8 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
     now = _parse_time(stamp) or BASE_TIME + timedelta(seconds=index * interval)
     if isinstance(body.get("prompt"), str):
         return Request(prompt=body["prompt"], now=now)
+    if "messages" not in body and is_responses_body(body):
+        body = _responses_as_chat(body)
     if not isinstance(body.get("messages"), list):
         raise RequestError(
             "neither `messages` (chat) nor `prompt` (plain text) in the request",
@@ -154,7 +186,7 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
         )
     kwargs = body.get("chat_template_kwargs") or {}
     tools = body.get("tools") or None
-    if anthropic if anthropic is not None else _is_anthropic(body):
+    if anthropic if anthropic is not None else is_anthropic_body(body):
         messages, system_field = _anthropic_messages(body)
         if tools:
             tools = [
