@@ -574,7 +574,8 @@ def rule_cmd(code: str) -> None:
     "--log",
     "log",
     type=click.Path(exists=True, dir_okay=False),
-    help='JSONL request log (bodies or {"prompt": …}; gzip accepted).',
+    help="Request log: JSONL of OpenAI/Anthropic bodies (with responses), LiteLLM payloads or OTel "
+    "GenAI spans, or a vLLM --enable-log-requests log; gzip accepted.",
 )
 @click.option(
     "--template",
