@@ -580,7 +580,7 @@ def rule_cmd(code: str) -> None:
 @click.option(
     "--template",
     type=click.Path(exists=True, dir_okay=False),
-    help="Chat template (.jinja or tokenizer_config.json).",
+    help="Chat template (.jinja or tokenizer_config.json); default: the one beside --tokenizer/--model-dir.",
 )
 @click.option(
     "--model-dir",

@@ -98,6 +98,26 @@ def test_plain_prompt_log_with_an_id_at_the_head_moves_the_id_not_the_line(tmp_p
     assert float(report.engines["sglang"]["hit_rate"]) < 0.05
 
 
+def test_an_id_opening_the_system_message_is_anchored_by_the_line_before(tmp_path, tok):
+    n = len(QUESTIONS)
+    ids = ["4821", "7390", "1657", "9034"]  # first digits differ: nothing is shared after the move
+    lines = [
+        {"messages": [{"role": "system", "content": f"{ids[i]} {POLICY}"}, {"role": "user", "content": q}]}
+        for i, q in enumerate(QUESTIONS)
+    ]
+    report = explain_log(write_log(tmp_path / "log.jsonl", lines), Renderer(None), tok, ENGINES)
+    top = report.causes[0]
+    assert (top.span.text, top.anchor, top.section) == ("7390", "<|im_start|>system\n", "system")
+    # Moved to the end of the system message (ChatML, the default template), by hand:
+    moved = [
+        f"<|im_start|>system\n {POLICY}\n{ids[i]}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n"
+        "<|im_start|>assistant\n"
+        for i, q in enumerate(QUESTIONS)
+    ]
+    shared = prefix_tokens(tok, moved[0], f"{POLICY}\n")
+    assert top.what_if["sglang"] == round((n - 1) * shared / sum(n_tokens(tok, t) for t in moved), 6)
+
+
 def test_the_span_of_a_timestamp_is_the_whole_timestamp_and_a_uuid_the_whole_uuid():
     from prefixlint.explain.causes import volatile_span
 

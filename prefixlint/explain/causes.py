@@ -77,12 +77,14 @@ _SHAPES["word"] = r"\w[\w-]*"
 _WORD = re.compile(_SHAPES["word"])
 _WORD_CHAR = re.compile(r"[\w-]")
 SPAN_WINDOW = 400  # characters either side of the divergence searched for the volatile value
+ANCHOR_CHARS = 40  # of the line before a span that opens its line
 
 
 @dataclass(frozen=True)
 class Span:
     """The smallest volatile span at a divergence: its characters in the prompt, its shape (a
-    `_SHAPES` name, or "text"), and the normalised text before it on its line (the cluster key)."""
+    `_SHAPES` name, or "text"), and the normalised text before it on its line, or of the line
+    before when it opens its line (the cluster key)."""
 
     start: int
     end: int
@@ -91,10 +93,14 @@ class Span:
     anchor: str
 
     def pattern(self) -> str | None:
-        """A regex finding the same span in any prompt: the anchor at a line start (or the prompt's
-        start when the span opens it), the separators after it, then a value of the same shape. None
-        when nothing anchors it (moving the first such value anywhere could move the wrong one)."""
+        """A regex finding the same span in any prompt: the anchor at a line start (or the line
+        before, or the prompt's start, when the span opens its line), the separators after it, then
+        a value of the same shape. None when nothing anchors it (moving the first such value
+        anywhere could move the wrong one)."""
         value = _SHAPES.get(self.shape, r"[^\n]+")
+        if self.anchor.endswith("\n"):  # the line before the span's
+            body = r"\d+".join(re.escape(part) for part in self.anchor.split("#"))
+            return rf"{body}[{re.escape(_TRAILING)}]*?(?P<span>{value})"
         if self.anchor.strip():
             body = r"\d+".join(re.escape(part) for part in self.anchor.split("#"))
             return rf"(?m)^{body}[{re.escape(_TRAILING)}]*?(?P<span>{value})"
@@ -124,7 +130,12 @@ def volatile_span(text: str, start: int, end: int) -> Span:
         while e < line_end and _WORD_CHAR.match(text[e]):
             e += 1
         shape = "word" if _WORD.fullmatch(text, s, e) else "text"
-    return Span(s, e, text[s:e], shape, line_anchor(text, s))
+    anchor = line_anchor(text, s)
+    if not anchor.strip() and line_start > 0:
+        # The span opens its line: the line before it (with its newline) anchors it instead.
+        before = text.rfind("\n", 0, line_start - 1) + 1
+        anchor = _DIGITS.sub("#", text[before:line_start])[-ANCHOR_CHARS:]
+    return Span(s, e, text[s:e], shape, anchor)
 
 
 def divergence_span(text: str, offsets: list[tuple[int, int]], div: Divergence) -> Span:
