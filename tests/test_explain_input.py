@@ -24,6 +24,7 @@ from test_explain import (
 )
 
 from prefixlint.cli import cli
+from prefixlint.explain.formats import VLLM_NO_PROMPT
 from prefixlint.explain.log import explain_log
 from prefixlint.explain.observed import prefill_ms
 from prefixlint.explain.requests import Renderer, RequestError, iter_log, open_log
@@ -204,6 +205,13 @@ def test_vllm_request_log_lines_give_the_prompt_the_server_rendered():
         "<|im_start|>assistant\n"
         for i, q in enumerate(QUESTIONS)
     ]
+
+
+def test_later_vllm_logs_the_prompt_in_a_debug_line_and_says_so_where_it_is_missing():
+    fmt, requests, skips = read(FIX / "vllm_requests_debug.log")
+    _, earlier, _ = read(FIX / "vllm_requests.log")
+    assert (fmt, [r.prompt for r in requests]) == ("vllm-log", [r.prompt for r in earlier])
+    assert skips == {VLLM_NO_PROMPT: 4, "not a vllm request line": 1}
 
 
 def test_a_server_log_opening_with_many_start_up_lines_is_still_told_apart(tmp_path):

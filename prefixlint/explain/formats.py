@@ -10,8 +10,9 @@ Formats, each read as its own documentation describes it:
 - `otel`: OpenTelemetry GenAI spans exported as JSON, one span (SDK console exporter, attributes as
   an object) or an OTLP `resourceSpans` envelope (attributes as key/value lists); the prompt from
   `gen_ai.system_instructions` + `gen_ai.input.messages`, or the older `gen_ai.prompt.N.role/content`.
-- `vllm-log`: vLLM's `--enable-log-requests` lines, `Received request ID: prompt: '…', params: …`:
-  the prompt as the server rendered it.
+- `vllm-log`: vLLM's `--enable-log-requests` lines, `Received request ID: prompt: '…', params: …`
+  (or, in later versions, `Request ID details: prompt: '…'` at DEBUG level): the prompt as the
+  server rendered it.
 """
 
 from __future__ import annotations
@@ -36,13 +37,17 @@ FORMATS = ("openai", "anthropic", "litellm", "otel", "vllm-log")
 DETECT_RECORDS = 32  # recognised records looked at to tell the log's format
 DETECT_LINES = 2000  # lines read at most to find them (a server log opens with its start-up lines)
 
-_VLLM_LINE = re.compile(r"Received request (?P<id>\S+): prompt: (?P<prompt>'|\")")
+# vLLM up to 0.10 logs the prompt at INFO in its "Received request" line; later versions log
+# "Received request ID: params: …" at INFO and the prompt in "Request ID details: prompt: …" at DEBUG.
+_VLLM_LINE = re.compile(r"(?:Received request|Request) (?P<id>\S+?)(?: details)?: prompt: (?P<prompt>'|\")")
+_VLLM_PARAMS_LINE = re.compile(r"Received request \S+: params: ")
+VLLM_NO_PROMPT = "vllm line without the prompt (newer vLLM logs it at DEBUG: VLLM_LOGGING_LEVEL=DEBUG)"
 
 
 def kind_of(value: Any) -> str | None:
     """The format one decoded record looks like (None: none of them)."""
     if isinstance(value, str):
-        return "vllm-log" if _VLLM_LINE.search(value) else None
+        return "vllm-log" if _VLLM_LINE.search(value) or _VLLM_PARAMS_LINE.search(value) else None
     if not isinstance(value, dict):
         return None
     if "resourceSpans" in value or _span_attributes(value) is not None:
@@ -381,6 +386,8 @@ def _otel(value: Any, index: int, interval: float) -> list[Request | RequestErro
 def _vllm_line(line: Any, index: int, interval: float) -> Request:
     text = line if isinstance(line, str) else ""
     m = _VLLM_LINE.search(text)
+    if m is None and _VLLM_PARAMS_LINE.search(text):
+        raise RequestError("a `Received request` line without the prompt", reason=VLLM_NO_PROMPT)
     if m is None:
         raise RequestError("not a vLLM `Received request` line", reason="not a vllm request line")
     literal = _string_literal(text, m.start("prompt"))
