@@ -290,6 +290,8 @@ def test_server_command_lines_of_vllm_sglang_and_llama_cpp():
         8192,
     )
     assert parse_server_args("vllm serve m").caching
+    docker = parse_server_args("docker run --gpus all vllm/vllm-openai:latest --model m --block-size 32")
+    assert (docker.engine, docker.block_size) == ("vllm", 32)
     with pytest.raises(ServerArgsError):
         parse_server_args("vllm serve m --block-size sixteen")
     with pytest.raises(ServerArgsError):

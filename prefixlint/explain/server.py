@@ -55,14 +55,18 @@ class ServerConfig:
         return replace(engine, block_size=self.block_size, increment=self.block_size)
 
 
+_PROGRAMS = (("vllm", "vllm"), ("sglang", "sglang"), ("llama-server", "llamacpp"), ("llama.cpp", "llamacpp"))
+
+
 def _engine_of(argv: list[str]) -> str | None:
-    joined = " ".join(argv[:4])
-    if "vllm" in joined:
-        return "vllm"
-    if "sglang" in joined:
-        return "sglang"
-    if "llama-server" in joined or "llama_server" in joined or "llama.cpp" in joined:
-        return "llamacpp"
+    """The engine the first word naming a server program names (`vllm serve`, a `docker run …
+    vllm/vllm-openai` image, `python -m sglang.launch_server`, `llama-server`); flags are skipped."""
+    for arg in argv:
+        if arg.startswith("-"):
+            continue
+        for program, engine in _PROGRAMS:
+            if program in arg.lower():
+                return engine
     return None
 
 
