@@ -29,6 +29,7 @@ from prefixlint.tokens import LoadedTokenizer
 if TYPE_CHECKING:
     from prefixlint.explain.observed import LogObservations
 
+KEPT_ERRORS = 5  # unusable lines quoted in the report (all are counted by reason)
 BATCH = 256  # requests per encode_batch call: enough to use every core, little to hold
 
 
@@ -93,7 +94,7 @@ def _batches(
     found: list[str] | None = None,
     skips: Counter[str] | None = None,
 ) -> Iterator[list[tuple[int, Rendered]]]:
-    """Rendered requests in batches; unusable lines are counted in `errors` (first few kept) and by
+    """Rendered requests in batches; unusable lines are quoted in `errors` (the first few) and counted by
     reason in `skips`; the log's format is `log_format`, else detected (appended to `found`)."""
     lines, raw = open_log(path)
     try:
@@ -102,14 +103,18 @@ def _batches(
         batch: list[tuple[int, Rendered]] = []
         for number, item in iter_log(lines, interval, log_format, found):
             if isinstance(item, RequestError):
-                errors.append(f"line {number}: {item}")
+                if len(errors) < KEPT_ERRORS:  # the rest only counted: a server log has many
+                    errors.append(f"line {number}: {item}")
                 if skips is not None:
                     skips[item.reason] += 1
                 continue
             try:
                 batch.append((number, renderer.render(item)))
             except Exception as exc:  # the user's template raising for this request
-                errors.append(f"line {number}: the template raised {type(exc).__name__}: {str(exc)[:120]}")
+                if len(errors) < KEPT_ERRORS:
+                    errors.append(
+                        f"line {number}: the template raised {type(exc).__name__}: {str(exc)[:120]}"
+                    )
                 if skips is not None:
                     skips["the template raised"] += 1
                 continue
@@ -182,7 +187,8 @@ def explain_log(
     movable = [c for c in causes if c.tokens_lost > 0 and c.span and c.span.pattern()][:what_ifs]
     if movable:
         _what_if(path, renderer, tokenizer, engines, movable, capacity, interval, formats[0])
-    report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, len(errors), errors[:5], primary)
+    skipped = sum(skips.values())
+    report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, skipped, errors, primary)
     report.log_format = formats[0] if formats else log_format
     report.skipped_by_reason = dict(sorted(skips.items(), key=lambda kv: (-kv[1], kv[0])))
     shown = causes[0].example_ids if causes else first[1] if first else []
