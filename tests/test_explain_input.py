@@ -197,6 +197,53 @@ def test_opentelemetry_genai_spans_new_and_old_attributes_render_like_the_openai
     assert [renderer.render(r).text for r in requests] == [renderer.render(r).text for r in openai]
 
 
+def test_a_span_from_the_sdk_console_exporter_with_structured_attributes(tmp_path):
+    span = {
+        "name": "chat gpt-4o",
+        "context": {"trace_id": "0x5b8efff798038103d269b633813fc60c", "span_id": "0xeee19b7ec3c1b174"},
+        "start_time": "2025-03-31T23:59:10.250000Z",
+        "attributes": {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": [
+                {"role": "system", "parts": [{"type": "text", "content": POLICY}]},
+                {"role": "user", "parts": [{"type": "text", "content": QUESTIONS[0]}]},
+                {
+                    "role": "assistant",
+                    "parts": [
+                        {"type": "tool_call", "id": "call_1", "name": "track", "arguments": {"order": 7}}
+                    ],
+                },
+                {
+                    "role": "tool",
+                    "parts": [{"type": "tool_call_response", "id": "call_1", "response": "shipped"}],
+                },
+            ],
+            "gen_ai.usage.input_tokens": 120,
+        },
+    }
+    fmt, requests, skips = read(Path(write_log(tmp_path / "spans.jsonl", [span])))
+    assert (fmt, skips) == ("otel", {})
+    (request,) = requests
+    assert request.now == datetime(2025, 3, 31, 23, 59, 10, 250000, tzinfo=UTC)
+    assert request.messages == [
+        {"role": "system", "content": POLICY},
+        {"role": "user", "content": QUESTIONS[0]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "track", "arguments": '{"order": 7}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_1", "content": "shipped"},
+    ]
+    assert (request.observed_prompt_tokens, request.observed_cached_tokens) == (120, None)
+
+
 def test_vllm_request_log_lines_give_the_prompt_the_server_rendered():
     fmt, requests, skips = read(FIX / "vllm_requests.log")
     assert (fmt, skips) == ("vllm-log", {"not a vllm request line": 5})
@@ -244,6 +291,9 @@ def test_observed_hit_rate_beside_the_simulated_one():
     assert data["observed"]["simulated_hit_rate"] == data["engines"]["vllm"]["hit_rate"]
     plain = explain_json("--log", str(FIX / "vllm_requests.log"))
     assert plain["observed"]["hit_rate"] is None and plain["template"] is None
+    spans = explain_json("--log", str(FIX / "otel_spans.jsonl"))  # two spans without cache reads
+    assert spans["observed"]["hit_rate"] == round(80 / (93 + 93), 6)
+    assert spans["observed"]["requests_without_cached_tokens"] == 2
 
 
 def test_a_server_that_reuses_far_less_than_the_prompts_allow_is_itself_a_cause(tmp_path, tok):

@@ -41,6 +41,7 @@ class LogObservations:
     baseline_hits: int = 0
     salted_hits: int = 0  # as `hits`, but a request reuses only requests with its own cache_salt
     observed_requests: int = 0
+    usage_without_cache: int = 0  # requests whose usage has prompt tokens but no cached count
     observed_prompt: int = 0
     observed_cached: int = 0
     timed_requests: int = 0
@@ -60,6 +61,8 @@ class LogObservations:
         self.baseline_hits += self.baseline.cacheable(shared, n)
         self.salted_hits += self._salted_hit(request.cache_salt, seq, n) if request.cache_salt else hit
         prompt, cached = request.observed_prompt_tokens, request.observed_cached_tokens
+        if prompt is not None and cached is None:
+            self.usage_without_cache += 1
         if prompt is not None and cached is not None and prompt > 0:
             self.observed_requests += 1
             self.observed_prompt += prompt
@@ -246,6 +249,7 @@ def findings(
             "requests": obs.observed_requests,
             "prompt_tokens": obs.observed_prompt,
             "cached_tokens": obs.observed_cached,
+            "requests_without_cached_tokens": obs.usage_without_cache,
             "simulated_hit_rate": simulated,
         },
         ttft={
@@ -288,6 +292,11 @@ def findings_text(found: Findings, data: dict[str, Any]) -> tuple[str, str]:
         tail.append(
             f"observed: the server reused {observed['hit_rate']:.1%} ({observed['source']}); "
             f"simulated {data['engine']}: {observed['simulated_hit_rate']:.1%}"
+        )
+    elif observed["requests_without_cached_tokens"]:
+        tail.append(
+            f"observed: {observed['requests_without_cached_tokens']:,} requests' usage has no cached-token "
+            "count (vLLM reports it with --enable-prompt-tokens-details)"
         )
     ttft = found.ttft
     if ttft["prefill_tokens_per_s"]:
