@@ -9,7 +9,7 @@ requests before it (the simulation's match); `findings` turns the totals into re
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from prefixlint.engines import Engine
@@ -268,12 +268,6 @@ def findings(
         },
         causes=causes,
     )
-
-
-def baseline_of(engine: Engine, defaults: dict[str, Engine]) -> Engine:
-    """The engine's default profile (the what-if of a changed block size)."""
-    default = defaults.get(engine.name)
-    return default if default is not None else replace(engine)
 
 
 def findings_text(found: Findings, data: dict[str, Any]) -> tuple[str, str]:
