@@ -435,6 +435,7 @@ def test_a_cache_smaller_than_one_prompt(tail_log):
     )
     assert data["server"]["capacity_tokens"] == 160
     cause = next(c for c in data["causes"] if c["kind"] == "capacity")
+    assert "a cache of 160 tokens (--num-gpu-blocks-override 10 × block size 16)" in cause["message"]
     assert (cause["hit_rate"], cause["what_if_hit_rate"]) == (
         0.0,
         round((n - 1) * (shared // 16 * 16) / total, 6),

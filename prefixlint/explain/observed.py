@@ -219,7 +219,8 @@ def findings(
     lru = engines.get(primary, {}).get("lru")
     if isinstance(lru, dict):
         capacity = lru["capacity_tokens"]
-        where = (server.source.get("capacity_tokens") if server else None) or "--cache-tokens"
+        from_server = server is not None and server.capacity_tokens == capacity
+        where = server.source["capacity_tokens"] if from_server else f"--cache-tokens {capacity}"
         lru_hits, all_hits = int(lru["hit_tokens"]), int(engines[primary]["hit_tokens"])
         cause(
             "capacity",
