@@ -5,6 +5,7 @@ latency. Figures are computed by hand from the engines' rules and the real token
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -128,6 +129,10 @@ def test_the_span_of_a_timestamp_is_the_whole_timestamp_and_a_uuid_the_whole_uui
     seconds = text.index(":10Z") + 1
     stamp = volatile_span(text, seconds, seconds + 2)
     assert (stamp.text, stamp.shape, stamp.anchor) == ("2025-03-31T23:59:10Z", "datetime", "Now")
+    two = volatile_span("Time: 23:59:10, user 17, served by 3 agents", 12, 22)
+    assert (two.text, two.shape, two.values) == ("23:59:10, user 17", "values", 2)
+    other = "Time: 08:00:00, user 5, served by 3 agents"
+    assert re.search(two.pattern(), other).group("span") == "08:00:00, user 5"  # not up to the "3"
     name = volatile_span("Dear Alice, you are", 5, 10)
     assert (name.text, name.shape, name.anchor) == ("Alice", "word", "Dear")
     letters = volatile_span("Request afdfbaaafa\nYou are", 10, 12)  # a hex id without digits, mid-token

@@ -71,8 +71,6 @@ _SHAPES = {
 }
 _VOLATILE = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _SHAPES.items()))
 _ANY_VALUE = "|".join(f"(?:{rx})" for rx in _SHAPES.values())
-# Several values in one span ("17 at 23:59:10"): a run of them with the text between.
-_SHAPES["values"] = rf"(?:{_ANY_VALUE})(?:[^\n]*?(?:{_ANY_VALUE}))*"
 _SHAPES["word"] = r"\w[\w-]*"
 _WORD = re.compile(_SHAPES["word"])
 _WORD_CHAR = re.compile(r"[\w-]")
@@ -91,6 +89,7 @@ class Span:
     text: str
     shape: str
     anchor: str
+    values: int = 1  # volatile values in the span ("values" shape: "17 at 23:59:10" has two)
 
     def pattern(self) -> str | None:
         """A regex finding the same span in any prompt: the anchor at a line start (or the line
@@ -98,6 +97,8 @@ class Span:
         a value of the same shape. None when nothing anchors it (moving the first such value
         anywhere could move the wrong one)."""
         value = _SHAPES.get(self.shape, r"[^\n]+")
+        if self.shape == "values":  # as many values as the example's, with the text between
+            value = rf"(?:{_ANY_VALUE})(?:[^\n]*?(?:{_ANY_VALUE})){{{self.values - 1}}}"
         if self.anchor.endswith("\n"):  # the line before the span's
             body = r"\d+".join(re.escape(part) for part in self.anchor.split("#"))
             return rf"{body}[{re.escape(_TRAILING)}]*?(?P<span>{value})"
@@ -135,7 +136,7 @@ def volatile_span(text: str, start: int, end: int) -> Span:
         # The span opens its line: the line before it (with its newline) anchors it instead.
         before = text.rfind("\n", 0, line_start - 1) + 1
         anchor = _DIGITS.sub("#", text[before:line_start])[-ANCHOR_CHARS:]
-    return Span(s, e, text[s:e], shape, anchor)
+    return Span(s, e, text[s:e], shape, anchor, max(len(covering), 1))
 
 
 def divergence_span(text: str, offsets: list[tuple[int, int]], div: Divergence) -> Span:
