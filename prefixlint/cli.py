@@ -562,12 +562,13 @@ def rule_cmd(code: str) -> None:
     "--log",
     "log",
     type=click.Path(exists=True, dir_okay=False),
-    help='JSONL request log (bodies or {"prompt": …}; gzip accepted).',
+    help="Request log: JSONL of OpenAI/Anthropic bodies (with responses), LiteLLM payloads or OTel "
+    "GenAI spans, or a vLLM --enable-log-requests log; gzip accepted.",
 )
 @click.option(
     "--template",
     type=click.Path(exists=True, dir_okay=False),
-    help="Chat template (.jinja or tokenizer_config.json).",
+    help="Chat template (.jinja or tokenizer_config.json); default: the one beside --tokenizer/--model-dir.",
 )
 @click.option(
     "--model-dir",
@@ -577,6 +578,22 @@ def rule_cmd(code: str) -> None:
 @click.option("--tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id.")
 @click.option("--engine", "engines", multiple=True, help="Engines to simulate (default: vllm sglang openai).")
 @click.option("--cache-tokens", type=click.IntRange(min=1), help="Also simulate an LRU of this many tokens.")
+@click.option(
+    "--log-format",
+    type=click.Choice(["openai", "anthropic", "litellm", "otel", "vllm-log"]),
+    help="The log's format (default: detected from its first records).",
+)
+@click.option("--server-args", help='The server\'s command line, e.g. "vllm serve MODEL --block-size 32".')
+@click.option(
+    "--metrics",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A Prometheus text scrape of the server's /metrics.",
+)
+@click.option(
+    "--prefill-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Prefill tokens per second, to turn recomputed tokens into TTFT (default: measured from the log).",
+)
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Causes to report.")
 @click.option(
     "--what-if",

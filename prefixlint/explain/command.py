@@ -35,16 +35,19 @@ def _template_from(path: Path, tokenizer: LoadedTokenizer) -> ChatTemplate:
 def resolve(
     template: str | None, model_dir: str | None, tokenizer: str | None
 ) -> tuple[ChatTemplate | None, LoadedTokenizer]:
-    """The template (from --template, else the model folder's chat_template.jinja or
-    tokenizer_config.json, else none) and the tokenizer (--tokenizer, else the model folder's, else
-    the one beside the template, else the embedded default)."""
+    """The template (from --template, else the chat_template.jinja or tokenizer_config.json of the
+    model folder or of the folder the tokenizer was found in, else none) and the tokenizer
+    (--tokenizer, else the model folder's, else the one beside the template, else the embedded
+    default)."""
     loaded = load_tokenizer(tokenizer or model_dir) if (tokenizer or model_dir) else None
     candidates: list[Path] = []
     if template:
         candidates.append(Path(template))
-    for folder in (model_dir, tokenizer):
-        if folder and Path(folder).is_dir():
-            candidates += [Path(folder) / "chat_template.jinja", Path(folder) / "tokenizer_config.json"]
+    folders = [Path(f) for f in (model_dir, tokenizer) if f and Path(f).is_dir()]
+    if loaded is not None:
+        folders.append(Path(loaded.path).parent)  # a tokenizer.json file or a Hub id's snapshot
+    for folder in dict.fromkeys(folders):
+        candidates += [folder / "chat_template.jinja", folder / "tokenizer_config.json"]
     for path in candidates:
         if path.is_file():
             if loaded is None:
@@ -79,6 +82,10 @@ def run(
     tokenizer: str | None,
     engines: tuple[str, ...],
     cache_tokens: int | None,
+    log_format: str | None = None,
+    server_args: str | None = None,
+    metrics: str | None = None,
+    prefill_rate: float | None = None,
     top: int,
     what_if: int,
     interval: float,
@@ -118,24 +125,76 @@ def run(
         result = explain_pair(a, b, renderer, loaded, chosen)
         result["tokenizer"] = loaded.name
         result["template"] = chat_template.path if chat_template else None
+        if a.prompt is not None and b.prompt is not None:
+            result["template"] = None  # two plain prompts: nothing was rendered
+        elif chat_template is None:
+            result["template"] = renderer.template.path
         result["template_variables"] = template_vars
         if fmt == "json":
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
 
     from prefixlint.explain.log import explain_log, log_text
+    from prefixlint.explain.observed import LogObservations, configured, findings
+    from prefixlint.explain.server import ServerArgsError, read_server
 
+    try:
+        server, scrape = read_server(server_args, metrics)
+    except ServerArgsError as exc:
+        raise ExplainError(str(exc)) from exc
+    if server is not None and server.engine and not engines:
+        # The server named is the engine to judge by: put it first.
+        known = load_engines()
+        chosen = [known[server.engine]] + [e for e in chosen if e.name != server.engine]
+    simulated = configured(chosen, server)
+    capacity = cache_tokens or (server.capacity_tokens if server else None)
+    observations = LogObservations(simulated[0], chosen[0])
     report = explain_log(
-        log, renderer, loaded, chosen, capacity=cache_tokens, top=top, what_ifs=what_if, interval=interval
+        log,
+        renderer,
+        loaded,
+        simulated,
+        capacity=capacity,
+        top=top,
+        what_ifs=what_if,
+        interval=interval,
+        log_format=log_format,
+        observations=observations,
     )
+    extra = findings(
+        observations, report.engines, report.primary, server=server, metrics=scrape, prefill_rate=prefill_rate
+    )
+    rate = extra.ttft["prefill_tokens_per_s"]
+    for cause in report.causes:
+        cause.ttft_ms_saved_per_request = _saved_ms(cause, report, rate)
     data: dict[str, Any] = report.to_json()
     data["tokenizer"] = loaded.name
-    data["template"] = chat_template.path if chat_template else None
+    data["template"] = renderer.template.path if observations.chat_requests else None
     data["template_variables"] = template_vars
+    data["observed"] = extra.observed
+    data["ttft"] = extra.ttft
+    data["server"] = extra.server
+    data["causes"] = sorted(
+        [c.to_json(report.primary) for c in extra.causes] + data["causes"], key=lambda c: -c["tokens_lost"]
+    )
     if html_path:
         from prefixlint.explain.html import render_html
 
         Path(html_path).write_text(render_html(data, report.representative, report.primary), encoding="utf-8")
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return log_text(report)
+    from prefixlint.explain.observed import findings_text
+
+    head, tail = findings_text(extra, data)
+    return head + log_text(report) + tail
+
+
+def _saved_ms(cause: Any, report: Any, rate: float | None) -> float | None:
+    """TTFT per request that moving the cause's span saves, at `rate` prefill tokens per second."""
+    after = cause.what_if.get(report.primary)
+    if rate is None or after is None or not report.requests:
+        return None
+    before = float(report.engines[report.primary]["hit_rate"])
+    from prefixlint.explain.observed import prefill_ms
+
+    return round(prefill_ms(max(after - before, 0.0) * report.tokens / report.requests, rate), 1)

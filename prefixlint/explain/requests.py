@@ -25,7 +25,11 @@ DEFAULT_TEMPLATE_PATH = "<default ChatML>"
 
 
 class RequestError(ValueError):
-    """A request body that is not one of the accepted shapes."""
+    """A record that is not a usable request; `reason` is its short category, for counting."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 @dataclass
@@ -39,6 +43,12 @@ class Request:
     kwargs: dict[str, Any] = field(default_factory=dict)
     now: datetime = BASE_TIME
     system_field: bool = False  # Anthropic: the system prompt came from the top-level `system`
+    # What the log says the server did (None where it does not say): prompt tokens it counted, of
+    # which it served from cache; time to first token in seconds; the request's `cache_salt`.
+    observed_prompt_tokens: int | None = None
+    observed_cached_tokens: int | None = None
+    ttft: float | None = None
+    cache_salt: str | None = None
 
 
 def _text_of(content: Any) -> Any:
@@ -91,7 +101,37 @@ def _anthropic_messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], boo
     return messages, bool(system)
 
 
-def _is_anthropic(body: dict[str, Any]) -> bool:
+def is_responses_body(body: dict[str, Any]) -> bool:
+    """An OpenAI Responses API body: `instructions`, or `input` items with roles (a bare string
+    `input` alone is as likely an embeddings request)."""
+    items = body.get("input")
+    if isinstance(body.get("instructions"), str) and isinstance(items, str | list):
+        return True
+    return isinstance(items, list) and any(isinstance(i, dict) and "role" in i for i in items)
+
+
+def _responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI Responses API body (`instructions`, `input`) as a chat body: the instructions are
+    the system message; message items keep their role, their `input_text` parts their text."""
+    messages: list[dict[str, Any]] = []
+    if isinstance(body.get("instructions"), str):
+        messages.append({"role": "system", "content": body["instructions"]})
+    items = body["input"]
+    if isinstance(items, str):
+        messages.append({"role": "user", "content": items})
+    else:
+        for item in items:
+            if isinstance(item, dict) and "role" in item:
+                content = item.get("content")
+                if isinstance(content, list):
+                    content = "\n".join(
+                        str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+                    )
+                messages.append({"role": item["role"], "content": content})
+    return {**body, "messages": messages}
+
+
+def is_anthropic_body(body: dict[str, Any]) -> bool:
     if "system" in body or "anthropic_version" in body:
         return True
     if any(isinstance(t, dict) and "input_schema" in t for t in body.get("tools") or []):
@@ -116,28 +156,37 @@ def _parse_time(value: Any) -> datetime | None:
     return None
 
 
-def parse_request(data: Any, index: int = 0, interval: float = 1.0) -> Request:
+def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: bool | None = None) -> Request:
     """A log line or a request file's JSON (or a plain string) as a Request.
 
     Accepts a body, or `{"body"|"request": body, "timestamp"|"time"|"created": …}` from a gateway log.
+    `anthropic`: read the body as Anthropic's (True) or OpenAI's (False); None tells them apart.
     """
     if isinstance(data, str):
         return Request(prompt=data, now=BASE_TIME + timedelta(seconds=index * interval))
     if not isinstance(data, dict):
-        raise RequestError(f"a request is a JSON object or a string, not {type(data).__name__}")
+        raise RequestError(
+            f"a request is a JSON object or a string, not {type(data).__name__}",
+            reason="not a request object",
+        )
     stamp = next((data[k] for k in ("timestamp", "time", "created") if k in data), None)
     body = data.get("body", data.get("request", data))
     if not isinstance(body, dict):
-        raise RequestError("`body` is not a JSON object")
+        raise RequestError("`body` is not a JSON object", reason="body is not an object")
     stamp = stamp if stamp is not None else body.get("created")
     now = _parse_time(stamp) or BASE_TIME + timedelta(seconds=index * interval)
     if isinstance(body.get("prompt"), str):
         return Request(prompt=body["prompt"], now=now)
+    if "messages" not in body and is_responses_body(body):
+        body = _responses_as_chat(body)
     if not isinstance(body.get("messages"), list):
-        raise RequestError("neither `messages` (chat) nor `prompt` (plain text) in the request")
+        raise RequestError(
+            "neither `messages` (chat) nor `prompt` (plain text) in the request",
+            reason="no messages or prompt",
+        )
     kwargs = body.get("chat_template_kwargs") or {}
     tools = body.get("tools") or None
-    if _is_anthropic(body):
+    if anthropic if anthropic is not None else is_anthropic_body(body):
         messages, system_field = _anthropic_messages(body)
         if tools:
             tools = [
@@ -181,18 +230,42 @@ def open_log(path: str) -> tuple[IO[bytes], IO[bytes]]:
     return raw, raw
 
 
-def iter_log(lines: IO[bytes], interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
-    """(line number, request or the reason it is not one), streaming; blank lines are skipped."""
+def iter_log(
+    lines: IO[bytes], interval: float = 1.0, log_format: str | None = None, found: list[str] | None = None
+) -> Iterator[tuple[int, Request | RequestError]]:
+    """(line number, request or the reason it is not one), streaming; blank lines are skipped. The
+    format is `log_format`, else told from the first readable records (appended to `found`)."""
+    from itertools import chain
+
+    from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
+
+    head: list[tuple[int, bytes]] = []
+    numbered = ((n, line) for n, line in enumerate(lines, 1) if line.strip())
+    if log_format is None:
+        # A server log may open with many lines that are no request: look past them, boundedly.
+        recognised: list[Any] = []
+        for item in numbered:
+            head.append(item)
+            try:
+                value = decode(item[1], None)
+            except RequestError:
+                value = None
+            if kind_of(value) is not None:
+                recognised.append(value)
+            if len(recognised) >= DETECT_RECORDS or len(head) >= DETECT_LINES:
+                break
+        log_format = detect(recognised)
+    if found is not None:
+        found.append(log_format)
     index = 0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+    for number, line in chain(head, numbered):
         try:
-            data = json.loads(line)
-            yield number, parse_request(data, index, interval)
-        except (ValueError, RequestError) as exc:
-            yield number, RequestError(str(exc)[:200])
-        index += 1
+            items = requests_of(decode(line, log_format), log_format, index, interval)
+        except RequestError as exc:
+            items = [exc]
+        for item in items:
+            yield number, item
+            index += 1
 
 
 class Renderer:
@@ -235,21 +308,38 @@ class Rendered:
         tools_span = self._tools_span()
         if tools_span and tools_span[0] <= char < tools_span[1]:
             return "tools"
-        cursor = 0
         offset = 1 if request.system_field else 0  # Anthropic: messages[k] counts from after `system`
-        for k, msg in enumerate(request.messages):
+        cursor = 0
+        for k, found, end in self._message_spans():
+            if char < end:
+                if request.messages[k].get("role") == "system" or (cursor == 0 and char < found):
+                    return "system"  # a system message, or the template's preamble before the first one
+                return f"messages[{k - offset}]"
+            cursor = end
+        return "generation prompt" if cursor else "system"
+
+    def message_end(self, char: int) -> int:
+        """Where the content of the message holding character `char` ends (template text before a
+        message belongs to it); the prompt's end for a plain prompt or past the last message."""
+        if self.request.prompt is None:
+            for _, _, end in self._message_spans():
+                if char < end:
+                    return end
+        return len(self.text)
+
+    def _message_spans(self) -> list[tuple[int, int, int]]:
+        """(index, start, end) of each message's text content found in the prompt, in order."""
+        out: list[tuple[int, int, int]] = []
+        cursor = 0
+        for k, msg in enumerate(self.request.messages):
             content = msg.get("content") if isinstance(msg, dict) else None
             text = content.strip() if isinstance(content, str) else ""
             found = self.text.find(text, cursor) if text else -1
             if found < 0:
                 continue
-            end = found + len(text)
-            if char < end:
-                if msg.get("role") == "system" or (cursor == 0 and char < found):
-                    return "system"  # a system message, or the template's preamble before the first one
-                return f"messages[{k - offset}]"
-            cursor = end
-        return "generation prompt" if cursor else "system"
+            cursor = found + len(text)
+            out.append((k, found, cursor))
+        return out
 
     def _tools_span(self) -> tuple[int, int] | None:
         names = [
