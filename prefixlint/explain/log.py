@@ -20,11 +20,15 @@ from prefixlint.explain.causes import (
     example_texts,
     line_anchor,
 )
+from prefixlint.explain.reading import Reading, Skip, utf8_len
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
 from prefixlint.explain.simulate import Simulation, pack
 from prefixlint.tokens import LoadedTokenizer
 
 BATCH = 256  # requests per encode_batch call: enough to use every core, little to hold
+# ...and at most this many UTF-8 bytes of prompts (or one prompt): a tokenizer holds ~400 bytes per
+# token, and a prompt has at most one token per byte, so a batch stays well under 1 GB.
+BATCH_BYTES = 1_000_000
 
 
 class Progress:
@@ -60,6 +64,8 @@ class LogReport:
     skip_reasons: list[str]
     primary: str
     representative: dict[str, Any] = field(default_factory=dict)
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    sample: dict[str, int] | None = None  # set when --max-requests stopped the reading
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +74,8 @@ class LogReport:
             "tokens": self.tokens,
             "skipped": self.skipped,
             "skip_reasons": self.skip_reasons,
+            "skipped_by_reason": self.skipped_by_reason,
+            "sample": self.sample,
             "engine": self.primary,
             "engines": self.engines,
             "causes": [c.to_json(self.requests, self.primary) for c in self.causes],
@@ -75,31 +83,42 @@ class LogReport:
 
 
 def _batches(
-    path: str, renderer: Renderer, interval: float, errors: list[str], progress: Progress | None = None
+    path: str, renderer: Renderer, interval: float, reading: Reading, progress: Progress | None = None
 ) -> Iterator[list[tuple[int, Rendered]]]:
-    """Rendered requests in batches; unusable lines are counted in `errors` (first few kept)."""
-    lines, raw = open_log(path)
+    """Rendered requests in batches; unusable lines are counted in `reading.skips` by reason."""
+    lines, raw = open_log(path, reading)
+    skips = reading.skips
     try:
         if progress is not None:
             progress.raw = raw
         batch: list[tuple[int, Rendered]] = []
+        size = 0
         for number, item in iter_log(lines, interval):
             if isinstance(item, RequestError):
-                errors.append(f"line {number}: {item}")
+                skips.add(number, Skip(item.reason, str(item)))
                 continue
             try:
-                batch.append((number, renderer.render(item)))
-            except Exception as exc:  # the user's template raising for this request
-                errors.append(f"line {number}: the template raised {type(exc).__name__}: {str(exc)[:120]}")
+                rendered = renderer.render(item)
+            except RequestError as exc:  # over the per-request limit
+                skips.add(number, Skip(exc.reason, str(exc)))
                 continue
+            except Exception as exc:  # the user's template raising for this request
+                detail = f"the template raised {type(exc).__name__}: {str(exc)[:120]}"
+                skips.add(number, Skip("template-error", detail))
+                continue
+            text_size = utf8_len(rendered.text)
+            if batch and size + text_size > BATCH_BYTES:
+                yield batch
+                batch, size = [], 0
+            batch.append((number, rendered))
+            size += text_size
             if len(batch) >= BATCH:
                 yield batch
-                batch = []
+                batch, size = [], 0
         if batch:
             yield batch
     finally:
         lines.close()
-        raw.close()
 
 
 def explain_log(
@@ -113,20 +132,22 @@ def explain_log(
     what_ifs: int = 3,
     interval: float = 1.0,
     progress: bool | None = None,
+    reading: Reading | None = None,
 ) -> LogReport:
-    """Simulate the log, cluster its divergences, and re-simulate the top causes moved."""
+    """Simulate the log, cluster its divergences, and re-simulate the top causes moved. The log is
+    read within `reading`'s limits (LogLimitError when a whole-file limit is crossed)."""
     import os
 
     sim = Simulation(engines, capacity, counts=True)
     clusters = Clusters()
-    errors: list[str] = []
+    reading = reading or Reading()
     bar = Progress(None, os.path.getsize(path), progress)
 
     def decode(ids: list[int]) -> str:
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
 
     first: tuple[Rendered, list[int]] | None = None
-    for batch in _batches(path, renderer, interval, errors, bar):
+    for batch in _batches(path, renderer, interval, reading, bar):
         encodings = tokenizer.encode_many([r.text for _, r in batch])
         for (number, rendered), enc in zip(batch, encodings, strict=True):
             seq = pack(enc.ids)
@@ -154,8 +175,12 @@ def explain_log(
     primary = engines[0].name
     movable = [c for c in causes if c.tokens_lost > 0 and c.anchor.strip()][:what_ifs]
     if movable:
-        _what_if(path, renderer, tokenizer, engines, movable, capacity, interval)
-    report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, len(errors), errors[:5], primary)
+        _what_if(path, renderer, tokenizer, engines, movable, capacity, interval, reading.again())
+    skips = reading.skips
+    report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, skips.total, skips.examples, primary)
+    report.skipped_by_reason = skips.counts()
+    if reading.stopped_at is not None:
+        report.sample = {"max_requests": reading.limits.requests, "stopped_at_line": reading.stopped_at}
     shown = causes[0].example_ids if causes else first[1] if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
     return report
@@ -203,12 +228,13 @@ def _what_if(
     causes: list[Cause],
     capacity: int | None,
     interval: float,
+    reading: Reading,
 ) -> None:
     """One more pass: every cause's span moved to the end of each prompt, all simulated at once."""
     from prefixlint.explain.whatif import move_span
 
     sims = [Simulation(engines) for _ in causes]
-    for batch in _batches(path, renderer, interval, []):
+    for batch in _batches(path, renderer, interval, reading):
         texts = [move_span(r.text, c.anchor) for c in causes for _, r in batch]
         encodings = tokenizer.encode_many(texts)
         for k, sim in enumerate(sims):
@@ -236,8 +262,14 @@ __all__ = ["LogReport", "Request", "explain_log"]
 def log_text(report: LogReport) -> str:
     """The log explanation as plain lines: hit rates, then causes with their what-ifs."""
     out = [f"{report.requests:,} requests, {report.tokens:,} prompt tokens"]
+    if report.sample:
+        out.append(
+            f"sampled: the first {report.sample['max_requests']:,} requests of the log (--max-requests); "
+            f"reading stopped at line {report.sample['stopped_at_line']:,}"
+        )
     if report.skipped:
-        out.append(f"{report.skipped:,} lines skipped (first: {report.skip_reasons[0]})")
+        reasons = ", ".join(f"{n:,} {reason}" for reason, n in report.skipped_by_reason.items())
+        out.append(f"{report.skipped:,} lines skipped ({reasons}; first: {report.skip_reasons[0]})")
     for name, v in report.engines.items():
         line = (
             f"  {name:<10} hit rate {float(v['hit_rate']):7.2%}  ({int(v['hit_tokens']):,} tokens from cache)"  # type: ignore[arg-type]

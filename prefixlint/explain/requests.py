@@ -3,7 +3,6 @@ their rendering into the prompt text the engine sees, with the request section a
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -11,6 +10,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
+from prefixlint.explain.reading import (
+    DEFAULT_LIMITS,
+    LogFile,
+    Reading,
+    Skip,
+    decode_json,
+    size_text,
+    utf8_size_over,
+)
 from prefixlint.jinja.inputs import BASE_TIME
 from prefixlint.jinja.template import ChatTemplate
 
@@ -25,7 +33,12 @@ DEFAULT_TEMPLATE_PATH = "<default ChatML>"
 
 
 class RequestError(ValueError):
-    """A request body that is not one of the accepted shapes."""
+    """A request that is not analysed: not one of the accepted shapes, or over a limit. `reason` is
+    the short key it is counted under."""
+
+    def __init__(self, message: str, reason: str = "not-a-request") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -160,56 +173,101 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0) -> Request:
     return Request(messages, tools, kwargs=dict(kwargs), now=now)
 
 
-def read_request_file(path: str) -> Request:
-    """A request file: a JSON body, or anything else as a plain-text prompt."""
-    text = Path(path).read_text(encoding="utf-8-sig")
+def read_request_file(path: str, limits: Any = DEFAULT_LIMITS) -> Request:
+    """A request file: a JSON body, or anything else as a plain-text prompt (read within `limits`:
+    a file over `line_bytes`, too deep or with too many messages is a RequestError)."""
     try:
-        data = json.loads(text)
-    except ValueError:
-        return Request(prompt=text)
-    return parse_request(data)
+        with open(path, "rb") as fh:
+            data = fh.read(limits.line_bytes + 1) if limits.line_bytes else fh.read()
+    except OSError as exc:
+        raise RequestError(f"{path}: cannot read: {exc.strerror or exc}", "unreadable") from exc
+    if limits.line_bytes and len(data) > limits.line_bytes:
+        raise RequestError(
+            f"{path}: larger than {size_text(limits.line_bytes)} (limit line_bytes)", "line-too-long"
+        )
+    value = decode_json(data, limits.depth)
+    if isinstance(value, Skip):
+        if value.reason == "json-too-deep":
+            raise RequestError(f"{path}: {value.detail}", value.reason)
+        try:
+            return Request(prompt=data.decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            raise RequestError(f"{path}: not UTF-8 at byte {exc.start}", "not-utf8") from exc
+    try:
+        request = parse_request(value)
+        check_request_size(request, limits.messages)
+    except RequestError as exc:
+        raise RequestError(f"{path}: {exc}", exc.reason) from exc
+    return request
 
 
-def open_log(path: str) -> tuple[IO[bytes], IO[bytes]]:
-    """(lines, raw): the log's lines (gunzipped if it starts with the gzip magic) and the raw file,
-    whose position drives the progress bar."""
-    raw = open(path, "rb")  # noqa: SIM115 - the caller closes it after streaming
-    if raw.read(2) == b"\x1f\x8b":
-        raw.seek(0)
-        return gzip.GzipFile(fileobj=raw), raw
-    raw.seek(0)
-    return raw, raw
+def check_request_size(request: Request, messages: int) -> None:
+    """Raise RequestError for a request with more than `messages` messages or tools."""
+    counted = max(len(request.messages), len(request.tools) if isinstance(request.tools, list) else 0)
+    if messages and counted > messages:
+        raise RequestError(
+            f"{counted:,} messages or tools, over {messages:,} (limit messages)", "too-many-messages"
+        )
 
 
-def iter_log(lines: IO[bytes], interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
-    """(line number, request or the reason it is not one), streaming; blank lines are skipped."""
+def open_log(path: str, reading: Reading | None = None) -> tuple[LogFile, IO[bytes]]:
+    """(log, raw): the log read within `reading`'s limits (gunzipped if it starts with the gzip
+    magic) and the raw file, whose position drives the progress bar. Raises LogLimitError."""
+    log = LogFile(path, reading)
+    return log, log.raw
+
+
+def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
+    """(line number, request or the reason it is not one), streaming; blank lines are skipped.
+    Stops after `limits.requests` requests (noting the line in `reading.stopped_at`)."""
+    limits, reading = log.limits, log.reading
     index = 0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+    for number, line in log.lines():
+        if isinstance(line, Skip):
+            yield number, RequestError(line.detail, line.reason)
+            continue
+        if limits.requests and index >= limits.requests:
+            reading.stopped_at = number
+            return
+        value = decode_json(line, limits.depth)
+        if isinstance(value, Skip):
+            yield number, RequestError(value.detail, value.reason)
             continue
         try:
-            data = json.loads(line)
-            yield number, parse_request(data, index, interval)
-        except (ValueError, RequestError) as exc:
-            yield number, RequestError(str(exc)[:200])
+            request = parse_request(value, index, interval)
+            check_request_size(request, limits.messages)
+        except RequestError as exc:
+            yield number, RequestError(str(exc)[:200], exc.reason)
+            continue
+        yield number, request
         index += 1
 
 
 class Renderer:
     """Renders requests through one chat template (the user's, or the default ChatML one)."""
 
-    def __init__(self, template: ChatTemplate | None) -> None:
+    def __init__(self, template: ChatTemplate | None, max_bytes: int = DEFAULT_LIMITS.request_bytes) -> None:
+        self.max_bytes = max_bytes  # the most the tokenizer is given (UTF-8 bytes of one prompt)
         self.user_template = template is not None
         self.template = template or ChatTemplate(DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_PATH)
         self.template.streaming = True  # requests are independent: a budget each, no memo
 
     def render(self, request: Request) -> Rendered:
+        """The prompt; a RequestError (`request-too-large`) if it is over `max_bytes`."""
         if request.prompt is not None:
-            return Rendered(request, request.prompt, None)
-        traced = self.template.render(
-            request.messages, tools=request.tools, now=request.now, **request.kwargs
-        )
-        return Rendered(request, traced.text, traced if self.user_template else None)
+            rendered = Rendered(request, request.prompt, None)
+        else:
+            traced = self.template.render(
+                request.messages, tools=request.tools, now=request.now, **request.kwargs
+            )
+            rendered = Rendered(request, traced.text, traced if self.user_template else None)
+        size = utf8_size_over(rendered.text, self.max_bytes)
+        if size is not None:
+            raise RequestError(
+                f"the prompt is {size_text(size)}, over {size_text(self.max_bytes)} (limit request_bytes)",
+                "request-too-large",
+            )
+        return rendered
 
 
 @dataclass
