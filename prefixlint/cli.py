@@ -610,7 +610,8 @@ def rule_cmd(code: str) -> None:
 @click.option(
     "--max-requests",
     type=click.IntRange(min=0),
-    help="Analyse only the first N requests of the log, a sample the report states (0: all). [default: 1000000]",
+    help="Analyse only the first N requests of the log, a sample the report states (0: all). "
+    "[default: 1000000]",
 )
 @click.option(
     "--max-seconds",
@@ -620,7 +621,8 @@ def rule_cmd(code: str) -> None:
 @click.option(
     "--max-request-bytes",
     type=click.IntRange(min=0),
-    help="Skip a request whose prompt is larger (UTF-8 bytes); the most the tokenizer sees. [default: 1000000]",
+    help="Skip a request whose prompt is larger (UTF-8 bytes): the most the tokenizer sees. "
+    "[default: 1000000]",
 )
 @click.option(
     "--max-messages",

@@ -8,7 +8,7 @@ from typing import Any
 
 from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
 from prefixlint.engines import Engine, load_engines
-from prefixlint.explain.reading import LogLimits, LogLimitError, Reading
+from prefixlint.explain.reading import LogLimitError, LogLimits, Reading
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.sources import ConfigError, templates_in_tokenizer_config
 from prefixlint.tokens import LoadedTokenizer, load_tokenizer

@@ -110,7 +110,8 @@ class Reading:
         seconds = self.limits.seconds
         if seconds and time.monotonic() - self.started > seconds:
             raise LogLimitError(
-                f"{path}: not done within {seconds:g} s; stopped (limit seconds; change it with --max-seconds)"
+                f"{path}: not done within {seconds:g} s; stopped "
+                "(limit seconds; change it with --max-seconds)"
             )
 
 

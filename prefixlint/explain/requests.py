@@ -7,7 +7,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import IO, Any
 
 from prefixlint.explain.reading import (
