@@ -99,12 +99,8 @@ def _batches(
                 continue
             try:
                 rendered = renderer.render(item)
-            except RequestError as exc:  # over the per-request limit
+            except RequestError as exc:  # the template raised, or the prompt is over a limit
                 skips.add(number, Skip(exc.reason, str(exc)))
-                continue
-            except Exception as exc:  # the user's template raising for this request
-                detail = f"the template raised {type(exc).__name__}: {str(exc)[:120]}"
-                skips.add(number, Skip("template-error", detail))
                 continue
             text_size = utf8_len(rendered.text)
             if batch and size + text_size > BATCH_BYTES:

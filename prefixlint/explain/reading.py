@@ -333,6 +333,17 @@ def decode_json(data: bytes, depth: int = DEFAULT_LIMITS.depth) -> Any:
         return Skip("invalid-json", f"not JSON: {str(exc)[:120]}")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> int | None:
+    """Where `text` holds a lone surrogate (JSON allows `\\ud800`; no tokenizer takes it), or None."""
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    return found.start() if found else None
+
+
 def utf8_len(text: str) -> int:
     """UTF-8 bytes of `text` (ASCII, the common case, without encoding)."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))

@@ -15,6 +15,7 @@ from prefixlint.explain.reading import (
     Reading,
     Skip,
     decode_json,
+    lone_surrogate,
     size_text,
     utf8_size_over,
 )
@@ -128,6 +129,20 @@ def _parse_time(value: Any) -> datetime | None:
     return None
 
 
+def _check_shape(body: dict[str, Any]) -> None:
+    """The containers the request's readers index into are what they expect: messages and tools are
+    lists of objects, template kwargs an object (anything else in a log is a skipped request)."""
+    for k, msg in enumerate(body["messages"]):
+        if not isinstance(msg, dict):
+            raise RequestError(f"messages[{k}] is {type(msg).__name__}, not an object")
+    tools = body.get("tools")
+    if tools and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        raise RequestError("`tools` is not a list of objects")
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs and not isinstance(kwargs, dict):
+        raise RequestError("`chat_template_kwargs` is not an object")
+
+
 def parse_request(data: Any, index: int = 0, interval: float = 1.0) -> Request:
     """A log line or a request file's JSON (or a plain string) as a Request.
 
@@ -147,6 +162,7 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0) -> Request:
         return Request(prompt=body["prompt"], now=now)
     if not isinstance(body.get("messages"), list):
         raise RequestError("neither `messages` (chat) nor `prompt` (plain text) in the request")
+    _check_shape(body)
     kwargs = body.get("chat_template_kwargs") or {}
     tools = body.get("tools") or None
     if _is_anthropic(body):
@@ -252,14 +268,22 @@ class Renderer:
         self.template.streaming = True  # requests are independent: a budget each, no memo
 
     def render(self, request: Request) -> Rendered:
-        """The prompt; a RequestError (`request-too-large`) if it is over `max_bytes`."""
+        """The prompt; a RequestError if the template raises for this request, the prompt is over
+        `max_bytes` or holds what no tokenizer takes."""
         if request.prompt is not None:
             rendered = Rendered(request, request.prompt, None)
         else:
-            traced = self.template.render(
-                request.messages, tools=request.tools, now=request.now, **request.kwargs
-            )
+            try:
+                traced = self.template.render(
+                    request.messages, tools=request.tools, now=request.now, **request.kwargs
+                )
+            except Exception as exc:  # the user's template (or its kwargs) raising for this request
+                detail = f"the template raised {type(exc).__name__}: {str(exc)[:120]}"
+                raise RequestError(detail, "template-error") from exc
             rendered = Rendered(request, traced.text, traced if self.user_template else None)
+        bad = lone_surrogate(rendered.text)
+        if bad is not None:
+            raise RequestError(f"the prompt holds a lone surrogate at character {bad:,}", "invalid-unicode")
         size = utf8_size_over(rendered.text, self.max_bytes)
         if size is not None:
             raise RequestError(
