@@ -31,7 +31,24 @@ FUZZ_LIMITS = {
     "ratio": 30,
     "ratio_after": 200_000,
 }
-WORDS = "tent stove boots refund order parcel the a of to and is in warehouse ships days".split()
+WORDS = [
+    "tent",
+    "stove",
+    "boots",
+    "refund",
+    "order",
+    "parcel",
+    "the",
+    "a",
+    "of",
+    "to",
+    "and",
+    "is",
+    "in",
+    "warehouse",
+    "ships",
+    "days",
+]
 ODD_TEXT = [
     "\ud800",
     "\udfff",
