@@ -32,7 +32,9 @@ class LogLimits:
     options and `--limit NAME=VALUE` (NAME a field below)."""
 
     log_bytes: int = 16_000 * MB  # bytes of the log after decompression (whole file: stop)
-    ratio: int = 200  # decompressed / compressed bytes of a gzip log, once past `ratio_after`
+    # Decompressed / compressed bytes of a gzip log, once past `ratio_after`: real logs are ~15:1, a
+    # log of one request repeated ~300:1, blank lines or zeros ~1,000:1 (deflate's most).
+    ratio: int = 500
     ratio_after: int = 64 * MB  # decompressed bytes before the ratio is enforced (small files inflate)
     line_bytes: int = 16 * MB  # one line of the log, or one request file (longer: skipped)
     depth: int = 128  # JSON nesting (objects and arrays) of one line (deeper: skipped)
@@ -124,7 +126,7 @@ def size_text(n: float) -> str:
 
 class _LimitedSource:
     """The log's bytes (gunzipped when it starts with the gzip magic: every member of a multi-member
-    file, a truncated or corrupt end noted in `truncated`), checked against the whole-file limits."""
+    file, a truncated or corrupt end noted in `cut`), checked against the whole-file limits."""
 
     def __init__(self, raw: IO[bytes], path: str, limits: LogLimits) -> None:
         self.raw, self.path, self.limits = raw, path, limits
@@ -134,7 +136,7 @@ class _LimitedSource:
         self.pending = b""  # compressed input not yet given to the inflater
         self.compressed = 0  # compressed bytes consumed
         self.produced = 0  # bytes handed out (after decompression)
-        self.truncated: str | None = None  # why the gzip data ended early
+        self.cut: Skip | None = None  # why the gzip data ended early
 
     def read(self, size: int) -> bytes:
         """Up to `size` bytes (b"" at the end); LogLimitError past a whole-file limit."""
@@ -155,12 +157,14 @@ class _LimitedSource:
             data = self.inflater.unconsumed_tail or self.pending or self._read_compressed()
             self.pending = b""
             if not data:
-                self.truncated = "the gzip data ends before its end-of-stream marker"
+                self.cut = Skip("gzip-truncated", "the gzip data ends before its end-of-stream marker")
                 return b""
             try:
                 out = self.inflater.decompress(data, size)
             except zlib.error as exc:
-                self.truncated = f"the gzip data is corrupt after {self.produced:,} bytes ({exc})"
+                self.cut = Skip(
+                    "gzip-corrupt", f"the gzip data is corrupt after {self.produced:,} bytes ({exc})"
+                )
                 return b""
             if out:
                 return out
@@ -257,11 +261,9 @@ class LogFile:
                     buf, pos = rest, 0
                     continue
                 if eof:
-                    if self.source.truncated:
-                        yield (
-                            number + 1,
-                            Skip("gzip-truncated", f"the line is cut off: {self.source.truncated}"),
-                        )
+                    cut = self.source.cut
+                    if cut is not None:
+                        yield number + 1, Skip(cut.reason, f"the line is cut off: {cut.detail}")
                         return
                     end = len(buf)
                 else:
@@ -277,8 +279,8 @@ class LogFile:
                 yield number, Skip("line-too-long", f"longer than {size_text(limit)} (limit line_bytes)")
             else:
                 yield number, line
-        if self.source.truncated:
-            yield number + 1, Skip("gzip-truncated", self.source.truncated)
+        if self.source.cut is not None:
+            yield number + 1, self.source.cut
 
     def _discard_line(self) -> bytes | None:
         """Read past the rest of an over-long line: what follows its end, or None at the file's end."""
