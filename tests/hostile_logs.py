@@ -331,3 +331,44 @@ def make_case(seed: int) -> Case:
 
 def limit_options(limits: dict[str, int]) -> list[str]:
     return [arg for name, value in sorted(limits.items()) for arg in ("--limit", f"{name}={value}")]
+
+
+# --- the other inputs explain reads: a Prometheus scrape, a server command line --------------------
+
+SCRAPE_SEED = b"""# HELP vllm:prefix_cache_queries_total Prefix cache queries.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="Qwen/Qwen3-8B"} 120000.0
+vllm:prefix_cache_hits_total{engine="0",model_name="Qwen/Qwen3-8B"} 3000.0
+sglang:cache_hit_rate{model_name="m",path="a\\"b\\\\c}d"} 0.25 1700000000000
+process_start_time_seconds 1.7e+09
+"""
+COMMAND_SEEDS = [
+    "vllm serve Qwen/Qwen3-8B --block-size 32 --no-enable-prefix-caching --port=8000",
+    "python3 -m sglang.launch_server --model-path m --disable-radix-cache --mem-fraction-static 0.8",
+    "/opt/bin/llama-server -m 'my model.gguf' -c 8192 --cache-reuse 256 -ngl -1",
+]
+COMMAND_NOISE = ["'", '"', "\\", "=", "--", "-", " ", "\x00", "\n", "$(rm -rf /)", "`x`", "é", "\ud800", "#"]
+
+
+def make_scrape(seed: int) -> bytes:
+    rng = random.Random(seed)
+    if rng.random() < 0.1:
+        return rng.randbytes(rng.randint(0, 3000))
+    data = SCRAPE_SEED * rng.randint(1, 3)
+    if rng.random() < 0.1:  # a sample with labels at and over the limit, or a very long line
+        n = rng.choice([63, 64, 65, 3000])
+        data += b"m{" + b",".join(b'l%d="v"' % i for i in range(n)) + b"} 1\n"
+    if rng.random() < 0.05:
+        data += b"m{" + b"}" * 70_000 + b" 1\n" + b"m " + b"1" * 70_000 + b"\n"
+    return mutate_bytes(data, rng) if rng.random() < 0.9 else data
+
+
+def make_command(seed: int) -> str:
+    rng = random.Random(seed)
+    text = rng.choice(COMMAND_SEEDS)
+    for _ in range(rng.randint(1, 4)):
+        i = rng.randint(0, len(text))
+        text = text[:i] + rng.choice(COMMAND_NOISE) + text[i + rng.randint(0, 3) :]
+    if rng.random() < 0.05:
+        text += " --x" * rng.choice([1990, 2000, 3000])
+    return text

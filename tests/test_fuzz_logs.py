@@ -2,7 +2,8 @@
 (exit 0, skips counted by reason) or a named whole-file error (exit 2) — never a traceback.
 
 The cases come from tests/hostile_logs.py, one per seed. The default run tries a short sample; the
-long run (`-m fuzz_long`, 10,000 logs and 500 request pairs; PREFIXLINT_FUZZ_LOGS sets the number)
+long run (`-m fuzz_long`: 10,000 logs, 500 request pairs, 10,000 Prometheus scrapes and server
+command lines; PREFIXLINT_FUZZ_LOGS sets the number)
 prints the figures:
 
     PYTHONPATH=$PWD python -m pytest -m fuzz_long tests/test_fuzz_logs.py -s
@@ -18,9 +19,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from hostile_logs import FUZZ_LIMITS, Case, make_case
+from hostile_logs import FUZZ_LIMITS, Case, make_case, make_command, make_scrape
 
 from prefixlint.cli import cli
+from prefixlint.explain.server_inputs import InputError, parse_metrics, parse_server_args
 
 LONG_LOGS = int(os.environ.get("PREFIXLINT_FUZZ_LOGS", "10000"))
 SECONDS_PER_INPUT = 30.0  # generous on a shared machine; the figures printed are the real ones
@@ -86,7 +88,24 @@ def check_pair_case(seed: int, folder: Path) -> float:
     if code == 0:
         assert "token_index" in json.loads(out)
     else:
-        assert err.startswith("prefixlint: error: ") and str(a) in err, (seed, err)
+        assert err.startswith("prefixlint: error: ") and (str(a) in err or str(b) in err), (seed, err)
+    return seconds
+
+
+def check_server_inputs(seed: int) -> float:
+    """A mutated Prometheus scrape and server command line: a result or a named InputError."""
+    start = time.perf_counter()
+    try:
+        metrics = parse_metrics(make_scrape(seed), "scrape.prom")
+        assert metrics.skips.total == sum(metrics.skips.counts().values())
+    except InputError as exc:
+        assert str(exc).startswith("scrape.prom: ")
+    try:
+        parse_server_args(make_command(seed))
+    except InputError as exc:
+        assert str(exc).startswith("--server-args: ")
+    seconds = time.perf_counter() - start
+    assert seconds < SECONDS_PER_INPUT, (seed, seconds)
     return seconds
 
 
@@ -95,6 +114,8 @@ def test_fuzz_logs_short(tmp_path: Path) -> None:
         check_log_case(make_case(seed), tmp_path)
     for seed in range(10):
         check_pair_case(seed, tmp_path)
+    for seed in range(50):
+        check_server_inputs(seed)
 
 
 @pytest.mark.fuzz_long
@@ -112,11 +133,13 @@ def test_fuzz_logs_long(tmp_path: Path) -> None:
         kinds[case.kind] = kinds.get(case.kind, 0) + 1
     pairs = max(LONG_LOGS // 20, 1)
     pair_slowest = max(check_pair_case(seed, tmp_path) for seed in range(pairs))
+    server_slowest = max(check_server_inputs(seed) for seed in range(LONG_LOGS))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"\nfuzz logs: {LONG_LOGS} logs + {pairs} request pairs in {time.perf_counter() - started:.0f} s, "
         f"0 tracebacks; slowest log: seed {slowest[1]} ({make_case(slowest[1]).kind}) {slowest[0]:.2f} s; "
-        f"slowest pair {pair_slowest:.2f} s; peak RSS of the test process {peak_mb:.0f} MB"
+        f"slowest pair {pair_slowest:.2f} s; {LONG_LOGS} scrapes + command lines, slowest "
+        f"{server_slowest:.3f} s; peak RSS of the test process {peak_mb:.0f} MB"
     )
     print(f"kinds: {dict(sorted(kinds.items()))}")
     print(f"outcomes: {dict(sorted(outcomes.items()))}")

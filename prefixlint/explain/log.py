@@ -7,7 +7,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from prefixlint.engines import Engine
@@ -29,6 +29,8 @@ BATCH = 256  # requests per encode_batch call: enough to use every core, little 
 # ...and at most this many UTF-8 bytes of prompts (or one prompt): a tokenizer holds ~400 bytes per
 # token, and a prompt has at most one token per byte, so a batch stays well under 1 GB.
 BATCH_BYTES = 1_000_000
+TRIM_AFTER_CHARS = 200_000  # a batch this large is followed by a malloc_trim (see _release_if_large)
+EXAMPLE_TOKENS = 8_192  # tokens kept of each cause's example prompt (the page's representative)
 
 
 class Progress:
@@ -155,7 +157,7 @@ def explain_log(
                 ),
             )
             if first is None:
-                first = (rendered, enc.ids)
+                first = (rendered, enc.ids[:EXAMPLE_TOKENS])
             div = seen[0]
             if div is None:
                 continue
@@ -165,6 +167,8 @@ def explain_log(
 
             make = partial(_new_cause, key, renderer, rendered, enc, seq, div, number, decode)
             clusters.add(key, div.lost, make)
+        del encodings, enc  # before the next batch is encoded, not after
+        _release_if_large(batch)
         bar.update(sim.requests)
     bar.update(sim.requests, final=True)
     causes = clusters.ranked()[:top]
@@ -207,7 +211,7 @@ def _new_cause(
         example_b=b,
         kind=classify(a, b),
         request=number,
-        example_ids=list(enc.ids),
+        example_ids=enc.ids[:EXAMPLE_TOKENS],
     )
 
 
@@ -231,13 +235,31 @@ def _what_if(
 
     sims = [Simulation(engines) for _ in causes]
     for batch in _batches(path, renderer, interval, reading):
-        texts = [move_span(r.text, c.anchor) for c in causes for _, r in batch]
-        encodings = tokenizer.encode_many(texts)
-        for k, sim in enumerate(sims):
-            for enc in encodings[k * len(batch) : (k + 1) * len(batch)]:
+        for cause, sim in zip(causes, sims, strict=True):  # one batch's worth of text at a time
+            for enc in tokenizer.encode_many([move_span(r.text, cause.anchor) for _, r in batch]):
                 sim.feed(enc.ids)
+        _release_if_large(batch)
     for cause, sim in zip(causes, sims, strict=True):
         cause.what_if = {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
+
+
+def _release_if_large(batch: list[tuple[int, Rendered]]) -> None:
+    """After a batch of large prompts, give the tokenizer's freed memory back to the system: its
+    threads' malloc arenas otherwise keep each one's high-water mark, and the peak grows with every
+    large batch (glibc only; elsewhere nothing to do)."""
+    if sum(len(r.text) for _, r in batch) >= TRIM_AFTER_CHARS and (trim := _malloc_trim()) is not None:
+        trim(0)
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    import ctypes
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def _representative(
