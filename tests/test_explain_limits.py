@@ -334,3 +334,17 @@ def test_end_to_end_the_issues_three_inputs_give_no_traceback(tmp_path):
     bomb.write_bytes(b"".join(deflate.compress(b"\n" * (1 << 24)) for _ in range(8)) + deflate.flush())
     result = run_prefixlint("explain", "--log", str(bomb), timeout=120)
     assert result.returncode == 2 and "limit ratio" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_gzip_log_read_from_a_pipe_needs_no_seek(tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    data = gzip.compress(b'{"prompt": "a"}\n"b"\n')
+    writer = threading.Thread(target=lambda: fifo.write_bytes(data))
+    writer.start()
+    with LogFile(str(fifo), Reading()) as log:
+        assert list(log.lines()) == [(1, b'{"prompt": "a"}'), (2, b'"b"')]
+    writer.join()

@@ -130,11 +130,11 @@ class _LimitedSource:
 
     def __init__(self, raw: IO[bytes], path: str, limits: LogLimits) -> None:
         self.raw, self.path, self.limits = raw, path, limits
-        self.gzip = raw.read(2) == GZIP_MAGIC
-        raw.seek(0)
+        head = raw.read(2)  # kept, not sought back: a pipe cannot seek
+        self.gzip = head == GZIP_MAGIC
         self.inflater: Any = zlib.decompressobj(wbits=31) if self.gzip else None
-        self.pending = b""  # compressed input not yet given to the inflater
-        self.compressed = 0  # compressed bytes consumed
+        self.pending = head  # input not yet handed on (compressed input, for gzip)
+        self.compressed = len(head) if self.gzip else 0  # compressed bytes consumed
         self.produced = 0  # bytes handed out (after decompression)
         self.cut: Skip | None = None  # why the gzip data ended early
 
@@ -150,6 +150,9 @@ class _LimitedSource:
 
     def _next(self, size: int) -> bytes:
         if not self.gzip:
+            if self.pending:
+                head, self.pending = self.pending, b""
+                return head
             return self.raw.read(size)
         while True:
             if self.inflater.eof and not self._next_member():
