@@ -612,6 +612,35 @@ def rule_cmd(code: str) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML page.")
+@click.option(
+    "--max-requests",
+    type=click.IntRange(min=0),
+    help="Analyse only the first N requests of the log, a sample the report states (0: all). "
+    "[default: 1000000]",
+)
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(min=0),
+    help="Wall-clock budget: stop with exit 2 when the run takes longer (0: none). [default: 0]",
+)
+@click.option(
+    "--max-request-bytes",
+    type=click.IntRange(min=0),
+    help="Skip a request whose prompt is larger (UTF-8 bytes): the most the tokenizer sees. "
+    "[default: 1000000]",
+)
+@click.option(
+    "--max-messages",
+    type=click.IntRange(min=0),
+    help="Skip a request with more messages or tools. [default: 10000]",
+)
+@click.option(
+    "--limit",
+    multiple=True,
+    metavar="NAME=N",
+    help="Set any log limit: log_bytes, ratio, ratio_after, line_bytes, depth, request_bytes, messages, "
+    "requests, seconds (0 turns one off).",
+)
 @_template_var_options
 def explain(
     paths: tuple[str, ...], template_var: tuple[str, ...], chat_template_kwargs: str | None, **kw: Any

@@ -28,6 +28,7 @@ from prefixlint.cli import cli
 from prefixlint.explain.formats import VLLM_NO_PROMPT
 from prefixlint.explain.log import explain_log
 from prefixlint.explain.observed import prefill_ms
+from prefixlint.explain.reading import Reading
 from prefixlint.explain.requests import Renderer, RequestError, iter_log, open_log
 from prefixlint.explain.server import ServerArgsError, parse_server_args, read_metrics
 from prefixlint.tokens import load_tokenizer
@@ -54,16 +55,17 @@ def tok():
 
 def read(path: Path, log_format: str | None = None) -> tuple[str, list, dict[str, int]]:
     """(format, requests, skip reasons counted) of a log file."""
-    lines, raw = open_log(str(path))
-    found: list[str] = []
+    reading = Reading(log_format=log_format)
+    log, raw = open_log(str(path), reading)
     requests, skips = [], {}
     with raw:
-        for _, item in iter_log(lines, 1.0, log_format, found):
+        for _, item in iter_log(log, 1.0):
             if isinstance(item, RequestError):
                 skips[item.reason] = skips.get(item.reason, 0) + 1
             else:
                 requests.append(item)
-    return found[0], requests, skips
+    assert reading.log_format is not None
+    return reading.log_format, requests, skips
 
 
 def explain_json(*args: str) -> dict:
@@ -147,7 +149,7 @@ def test_the_span_of_a_timestamp_is_the_whole_timestamp_and_a_uuid_the_whole_uui
 def test_openai_gateway_log_with_responses_and_unreadable_lines_counted_by_reason():
     fmt, requests, skips = read(FIX / "openai_gateway.jsonl")
     assert fmt == "openai"
-    assert skips == {"not JSON": 1, "no messages or prompt": 1}
+    assert skips == {"invalid-json": 1, "no-messages-or-prompt": 1}
     assert [r.messages[1]["content"] for r in requests] == QUESTIONS
     assert requests[0].messages[0] == {"role": "system", "content": POLICY}
     assert [(r.observed_prompt_tokens, r.observed_cached_tokens) for r in requests] == [
@@ -174,7 +176,7 @@ def test_anthropic_log_counts_cache_reads_against_the_whole_prompt():
 
 def test_litellm_standard_logging_payload(tok):
     fmt, requests, skips = read(FIX / "litellm_payloads.jsonl")
-    assert (fmt, skips) == ("litellm", {"failed call": 1})
+    assert (fmt, skips) == ("litellm", {"failed-call": 1})
     assert len(requests) == 3  # the second line wraps it in `standard_logging_object`
     assert requests[0].now == datetime.fromtimestamp(1743465550.0, UTC)
     assert [round(r.ttft, 6) for r in requests] == [0.25, 0.25, 0.25]  # completionStartTime - startTime
@@ -187,7 +189,7 @@ def test_litellm_standard_logging_payload(tok):
 
 def test_opentelemetry_genai_spans_new_and_old_attributes_render_like_the_openai_bodies():
     fmt, requests, skips = read(FIX / "otel_spans.jsonl")
-    assert (fmt, skips) == ("otel", {"span without gen_ai attributes": 1})
+    assert (fmt, skips) == ("otel", {"span-without-gen-ai-attributes": 1})
     expected = [[{"role": "system", "content": POLICY}, {"role": "user", "content": q}] for q in QUESTIONS]
     assert [r.messages for r in requests] == expected
     assert requests[1].now == datetime(2025, 3, 31, 23, 59, 11, tzinfo=UTC)  # startTimeUnixNano
@@ -251,7 +253,7 @@ def test_a_span_from_the_sdk_console_exporter_with_structured_attributes(tmp_pat
 
 def test_vllm_request_log_lines_give_the_prompt_the_server_rendered():
     fmt, requests, skips = read(FIX / "vllm_requests.log")
-    assert (fmt, skips) == ("vllm-log", {"not a vllm request line": 5})
+    assert (fmt, skips) == ("vllm-log", {"not-a-vllm-request-line": 5})
     assert [r.prompt for r in requests] == [
         f"<|im_start|>system\n[req {17 + i}] {POLICY}<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n"
         "<|im_start|>assistant\n"
@@ -263,7 +265,7 @@ def test_later_vllm_logs_the_prompt_in_a_debug_line_and_says_so_where_it_is_miss
     fmt, requests, skips = read(FIX / "vllm_requests_debug.log")
     _, earlier, _ = read(FIX / "vllm_requests.log")
     assert (fmt, [r.prompt for r in requests]) == ("vllm-log", [r.prompt for r in earlier])
-    assert skips == {VLLM_NO_PROMPT: 4, "not a vllm request line": 1}
+    assert skips == {VLLM_NO_PROMPT: 4, "not-a-vllm-request-line": 1}
 
 
 def test_a_server_log_opening_with_many_start_up_lines_is_still_told_apart(tmp_path):
@@ -271,18 +273,18 @@ def test_a_server_log_opening_with_many_start_up_lines_is_still_told_apart(tmp_p
     log = tmp_path / "server.log"
     log.write_text(start_up + (FIX / "vllm_requests.log").read_text(encoding="utf-8"), encoding="utf-8")
     fmt, requests, skips = read(log)
-    assert (fmt, len(requests), skips) == ("vllm-log", 4, {"not a vllm request line": 105})
+    assert (fmt, len(requests), skips) == ("vllm-log", 4, {"not-a-vllm-request-line": 105})
 
 
 def test_log_format_overrides_detection(tmp_path):
     fmt, requests, skips = read(FIX / "openai_gateway.jsonl", "litellm")
     assert (fmt, requests) == ("litellm", [])
-    assert skips == {"not a litellm record": 5, "not JSON": 1}
+    assert skips == {"not-a-litellm-record": 5, "invalid-json": 1}
     data = explain_json("--log", str(FIX / "otel_spans.jsonl"), "--log-format", "otel")
     assert (data["log_format"], data["requests"], data["skipped_by_reason"]) == (
         "otel",
         4,
-        {"span without gen_ai attributes": 1},
+        {"span-without-gen-ai-attributes": 1},
     )
 
 

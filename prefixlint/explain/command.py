@@ -8,6 +8,7 @@ from typing import Any
 
 from prefixlint.api import read_text
 from prefixlint.engines import Engine, load_engines
+from prefixlint.explain.reading import LogLimitError, LogLimits, Reading
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.settings import Options
 from prefixlint.sources import ConfigError, templates_in_tokenizer_config
@@ -68,6 +69,30 @@ def engines_for(names: tuple[str, ...]) -> list[Engine]:
     return [known[n] for n in names or DEFAULT_ENGINES]
 
 
+def log_limits(
+    max_requests: int | None = None,
+    max_seconds: float | None = None,
+    max_request_bytes: int | None = None,
+    max_messages: int | None = None,
+    limit: tuple[str, ...] = (),
+) -> LogLimits:
+    """The log limits: the defaults, then `--limit NAME=N` pairs, then the named `--max-*` options."""
+    pairs: dict[str, float] = {}
+    for item in limit:
+        name, _, value = item.partition("=")
+        try:
+            pairs[name.strip()] = float(value)
+        except ValueError:
+            raise ExplainError(f"--limit {item!r}: expected NAME=NUMBER, e.g. --limit depth=256") from None
+    named = {"requests": max_requests, "seconds": max_seconds, "request_bytes": max_request_bytes}
+    named["messages"] = max_messages
+    pairs.update({k: v for k, v in named.items() if v is not None})
+    try:
+        return LogLimits().with_overrides(pairs)
+    except ValueError as exc:
+        raise ExplainError(f"--limit: {exc}") from exc
+
+
 def is_template(path: str) -> bool:
     name = Path(path).name
     return name.endswith(TEMPLATE_SUFFIXES) or name == "tokenizer_config.json"
@@ -92,11 +117,17 @@ def run(
     fmt: str,
     html_path: str | None,
     template_vars: dict[str, Any] | None = None,
+    max_requests: int | None = None,
+    max_seconds: float | None = None,
+    max_request_bytes: int | None = None,
+    max_messages: int | None = None,
+    limit: tuple[str, ...] = (),
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
     (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
     template_vars = template_vars or {}
     chosen = engines_for(engines)
+    limits = log_limits(max_requests, max_seconds, max_request_bytes, max_messages, limit)
     if log is None and len(paths) == 1 and is_template(paths[0]):
         from prefixlint.api import lint_paths
         from prefixlint.explain.narrate import narrate, narrate_json
@@ -113,16 +144,19 @@ def run(
     chat_template, loaded = resolve(template, model_dir, tokenizer)
     from prefixlint.explain.requests import Renderer, RequestError, read_request_file
 
-    renderer = Renderer(chat_template)
+    renderer = Renderer(chat_template, limits.request_bytes)
     renderer.template.extra_kwargs.update(template_vars)
     if log is None:
         from prefixlint.explain.pair import explain_pair, pair_text
 
         try:
-            a, b = read_request_file(paths[0]), read_request_file(paths[1])
-        except (OSError, RequestError) as exc:
+            a, b = read_request_file(paths[0], limits), read_request_file(paths[1], limits)
+        except RequestError as exc:
             raise ExplainError(str(exc)) from exc
-        result = explain_pair(a, b, renderer, loaded, chosen)
+        try:
+            result = explain_pair(a, b, renderer, loaded, chosen)
+        except RequestError as exc:
+            raise ExplainError(f"{paths[0]} and {paths[1]}: {exc}") from exc
         result["tokenizer"] = loaded.name
         result["template"] = chat_template.path if chat_template else None
         if a.prompt is not None and b.prompt is not None:
@@ -149,18 +183,21 @@ def run(
     simulated = configured(chosen, server)
     capacity = cache_tokens or (server.capacity_tokens if server else None)
     observations = LogObservations(simulated[0], chosen[0])
-    report = explain_log(
-        log,
-        renderer,
-        loaded,
-        simulated,
-        capacity=capacity,
-        top=top,
-        what_ifs=what_if,
-        interval=interval,
-        log_format=log_format,
-        observations=observations,
-    )
+    try:
+        report = explain_log(
+            log,
+            renderer,
+            loaded,
+            simulated,
+            capacity=capacity,
+            top=top,
+            what_ifs=what_if,
+            interval=interval,
+            reading=Reading(limits, log_format=log_format),
+            observations=observations,
+        )
+    except LogLimitError as exc:
+        raise ExplainError(str(exc)) from exc
     extra = findings(
         observations, report.engines, report.primary, server=server, metrics=scrape, prefill_rate=prefill_rate
     )

@@ -24,6 +24,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from prefixlint.explain.reading import DEFAULT_LIMITS, Skip, decode_json
 from prefixlint.explain.requests import (
     Request,
     RequestError,
@@ -76,16 +77,17 @@ def detect(values: list[Any]) -> str:
     return max(kinds, key=lambda k: (kinds[k], -FORMATS.index(k)))
 
 
-def decode(line: bytes, fmt: str | None) -> Any:
-    """A log line as a JSON value; as text in vLLM's own log (or, while the format is not yet known
-    (`fmt` None), where the line does not look like JSON)."""
+def decode(line: bytes, fmt: str | None, depth: int = DEFAULT_LIMITS.depth) -> Any:
+    """A log line as a JSON value (nested at most `depth` deep: reading.decode_json); as text in
+    vLLM's own log (or, while the format is not yet known (`fmt` None), where the line does not
+    look like JSON). Raises RequestError with the reason it is neither."""
     text = line.decode("utf-8", errors="replace").strip()
     if fmt == "vllm-log" or (fmt is None and not text.startswith(("{", "[", '"'))):
         return text
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise RequestError(f"not JSON: {exc}", reason="not JSON") from exc
+    value = decode_json(line, depth)
+    if isinstance(value, Skip):
+        raise RequestError(value.detail, value.reason)
+    return value
 
 
 def requests_of(value: Any, fmt: str, index: int, interval: float) -> list[Request | RequestError]:
@@ -103,7 +105,7 @@ def requests_of(value: Any, fmt: str, index: int, interval: float) -> list[Reque
     except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a field of an unexpected type
         return [
             RequestError(
-                f"malformed {fmt} record: {type(exc).__name__}: {exc}"[:200], reason=f"malformed {fmt}"
+                f"malformed {fmt} record: {type(exc).__name__}: {exc}"[:200], reason=f"malformed-{fmt}"
             )
         ]
 
@@ -180,10 +182,10 @@ def _litellm(value: Any, index: int, interval: float) -> Request:
     payload = value.get("standard_logging_object", value) if isinstance(value, dict) else None
     if not isinstance(payload, dict) or "messages" not in payload:
         raise RequestError(
-            "not a LiteLLM standard logging payload (no `messages`)", reason="not a litellm record"
+            "not a LiteLLM standard logging payload (no `messages`)", reason="not-a-litellm-record"
         )
     if payload.get("status") == "failure":
-        raise RequestError("a failed call (status: failure)", reason="failed call")
+        raise RequestError("a failed call (status: failure)", reason="failed-call")
     messages = payload["messages"]
     params = payload.get("model_parameters") if isinstance(payload.get("model_parameters"), dict) else {}
     if isinstance(messages, str):
@@ -193,7 +195,7 @@ def _litellm(value: Any, index: int, interval: float) -> Request:
         if params.get("tools"):
             body["tools"] = params["tools"]
     else:
-        raise RequestError("LiteLLM `messages` is neither a list nor a string", reason="malformed litellm")
+        raise RequestError("LiteLLM `messages` is neither a list nor a string", reason="malformed-litellm")
     start = payload.get("startTime")
     request = parse_request(
         {"body": body, "timestamp": start} if start is not None else body, index, interval
@@ -340,11 +342,11 @@ def _span_time(span: dict[str, Any]) -> datetime | None:
 def _span(span: Any, index: int, interval: float) -> Request:
     attrs = _span_attributes(span)
     if attrs is None:
-        raise RequestError("a span without GenAI attributes", reason="span without gen_ai attributes")
+        raise RequestError("a span without GenAI attributes", reason="span-without-gen-ai-attributes")
     messages = _genai_messages(attrs)
     if messages is None:
         raise RequestError(
-            "a GenAI span without its prompt (content capture off?)", reason="span without prompt content"
+            "a GenAI span without its prompt (content capture off?)", reason="span-without-prompt-content"
         )
     request = Request(
         messages=messages, now=_span_time(span) or BASE_TIME + timedelta(seconds=index * interval)
@@ -389,16 +391,16 @@ def _vllm_line(line: Any, index: int, interval: float) -> Request:
     if m is None and _VLLM_PARAMS_LINE.search(text):
         raise RequestError("a `Received request` line without the prompt", reason=VLLM_NO_PROMPT)
     if m is None:
-        raise RequestError("not a vLLM `Received request` line", reason="not a vllm request line")
+        raise RequestError("not a vLLM `Received request` line", reason="not-a-vllm-request-line")
     literal = _string_literal(text, m.start("prompt"))
     try:
         prompt = ast.literal_eval(literal)  # vLLM logs the prompt with %r: a Python string literal
     except (ValueError, SyntaxError) as exc:
         raise RequestError(
-            f"the logged prompt is not a whole string literal: {exc}", reason="unreadable vllm prompt"
+            f"the logged prompt is not a whole string literal: {exc}", reason="unreadable-vllm-prompt"
         ) from exc
     if not isinstance(prompt, str):
-        raise RequestError("the logged prompt is None (token ids only)", reason="vllm prompt not logged")
+        raise RequestError("the logged prompt is None (token ids only)", reason="vllm-prompt-not-logged")
     return Request(prompt=prompt, now=BASE_TIME + timedelta(seconds=index * interval))
 
 

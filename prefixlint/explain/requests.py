@@ -3,14 +3,22 @@ their rendering into the prompt text the engine sees, with the request section a
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import IO, Any
 
+from prefixlint.explain.reading import (
+    DEFAULT_LIMITS,
+    LogFile,
+    Reading,
+    Skip,
+    decode_json,
+    lone_surrogate,
+    size_text,
+    utf8_size_over,
+)
 from prefixlint.jinja.inputs import BASE_TIME
 from prefixlint.jinja.template import ChatTemplate
 
@@ -25,11 +33,12 @@ DEFAULT_TEMPLATE_PATH = "<default ChatML>"
 
 
 class RequestError(ValueError):
-    """A record that is not a usable request; `reason` is its short category, for counting."""
+    """A record that is not analysed: not one of the accepted shapes, or over a limit. `reason` is
+    the short key it is counted under."""
 
-    def __init__(self, message: str, reason: str | None = None) -> None:
+    def __init__(self, message: str, reason: str = "not-a-request") -> None:
         super().__init__(message)
-        self.reason = reason or message
+        self.reason = reason
 
 
 @dataclass
@@ -156,6 +165,20 @@ def _parse_time(value: Any) -> datetime | None:
     return None
 
 
+def _check_shape(body: dict[str, Any]) -> None:
+    """The containers the request's readers index into are what they expect: messages and tools are
+    lists of objects, template kwargs an object (anything else in a log is a skipped request)."""
+    for k, msg in enumerate(body["messages"]):
+        if not isinstance(msg, dict):
+            raise RequestError(f"messages[{k}] is {type(msg).__name__}, not an object")
+    tools = body.get("tools")
+    if tools and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        raise RequestError("`tools` is not a list of objects")
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs and not isinstance(kwargs, dict):
+        raise RequestError("`chat_template_kwargs` is not an object")
+
+
 def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: bool | None = None) -> Request:
     """A log line or a request file's JSON (or a plain string) as a Request.
 
@@ -167,12 +190,12 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
     if not isinstance(data, dict):
         raise RequestError(
             f"a request is a JSON object or a string, not {type(data).__name__}",
-            reason="not a request object",
+            "not-a-request-object",
         )
     stamp = next((data[k] for k in ("timestamp", "time", "created") if k in data), None)
     body = data.get("body", data.get("request", data))
     if not isinstance(body, dict):
-        raise RequestError("`body` is not a JSON object", reason="body is not an object")
+        raise RequestError("`body` is not a JSON object", "body-not-an-object")
     stamp = stamp if stamp is not None else body.get("created")
     now = _parse_time(stamp) or BASE_TIME + timedelta(seconds=index * interval)
     if isinstance(body.get("prompt"), str):
@@ -181,9 +204,9 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
         body = _responses_as_chat(body)
     if not isinstance(body.get("messages"), list):
         raise RequestError(
-            "neither `messages` (chat) nor `prompt` (plain text) in the request",
-            reason="no messages or prompt",
+            "neither `messages` (chat) nor `prompt` (plain text) in the request", "no-messages-or-prompt"
         )
+    _check_shape(body)
     kwargs = body.get("chat_template_kwargs") or {}
     tools = body.get("tools") or None
     if anthropic if anthropic is not None else is_anthropic_body(body):
@@ -209,61 +232,100 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
     return Request(messages, tools, kwargs=dict(kwargs), now=now)
 
 
-def read_request_file(path: str) -> Request:
-    """A request file: a JSON body, or anything else as a plain-text prompt."""
-    text = Path(path).read_text(encoding="utf-8-sig")
+def read_request_file(path: str, limits: Any = DEFAULT_LIMITS) -> Request:
+    """A request file: a JSON body, or anything else as a plain-text prompt (read within `limits`:
+    a file over `line_bytes`, too deep or with too many messages is a RequestError)."""
     try:
-        data = json.loads(text)
-    except ValueError:
-        return Request(prompt=text)
-    return parse_request(data)
+        with open(path, "rb") as fh:
+            data = fh.read(limits.line_bytes + 1) if limits.line_bytes else fh.read()
+    except OSError as exc:
+        raise RequestError(f"{path}: cannot read: {exc.strerror or exc}", "unreadable") from exc
+    if limits.line_bytes and len(data) > limits.line_bytes:
+        raise RequestError(
+            f"{path}: larger than {size_text(limits.line_bytes)} (limit line_bytes)", "line-too-long"
+        )
+    value = decode_json(data, limits.depth)
+    if isinstance(value, Skip):
+        if value.reason == "json-too-deep":
+            raise RequestError(f"{path}: {value.detail}", value.reason)
+        try:
+            return Request(prompt=data.decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            raise RequestError(f"{path}: not UTF-8 at byte {exc.start}", "not-utf8") from exc
+    try:
+        request = parse_request(value)
+        check_request_size(request, limits.messages)
+    except RequestError as exc:
+        raise RequestError(f"{path}: {exc}", exc.reason) from exc
+    return request
 
 
-def open_log(path: str) -> tuple[IO[bytes], IO[bytes]]:
-    """(lines, raw): the log's lines (gunzipped if it starts with the gzip magic) and the raw file,
-    whose position drives the progress bar."""
-    raw = open(path, "rb")  # noqa: SIM115 - the caller closes it after streaming
-    if raw.read(2) == b"\x1f\x8b":
-        raw.seek(0)
-        return gzip.GzipFile(fileobj=raw), raw
-    raw.seek(0)
-    return raw, raw
+def check_request_size(request: Request, messages: int) -> None:
+    """Raise RequestError for a request with more than `messages` messages or tools."""
+    counted = max(len(request.messages), len(request.tools) if isinstance(request.tools, list) else 0)
+    if messages and counted > messages:
+        raise RequestError(
+            f"{counted:,} messages or tools, over {messages:,} (limit messages)", "too-many-messages"
+        )
 
 
-def iter_log(
-    lines: IO[bytes], interval: float = 1.0, log_format: str | None = None, found: list[str] | None = None
-) -> Iterator[tuple[int, Request | RequestError]]:
+def open_log(path: str, reading: Reading | None = None) -> tuple[LogFile, IO[bytes]]:
+    """(log, raw): the log read within `reading`'s limits (gunzipped if it starts with the gzip
+    magic) and the raw file, whose position drives the progress bar. Raises LogLimitError."""
+    log = LogFile(path, reading)
+    return log, log.raw
+
+
+def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
     """(line number, request or the reason it is not one), streaming; blank lines are skipped. The
-    format is `log_format`, else told from the first readable records (appended to `found`)."""
+    format is `reading.log_format`, else told from the first readable records (and set there).
+    Stops after `limits.requests` requests (noting the line in `reading.stopped_at`)."""
     from itertools import chain
 
     from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
 
-    head: list[tuple[int, bytes]] = []
-    numbered = ((n, line) for n, line in enumerate(lines, 1) if line.strip())
-    if log_format is None:
+    limits, reading = log.limits, log.reading
+    head: list[tuple[int, bytes | Skip]] = []
+    numbered = iter(log.lines())
+    if reading.log_format is None:
         # A server log may open with many lines that are no request: look past them, boundedly.
         recognised: list[Any] = []
         for item in numbered:
             head.append(item)
+            if isinstance(item[1], Skip):
+                continue
             try:
-                value = decode(item[1], None)
+                value = decode(item[1], None, limits.depth)
             except RequestError:
                 value = None
             if kind_of(value) is not None:
                 recognised.append(value)
             if len(recognised) >= DETECT_RECORDS or len(head) >= DETECT_LINES:
                 break
-        log_format = detect(recognised)
-    if found is not None:
-        found.append(log_format)
-    index = 0
+        reading.log_format = detect(recognised)
+    log_format = reading.log_format
+    index = requests = 0  # records read (the clock of requests without a time); requests among them
     for number, line in chain(head, numbered):
+        if isinstance(line, Skip):
+            yield number, RequestError(line.detail, line.reason)
+            continue
+        if limits.requests and requests >= limits.requests:
+            reading.stopped_at = number
+            return
         try:
-            items = requests_of(decode(line, log_format), log_format, index, interval)
+            items = requests_of(decode(line, log_format, limits.depth), log_format, index, interval)
         except RequestError as exc:
             items = [exc]
         for item in items:
+            if isinstance(item, Request):
+                try:
+                    check_request_size(item, limits.messages)
+                except RequestError as exc:
+                    item = exc
+            if isinstance(item, RequestError):
+                item = RequestError(str(item)[:200], item.reason)
+            else:
+                requests += 1
             yield number, item
             index += 1
 
@@ -271,18 +333,36 @@ def iter_log(
 class Renderer:
     """Renders requests through one chat template (the user's, or the default ChatML one)."""
 
-    def __init__(self, template: ChatTemplate | None) -> None:
+    def __init__(self, template: ChatTemplate | None, max_bytes: int = DEFAULT_LIMITS.request_bytes) -> None:
+        self.max_bytes = max_bytes  # the most the tokenizer is given (UTF-8 bytes of one prompt)
         self.user_template = template is not None
         self.template = template or ChatTemplate(DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_PATH)
         self.template.streaming = True  # requests are independent: a budget each, no memo
 
     def render(self, request: Request) -> Rendered:
+        """The prompt; a RequestError if the template raises for this request, the prompt is over
+        `max_bytes` or holds what no tokenizer takes."""
         if request.prompt is not None:
-            return Rendered(request, request.prompt, None)
-        traced = self.template.render(
-            request.messages, tools=request.tools, now=request.now, **request.kwargs
-        )
-        return Rendered(request, traced.text, traced if self.user_template else None)
+            rendered = Rendered(request, request.prompt, None)
+        else:
+            try:
+                traced = self.template.render(
+                    request.messages, tools=request.tools, now=request.now, **request.kwargs
+                )
+            except Exception as exc:  # the user's template (or its kwargs) raising for this request
+                detail = f"the template raised {type(exc).__name__}: {str(exc)[:120]}"
+                raise RequestError(detail, "template-error") from exc
+            rendered = Rendered(request, traced.text, traced if self.user_template else None)
+        bad = lone_surrogate(rendered.text)
+        if bad is not None:
+            raise RequestError(f"the prompt holds a lone surrogate at character {bad:,}", "invalid-unicode")
+        size = utf8_size_over(rendered.text, self.max_bytes)
+        if size is not None:
+            raise RequestError(
+                f"the prompt is {size_text(size)}, over {size_text(self.max_bytes)} (limit request_bytes)",
+                "request-too-large",
+            )
+        return rendered
 
 
 @dataclass

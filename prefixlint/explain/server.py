@@ -14,12 +14,11 @@ Read, never run: the command line is split like a shell would and its flags look
 
 from __future__ import annotations
 
-import re
-import shlex
+import math
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from prefixlint.engines import Engine
+from prefixlint.explain.server_inputs import METRICS_BYTES, InputError, parse_metrics, split_command
 
 
 class ServerArgsError(ValueError):
@@ -88,8 +87,8 @@ def _positive(flags: dict[str, str], *names: str) -> tuple[int, str] | None:
     for name in names:
         if name in flags:
             value = flags[name]
-            if not value.isdigit() or int(value) < 1:
-                raise ServerArgsError(f"{name} {value!r}: expected a positive whole number")
+            if not (value.isascii() and value.isdigit()) or int(value) < 1:
+                raise ServerArgsError(f"--server-args: {name} {value!r}: expected a positive whole number")
             return int(value), f"{name} {value}"
     return None
 
@@ -97,9 +96,9 @@ def _positive(flags: dict[str, str], *names: str) -> tuple[int, str] | None:
 def parse_server_args(command: str) -> ServerConfig:
     """The cache settings of a `vllm serve …`, SGLang or `llama-server …` command line."""
     try:
-        argv = shlex.split(command)
-    except ValueError as exc:
-        raise ServerArgsError(f"--server-args: {exc}") from exc
+        argv = split_command(command, "--server-args")
+    except InputError as exc:
+        raise ServerArgsError(str(exc)) from exc
     engine = _engine_of(argv)
     if engine is None:
         raise ServerArgsError(
@@ -135,10 +134,6 @@ def parse_server_args(command: str) -> ServerConfig:
     return config
 
 
-_SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
-
-
 @dataclass
 class Metrics:
     """A Prometheus scrape's prefix-cache figures (None where the scrape has none)."""
@@ -152,23 +147,27 @@ def read_metrics(path: str) -> Metrics:
     """vLLM's or SGLang's prefix-cache hit rate and cache settings from a Prometheus text scrape;
     samples of the same metric (one per model or engine) are summed."""
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as fh:
+            data = fh.read(METRICS_BYTES + 1)
     except OSError as exc:
         raise ServerArgsError(f"--metrics {path}: {exc.strerror or exc}") from exc
-    sums: dict[str, float] = {}
+    return metrics_from(data, f"--metrics {path}")
+
+
+def metrics_from(data: bytes, name: str = "--metrics") -> Metrics:
+    """`read_metrics` of a scrape's bytes (server_inputs.parse_metrics reads them within limits)."""
+    try:
+        scrape = parse_metrics(data, name)
+    except InputError as exc:
+        raise ServerArgsError(str(exc)) from exc
+    # NaN and infinities (a scrape may carry them) would make a hit rate no JSON can hold.
+    sums = {
+        metric: math.fsum(v for _, v in samples if math.isfinite(v))
+        for metric, samples in scrape.samples.items()
+    }
     info: dict[str, str] = {}
-    for line in text.splitlines():
-        m = _SAMPLE.match(line.strip())
-        if m is None:
-            continue
-        try:
-            value = float(m.group("value"))
-        except ValueError:
-            continue
-        name = m.group("name")
-        sums[name] = sums.get(name, 0.0) + value
-        if name == "vllm:cache_config_info":
-            info.update(_LABEL.findall(m.group("labels") or ""))
+    for labels, _ in scrape.samples.get("vllm:cache_config_info", []):
+        info.update(labels)
     out = Metrics()
     queries = sums.get("vllm:prefix_cache_queries_total", sums.get("vllm:prefix_cache_queries"))
     hits = sums.get("vllm:prefix_cache_hits_total", sums.get("vllm:prefix_cache_hits"))
