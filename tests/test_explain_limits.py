@@ -329,7 +329,7 @@ def test_end_to_end_the_issues_three_inputs_give_no_traceback(tmp_path):
     """In a real process: exit codes, stderr and stdout as a user sees them."""
     deep = write(tmp_path / "deep.jsonl", [nested(100_000)])
     result = run_prefixlint("explain", "--log", deep, timeout=120)
-    assert result.returncode == 0 and "1 lines skipped (1 json-too-deep;" in result.stdout
+    assert result.returncode == 0 and "1 line skipped (1 json-too-deep;" in result.stdout
     assert result.stderr == ""
     bomb = tmp_path / "bomb.jsonl.gz"
     deflate = zlib.compressobj(9, zlib.DEFLATED, 31)

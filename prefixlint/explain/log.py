@@ -301,7 +301,8 @@ def log_text(report: LogReport) -> str:
         )
     if report.skipped:
         reasons = ", ".join(f"{n:,} {reason}" for reason, n in report.skipped_by_reason.items())
-        out.append(f"{report.skipped:,} lines skipped ({reasons}; first: {report.skip_reasons[0]})")
+        lines = "line" if report.skipped == 1 else "lines"
+        out.append(f"{report.skipped:,} {lines} skipped ({reasons}; first: {report.skip_reasons[0]})")
     for name, v in report.engines.items():
         line = (
             f"  {name:<10} hit rate {float(v['hit_rate']):7.2%}  ({int(v['hit_tokens']):,} tokens from cache)"  # type: ignore[arg-type]
