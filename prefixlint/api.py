@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -12,6 +13,7 @@ from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.limits import Limits
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
+from prefixlint.runmemo import stamp
 from prefixlint.sources import (
     PARALLEL_MIN_SOURCES,
     ConfigError,
@@ -19,6 +21,7 @@ from prefixlint.sources import (
     Source,
     classify_source,
     discover,
+    source_kind,
     templates_in_tokenizer_config,
     uses_includes,
 )
@@ -126,6 +129,11 @@ def tokenizer_choice(
     calls `check()` after using it, and asks again (waiting) if that raises."""
     if options.tokenizer is not None:
         return load_tokenizer(options.tokenizer, wait), None
+    if source_kind(source_path) == "gguf":  # a model file carries its own tokenizer
+        try:
+            return load_tokenizer(source_path, wait), None
+        except TokenizerError as exc:
+            return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
     beside = find_tokenizer_file(Path(source_path).parent)
     if beside is not None:
         try:
@@ -140,6 +148,8 @@ def tokenizer_file(source_path: str, options: Options) -> str | None:
     """The file `tokenizer_choice` loads first for a source, found without loading anything (None
     if it cannot be resolved: loading reports why)."""
     try:
+        if options.tokenizer is None and source_kind(source_path) == "gguf":
+            return str(resolve_tokenizer_path(source_path))
         return str(tokenizer_path_for(Path(source_path).parent, options.tokenizer))
     except TokenizerError:
         return None
@@ -159,6 +169,8 @@ def special_tokens_for(source_path: str, tokenizer: LoadedTokenizer) -> dict[str
 
 def _lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
     """The raw results of one source; `text` stands in for the file's (the diff gate's old blob)."""
+    if source.kind == "gguf":
+        return _lint_gguf(source, options)
     bad_input_code = "PFX003" if source.kind == "python" else "PFX001"
     try:
         text = read_text(source.path, options.limits.file_bytes) if text is None else text
@@ -203,6 +215,56 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
     return results
 
 
+def _lint_gguf(source: Source, options: Options) -> list[SourceResult]:
+    """Each chat template in a GGUF model's metadata, as a source named `model.gguf[chat_template]`
+    whose lines are the template's; analysed with the model's own tokenizer unless `--tokenizer`
+    names another. A file that is no readable GGUF is PFX001 naming it."""
+    from prefixlint.gguf import GGUFError, chat_templates, read_metadata, source_name
+
+    try:
+        metadata = read_metadata(resolve_tokenizer_path(source.path))
+    except (OSError, GGUFError, TokenizerError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        diag = Diagnostic("PFX001", Span(source.path), f"not a readable GGUF model: {reason}", Severity.ERROR)
+        return [SourceResult(source.path, source.kind, diagnostics=[diag])]
+    templates = chat_templates(metadata)
+    if not templates:
+        note = f"{source.path}: no tokenizer.chat_template in this GGUF: nothing checked"
+        return [SourceResult(source.path, source.kind, notes=[note])]
+
+    def lint(tokenizer: LoadedTokenizer, note: str | None) -> list[SourceResult]:
+        special = {**tokenizer.special_tokens, **_gguf_special_tokens(source.path, tokenizer)}
+        notes = [*tokenizer.notes, *([note] if note else [])]
+        results = []
+        for t in templates:
+            named = Source(source_name(source.path, t.name), source.kind)
+            results += _lint_templates(named, t.source, None, options, tokenizer, None, special=special)
+        for result in results:
+            result.notes.extend(notes)
+        return results
+
+    choice = tokenizer_choice(source.path, options, wait=False)
+    try:
+        results = lint(*choice)
+        choice[0].check()
+    except TokenizerError:
+        retry = tokenizer_choice(source.path, options)
+        if retry[0] is choice[0]:
+            raise
+        results = lint(*retry)
+    return results
+
+
+def _gguf_special_tokens(path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
+    """The GGUF's own `bos_token`, … for its templates, also when `--tokenizer` names another."""
+    if tokenizer.path == str(resolve_tokenizer_path(path)):
+        return {}
+    try:
+        return load_tokenizer(path).special_tokens
+    except TokenizerError:
+        return {}
+
+
 def _scaffolding_severity(result: SourceResult) -> SourceResult:
     """A .py of project scaffolding (`{{cookiecutter.name}}/`, `templates/`) that does not parse is
     a template, not broken code: its PFX003 is info."""
@@ -228,6 +290,7 @@ def _lint_templates(
     tokenizer: LoadedTokenizer,
     tokenizer_note: str | None,
     prompt: bool = False,
+    special: dict[str, str] | None = None,
 ) -> list[SourceResult]:
     """The results of a template file, or of the `named` templates of a tokenizer_config.json;
     `prompt`: the file is an app prompt template (prefixlint/jinja/prompt.py)."""
@@ -258,7 +321,7 @@ def _lint_templates(
             for t in named
         ]
     else:
-        special = special_tokens_for(source.path, tokenizer)
+        special = special if special is not None else special_tokens_for(source.path, tokenizer)
         templates = [ChatTemplate(text, source.path, special_tokens=special, limits=options.limits)]
     results = []
     for template in templates:
@@ -506,6 +569,11 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
 
 
 def _read_bytes(source: Source, options: Options) -> bytes | None:
+    if source.kind == "gguf":  # gigabytes of tensors: its identity stands for its bytes
+        try:
+            return json.dumps(stamp(str(resolve_tokenizer_path(source.path)))).encode()
+        except TokenizerError:
+            return None
     try:  # the same checks as the analysis: no FIFO read, no 1 GB file loaded to hash it
         return read_limited(source.path, options.limits.file_bytes)
     except (OSError, ValueError):

@@ -49,6 +49,20 @@ _MIN_KV = 8 + 4 + 1  # an empty key, a type, a one-byte value
 _MIN_TENSOR_INFO = 8 + 4 + 4 + 8  # an empty name, no dimensions, a type, an offset
 
 
+SUFFIX = ".gguf"
+
+
+def is_gguf(path: str | os.PathLike[str]) -> bool:
+    """A `.gguf` file, or any file that starts with the GGUF magic (an Ollama blob has no suffix)."""
+    if os.fspath(path).endswith(SUFFIX):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == MAGIC
+    except OSError:
+        return False
+
+
 class GGUFError(ValueError):
     """A file that is not a readable GGUF; the message says where and why, in a few words."""
 
@@ -288,9 +302,8 @@ def chat_templates(metadata: GGUFMetadata) -> list[GGUFTemplate]:
     (`tokenizer.chat_template.NAME`), in the file's order."""
     found = []
     for key, value in metadata.values.items():
-        if key == TEMPLATE_KEY or key.startswith(TEMPLATE_KEY + "."):
-            if isinstance(value, str):
-                found.append(GGUFTemplate(key.removeprefix("tokenizer."), value))
+        if (key == TEMPLATE_KEY or key.startswith(TEMPLATE_KEY + ".")) and isinstance(value, str):
+            found.append(GGUFTemplate(key.removeprefix("tokenizer."), value))
     return sorted(found, key=lambda t: t.name != "chat_template")
 
 

@@ -242,17 +242,33 @@ def load_gguf_tokenizer(path: str) -> BuiltTokenizer:
     GGUFTokenizerError."""
     from tokenizers import Tokenizer
 
-    key = _cache_key(path)
-    entry = cache_dir() / f"{key}.json"
+    entry = _entry(path)
     try:
-        data = json.loads(entry.read_text(encoding="utf-8"))
-        return BuiltTokenizer(Tokenizer.from_str(data["tokenizer"]), data["special_tokens"], data["warnings"])
-    except (OSError, ValueError, KeyError, TypeError, Exception):  # any unreadable entry is a miss
+        backend = Tokenizer.from_str(entry.read_text(encoding="utf-8"))
+        about = json.loads(entry.with_suffix(".about").read_text(encoding="utf-8"))
+        return BuiltTokenizer(backend, dict(about["special_tokens"]), list(about["warnings"]))
+    except Exception:  # any unreadable entry (tokenizers raises plain Exceptions) is a miss
         pass
     built = build_tokenizer(read_metadata(path))
-    data = {"tokenizer": built.tokenizer.to_str(), "special_tokens": built.special_tokens}
-    _write_atomically(entry, json.dumps({**data, "warnings": built.warnings}))
+    _write_atomically(entry, built.tokenizer.to_str())
+    about = {"special_tokens": built.special_tokens, "warnings": built.warnings}
+    _write_atomically(entry.with_suffix(".about"), json.dumps(about))
     return built
+
+
+def gguf_tokenizer_about(path: str) -> tuple[dict[str, str], list[str]]:
+    """The special tokens and build warnings of a GGUF's tokenizer, without loading the tokenizer
+    when the cache has them (a helper process may be loading it meanwhile)."""
+    try:
+        about = json.loads(_entry(path).with_suffix(".about").read_text(encoding="utf-8"))
+        return dict(about["special_tokens"]), list(about["warnings"])
+    except (OSError, ValueError, KeyError, TypeError):
+        built = load_gguf_tokenizer(path)
+        return built.special_tokens, built.warnings
+
+
+def _entry(path: str) -> Path:
+    return cache_dir() / f"{_cache_key(path)}.json"
 
 
 def _write_atomically(target: Path, text: str) -> None:
