@@ -196,11 +196,11 @@ def _render_target(path: str) -> str:
                 return candidate
         _fail(f"{path}: a folder without chat_template.jinja or tokenizer_config.json: nothing to render")
     kind = source_kind(path)
-    if kind not in ("jinja", "tokenizer_config"):
+    if kind not in ("jinja", "tokenizer_config", "gguf"):
         what = "a Python file" if kind == "python" else "not a file prefixlint renders"
         _fail(
-            f"{path}: {what} (render takes a .jinja/.j2/.jinja2 template, a tokenizer_config.json "
-            "or a model folder)"
+            f"{path}: {what} (render takes a .jinja/.j2/.jinja2 template, a tokenizer_config.json, "
+            "a .gguf model or a model folder)"
         )
     return path
 
@@ -475,7 +475,11 @@ def _parse_var(text: str) -> tuple[str, Any]:
     "tokenizer",
     help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.",
 )
-@click.option("--name", "template_name", help="Which named template of a tokenizer_config.json list.")
+@click.option(
+    "--name",
+    "template_name",
+    help="Which named template of a tokenizer_config.json list or a GGUF (tool_use).",
+)
 def render(
     template_path: str,
     messages: str | None,
@@ -498,12 +502,21 @@ def render(
     from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
-    from prefixlint.sources import ConfigError, templates_in_tokenizer_config
+    from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
     from prefixlint.tokens import TokenizerError
 
     try:
-        source = read_text(template_path)
         loaded = tokenizer_for(template_path, Options(tokenizer=tokenizer))
+        if source_kind(template_path) == "gguf":
+            from prefixlint.gguf import GGUFError, source_name, template_named
+
+            try:
+                found = template_named(template_path, template_name)
+            except GGUFError as exc:
+                raise ValueError(str(exc)) from exc
+            source, template_path = found.source, source_name(template_path, found.name)
+        else:
+            source = read_text(template_path)
         if template_path.endswith(".json"):
             named = templates_in_tokenizer_config(source)
             chosen = [t for t in named if template_name in (None, t.name)]

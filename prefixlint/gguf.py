@@ -310,3 +310,18 @@ def chat_templates(metadata: GGUFMetadata) -> list[GGUFTemplate]:
 def source_name(path: str, template_name: str) -> str:
     """How a template of a GGUF is named in reports: `model.gguf[chat_template]`."""
     return f"{path}[{template_name}]"
+
+
+def template_named(path: str | os.PathLike[str], name: str | None = None) -> GGUFTemplate:
+    """One chat template of a GGUF file: `name` (`tool_use` or `chat_template.tool_use`), else the
+    default one; raises GGUFError if the file has none of that name."""
+    templates = chat_templates(read_metadata(path))
+    if not templates:
+        raise GGUFError("no tokenizer.chat_template in this GGUF")
+    if name is None:
+        return templates[0]
+    for template in templates:
+        if name in (template.name, template.name.removeprefix("chat_template.")):
+            return template
+    names = ", ".join(t.name for t in templates)
+    raise GGUFError(f"no chat template named {name!r} (it has {names})")

@@ -9,7 +9,7 @@ from typing import Any
 from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
 from prefixlint.engines import Engine, load_engines
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.sources import ConfigError, templates_in_tokenizer_config
+from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
 from prefixlint.tokens import LoadedTokenizer, load_tokenizer
 
 DEFAULT_ENGINES = ("vllm", "sglang", "openai")
@@ -21,6 +21,16 @@ class ExplainError(Exception):
 
 
 def _template_from(path: Path, tokenizer: LoadedTokenizer) -> ChatTemplate:
+    if source_kind(path) == "gguf":
+        from prefixlint.gguf import GGUFError, source_name, template_named
+
+        try:
+            found = template_named(path)
+        except GGUFError as exc:
+            raise ExplainError(f"{path}: {exc}") from exc
+        return ChatTemplate(
+            found.source, source_name(str(path), found.name), special_tokens=tokenizer.special_tokens
+        )
     text = read_text(str(path))
     if path.name.endswith(".json"):
         named = templates_in_tokenizer_config(text)
@@ -42,6 +52,8 @@ def resolve(
     if template:
         candidates.append(Path(template))
     for folder in (model_dir, tokenizer):
+        if folder and source_kind(folder) == "gguf" and Path(folder).is_file():
+            candidates.append(Path(folder))  # a GGUF model holds its chat template
         if folder and Path(folder).is_dir():
             candidates += [Path(folder) / "chat_template.jinja", Path(folder) / "tokenizer_config.json"]
     for path in candidates:
@@ -66,7 +78,7 @@ def engines_for(names: tuple[str, ...]) -> list[Engine]:
 
 def is_template(path: str) -> bool:
     name = Path(path).name
-    return name.endswith(TEMPLATE_SUFFIXES) or name == "tokenizer_config.json"
+    return name.endswith((*TEMPLATE_SUFFIXES, ".gguf")) or name == "tokenizer_config.json"
 
 
 def run(
