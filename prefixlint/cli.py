@@ -234,6 +234,18 @@ def _write(text: str, output_file: str | None) -> None:
         click.echo(text, nl=False)
 
 
+class _SourcePath(click.Path):
+    """An existing path, or a model of the local Ollama store (`ollama:NAME[:TAG]`), resolved later."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.startswith("ollama:"):
+            return value
+        return super().convert(value, param, ctx)
+
+
+SOURCE_PATH = _SourcePath(exists=True)
+
+
 _max_prefix_loss_option = click.option(
     "--max-prefix-loss",
     type=click.IntRange(min=0),
@@ -244,7 +256,7 @@ _max_prefix_loss_option = click.option(
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, type=SOURCE_PATH)
 @click.option(
     "--format",
     "fmt",
