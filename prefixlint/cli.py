@@ -614,6 +614,15 @@ def rule_cmd(code: str) -> None:
 @click.option("--tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id.")
 @click.option("--engine", "engines", multiple=True, help="Engines to simulate (default: vllm sglang openai).")
 @click.option("--cache-tokens", type=click.IntRange(min=1), help="Also simulate an LRU of this many tokens.")
+@click.option(
+    "--llamacpp-slots", type=click.IntRange(min=1), metavar="N", help="llama-server's slots (-np; default 4)."
+)
+@click.option(
+    "--llamacpp-cache-ram",
+    type=click.IntRange(min=-1),
+    metavar="MIB",
+    help="llama-server's --cache-ram (default 8192; 0: no prompt cache, only the slots).",
+)
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Causes to report.")
 @click.option(
     "--what-if",

@@ -68,12 +68,22 @@ def resolve(
     return None, loaded or load_tokenizer(None)
 
 
-def engines_for(names: tuple[str, ...]) -> list[Engine]:
+def engines_for(names: tuple[str, ...], **server: int | None) -> list[Engine]:
+    """The engines to simulate; `server` (slots, cache_ram_mib) overrides the llama-server settings
+    of the engines that replay one."""
     known = load_engines()
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ExplainError(f"unknown engine {unknown[0]!r}; known: {', '.join(sorted(known))}")
-    return [known[n] for n in names or DEFAULT_ENGINES]
+    chosen = [known[n] for n in names or DEFAULT_ENGINES]
+    given = {key: value for key, value in server.items() if value is not None}
+    if given:
+        from dataclasses import replace
+
+        if "slots" in given:  # -np N given: no unified KV cache unless asked for
+            given.setdefault("kv_unified", False)
+        chosen = [replace(e, server=replace(e.server, **given)) if e.server else e for e in chosen]
+    return chosen
 
 
 def is_template(path: str) -> bool:
@@ -95,9 +105,11 @@ def run(
     interval: float,
     fmt: str,
     html_path: str | None,
+    llamacpp_slots: int | None = None,
+    llamacpp_cache_ram: int | None = None,
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems."""
-    chosen = engines_for(engines)
+    chosen = engines_for(engines, slots=llamacpp_slots, cache_ram_mib=llamacpp_cache_ram)
     if log is None and len(paths) == 1 and is_template(paths[0]):
         from prefixlint.api import lint_paths
         from prefixlint.explain.narrate import narrate, narrate_json
