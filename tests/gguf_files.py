@@ -108,3 +108,58 @@ def add_tokenizer(
     unk = data["model"].get("unk_token")
     if unk is not None:
         writer.add_unk_token_id(ids[unk])
+
+
+def write_tiny_model(
+    path: Path,
+    tokenizer_json: Path,
+    *,
+    pre: str,
+    template: str,
+    special: str,
+    layers: int = 2,
+    width: int = 64,
+) -> Path:
+    """A llama-architecture model llama.cpp can run: `layers` blocks of random weights (seeded, so
+    the file is the same every time), the tokenizer of `tokenizer_json` without BOS, one template."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    data = read_tokenizer_json(tokenizer_json)
+    vocab = len(vocabulary(data)[0])
+    heads, ff = 4, 2 * width
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name("prefixlint-tiny")
+    writer.add_context_length(4096)
+    writer.add_embedding_length(width)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(width // heads)
+    writer.add_file_type(0)  # all F32
+    add_tokenizer(writer, data, pre=pre, with_merges=True, bos=special, eos=special)
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(template)
+
+    def weights(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * 0.02).astype(np.float32)
+
+    writer.add_tensor("token_embd.weight", weights(vocab, width))
+    writer.add_tensor("output_norm.weight", np.ones(width, dtype=np.float32))
+    writer.add_tensor("output.weight", weights(vocab, width))
+    for i in range(layers):
+        block = f"blk.{i}"
+        writer.add_tensor(f"{block}.attn_norm.weight", np.ones(width, dtype=np.float32))
+        for name in ("attn_q", "attn_k", "attn_v", "attn_output"):
+            writer.add_tensor(f"{block}.{name}.weight", weights(width, width))
+        writer.add_tensor(f"{block}.ffn_norm.weight", np.ones(width, dtype=np.float32))
+        writer.add_tensor(f"{block}.ffn_gate.weight", weights(ff, width))
+        writer.add_tensor(f"{block}.ffn_up.weight", weights(ff, width))
+        writer.add_tensor(f"{block}.ffn_down.weight", weights(width, ff))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
