@@ -41,11 +41,12 @@ OTHER = (
 THIRD = "Translate the customer's message into plain English and keep the order number as it is. "
 
 
+def chat(system: str, user: str) -> dict:
+    return {"messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]}
+
+
 def requests() -> list[tuple[str, dict]]:
     """(endpoint, body) in order: each of the issue's cases, the expected effect in the comment."""
-    chat = lambda system, user: {
-        "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    }  # noqa: E731
     return [
         ("completion", {"prompt": f"[{STAMPS[0]}] {POLICY}Question: where is my order?"}),
         # A timestamp at the head: nothing after it is shared.
@@ -166,8 +167,8 @@ def predictions(model: Path, sequence: list[tuple[str, dict]], cache_ram: int) -
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not server_binary().is_file():
         pytest.skip(
-            f"llama-server is not built ({server_binary()} is missing): run `python tests/llama_server_build.py` "
-            "(.ci/run does; ~15 minutes on two cores)"
+            f"llama-server is not built ({server_binary()} is missing): run "
+            "`python tests/llama_server_build.py` (.ci/run does; ~15 minutes on two cores)"
         )
     folder = tmp_path_factory.mktemp("llama-server")
     template = (FIXTURES / "templates" / "clean.jinja").read_text(encoding="utf-8")
