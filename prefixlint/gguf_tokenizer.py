@@ -104,6 +104,15 @@ class BuiltTokenizer:
 
 def build_tokenizer(metadata: GGUFMetadata) -> BuiltTokenizer:
     """The `tokenizers.Tokenizer` that the metadata describes; raises GGUFTokenizerError."""
+    try:
+        return _build(metadata)
+    except GGUFTokenizerError:
+        raise
+    except Exception as exc:  # tokenizers raises plain Exceptions (a merge of unknown tokens, …)
+        raise GGUFTokenizerError(f"its tokenizer does not build: {str(exc).splitlines()[0][:160]}") from exc
+
+
+def _build(metadata: GGUFMetadata) -> BuiltTokenizer:
     from tokenizers import AddedToken
 
     model = metadata.get("tokenizer.ggml.model")
