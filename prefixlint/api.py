@@ -215,14 +215,15 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
     return results
 
 
-def _lint_gguf(source: Source, options: Options) -> list[SourceResult]:
+def _lint_gguf(source: Source, options: Options, file: str | None = None) -> list[SourceResult]:
     """Each chat template in a GGUF model's metadata, as a source named `model.gguf[chat_template]`
     whose lines are the template's; analysed with the model's own tokenizer unless `--tokenizer`
-    names another. A file that is no readable GGUF is PFX001 naming it."""
+    names another. A file that is no readable GGUF is PFX001 naming it. `file` stands in for the
+    source's file (the diff gate's old version)."""
     from prefixlint.gguf import GGUFError, chat_templates, read_metadata, source_name
 
     try:
-        metadata = read_metadata(resolve_tokenizer_path(source.path))
+        metadata = read_metadata(file or resolve_tokenizer_path(source.path))
     except (OSError, GGUFError, TokenizerError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         diag = Diagnostic("PFX001", Span(source.path), f"not a readable GGUF model: {reason}", Severity.ERROR)
@@ -593,6 +594,15 @@ def _inputs(walked: list[str], sources: list[Source], options: Options) -> list[
     from prefixlint.cache import tokenizer_inputs
 
     out = walked + [s.path for s in sources]
+    for source in sources:
+        if source.path.startswith("ollama:"):  # what the name resolves to: its manifest and blob
+            from prefixlint.ollama import OllamaError, manifest_path, store_dir
+
+            try:
+                out += [str(manifest_path(source.path.removeprefix("ollama:"), store_dir()))]
+                out += [str(resolve_tokenizer_path(source.path))]
+            except (OllamaError, TokenizerError):
+                pass
     for folder in dict.fromkeys(os.path.dirname(s.path) or "." for s in sources):
         out += [folder, *tokenizer_inputs(folder, options.tokenizer)]
     return out

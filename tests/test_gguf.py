@@ -330,3 +330,21 @@ def test_metadata_reads_templates_in_file_order_default_first(tmp_path: Path) ->
         ("chat_template.tool_use", "B"),
         ("chat_template.rag", "C"),
     ]
+
+
+def test_diff_gates_each_template_of_a_gguf(tmp_path: Path) -> None:
+    from conftest import git
+
+    clean = (FIXTURES / "templates" / "clean.jinja").read_text(encoding="utf-8")
+    git(tmp_path, "init", "-q")
+    write_gguf(tmp_path / "model.gguf", embedded_tokenizer(), pre="deepseek-v3", templates={"": clean})
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "clean template")
+    write_gguf(tmp_path / "model.gguf", embedded_tokenizer(), pre="deepseek-v3", templates={"": CLOCK})
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    result = run_prefixlint("diff", "HEAD", "model.gguf", cwd=tmp_path, env=env)
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("model.gguf[chat_template]: cacheable prefix ")
+    assert any("new finding PFX101 clock-in-prefix at line 3" in line for line in lines)
+    assert lines[-1].startswith("Compared 1 source(s) with HEAD")
