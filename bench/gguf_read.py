@@ -74,9 +74,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         model = Path(scratch) / "model.gguf"
         write_model(model, args.gib)
-        print(
-            f"model: {model.stat().st_size / 2**30:.1f} GiB ({model.stat().st_blocks * 512 >> 20} MiB on disk)"
-        )
+        size, on_disk = model.stat().st_size, model.stat().st_blocks * 512
+        print(f"model: {size / 2**30:.1f} GiB ({on_disk >> 20} MiB on disk)")
         runs = []
         for _ in range(5):
             started = time.perf_counter()
