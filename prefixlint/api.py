@@ -412,6 +412,9 @@ def list_sources(paths: list[str], options: Options) -> list[tuple[str, str, str
     nothing (`check --show-files`)."""
     out = []
     for source in iter_sources(paths, options):
+        if source.kind == "gguf":  # binary: its chat templates are read from its metadata
+            out.append((source.path, source.kind, "a GGUF model: each chat template in its metadata"))
+            continue
         try:
             text = read_text(source.path, options.limits.file_bytes)
         except (OSError, ValueError) as exc:
