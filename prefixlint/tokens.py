@@ -342,7 +342,7 @@ def _identity(p: Path) -> tuple[str, dict[str, str], list[str]]:
     GGUF's own, from its metadata), and what its build had to work around."""
     if is_gguf(p):
         special, warnings = _gguf_tokenizer(str(p), about=True)
-        return str(p), special, warnings
+        return str(p), special, [f"{p}: {warning}" for warning in warnings]
     config = p.parent / "tokenizer_config.json"
     special = read_special_tokens(config) if config.is_file() else {}
     return (EMBEDDED_NAME if p.parent == _embedded_dir() else str(p)), special, []

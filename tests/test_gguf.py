@@ -95,6 +95,15 @@ def test_unknown_pre_tokenizer_warns_and_splits_as_gpt2(tmp_path: Path) -> None:
     split = built.tokenizer.pre_tokenizer.pre_tokenize_str("it's 12345")
     gpt2 = pre_tokenizers.ByteLevel(add_prefix_space=False).pre_tokenize_str("it's 12345")
     assert [s for s, _ in split] == [s for s, _ in gpt2] == ["it", "'s", "Ġ12345"]
+    clean = (FIXTURES / "templates" / "clean.jinja").read_text(encoding="utf-8")
+    write_gguf(model, embedded_tokenizer(), pre="made-up-2031", templates={"": clean})
+    result = run_prefixlint(
+        "check", "--no-cache", "m.gguf", cwd=tmp_path, env={"XDG_CACHE_HOME": str(tmp_path)}
+    )
+    assert result.returncode == 0
+    assert result.stderr.startswith(
+        "prefixlint: warning: m.gguf: tokenizer.ggml.pre 'made-up-2031' is not one"
+    )
 
 
 def test_check_reports_the_clock_at_the_templates_line_with_the_gguf_tokenizer(tmp_path: Path) -> None:
