@@ -21,8 +21,9 @@ tests/test_llama_server.py:
    last token is evaluated again for its logits (the engine rule `recompute_last_token`).
 
 Not modelled: the cache's size in MiB (the KV bytes per token depend on the model; a nonzero
-`cache_ram_mib` is taken as room for every prompt) and concurrent requests (one at a time, in
-log order).
+`cache_ram_mib` is taken as room for every prompt), concurrent requests (one at a time, in log
+order), and the reply's tokens, which a slot keeps after its prompt (a log holds no replies; a
+next prompt that repeats the reply verbatim may reuse more than predicted).
 """
 
 from __future__ import annotations
