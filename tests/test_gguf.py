@@ -357,3 +357,21 @@ def test_diff_gates_each_template_of_a_gguf(tmp_path: Path) -> None:
     assert lines[0].startswith("model.gguf[chat_template]: cacheable prefix ")
     assert any("new finding PFX101 clock-in-prefix at line 3" in line for line in lines)
     assert lines[-1].startswith("Compared 1 source(s) with HEAD")
+
+
+def test_explain_takes_a_gguf_as_template_and_tokenizer(tmp_path: Path) -> None:
+    model = write_gguf(tmp_path / "tiny.gguf", embedded_tokenizer(), pre="deepseek-v3", templates={"": CLOCK})
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    story = run_prefixlint("explain", "tiny.gguf", cwd=tmp_path, env=env)
+    assert story.returncode == 0, story.stderr
+    assert story.stdout.startswith("tiny.gguf[chat_template]\n")
+    assert "\nLine 3: `strftime_now(" in story.stdout
+    log = tmp_path / "requests.jsonl"
+    body = {"messages": [{"role": "user", "content": "Where is my order?"}]}
+    log.write_text(json.dumps(body) + "\n" + json.dumps(body) + "\n", encoding="utf-8")
+    result = run_prefixlint(
+        "explain", "--log", str(log), "--tokenizer", str(model), "--format", "json", env=env
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert (data["template"], data["tokenizer"]) == (f"{model}[chat_template]", str(model))
