@@ -26,16 +26,19 @@ class ServerCache:
     slot_prompt_similarity: float = 0.1  # --slot-prompt-similarity
     cache_idle_slots: bool = True  # --cache-idle-slots
     kv_unified: bool = True  # --kv-unified
+    kv_bytes_per_token: int = 131_072  # the model's KV cache per token: what --cache-ram MiB holds
 
     def model(self) -> LlamaServer:
         from prefixlint.explain.llamacpp import LlamaServer
 
+        unlimited = self.cache_ram_mib < 0
         return LlamaServer(
             slots=self.slots,
             cache_ram=self.cache_ram_mib != 0,
             slot_prompt_similarity=self.slot_prompt_similarity,
             cache_idle_slots=self.cache_idle_slots,
             kv_unified=self.kv_unified,
+            capacity=None if unlimited else (self.cache_ram_mib << 20) // max(1, self.kv_bytes_per_token),
         )
 
 

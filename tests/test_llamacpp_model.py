@@ -116,3 +116,25 @@ def test_explain_options_set_the_servers_slots_and_cache_ram(tmp_path: Path) -> 
     restored = hits("--llamacpp-slots", "1")
     assert restored > 0  # the 4th prompt gets the 1st back from the prompt cache
     assert hits("--llamacpp-slots", "1", "--llamacpp-cache-ram", "0") == 0
+
+
+def test_the_prompt_cache_drops_its_oldest_prompts_past_its_capacity() -> None:
+    # Room for 300 tokens. Each prompt is saved when the next one takes the slot, before the best
+    # entry is restored: saving D pushes A (the oldest) out, and B comes back.
+    server = LlamaServer(slots=1, cache_ram=True, capacity=300)
+    a, b, c = seq(0, 100), seq(5000, 100), seq(9000, 100)
+    for prompt in (a, b, c, seq(13000, 100)):
+        server.feed(prompt)
+    assert server.feed(with_tail(b, 100000, 5)) == 100  # B is still there
+    assert server.feed(with_tail(a, 200000, 5)) == 0  # A was dropped
+    assert LlamaServer(capacity=50)._save(a) is None and not LlamaServer(capacity=50)._saved  # too large
+
+
+def test_engine_data_turns_mib_into_tokens() -> None:
+    from dataclasses import replace
+
+    server = load_engines()["llamacpp"].server
+    assert server is not None
+    assert server.model().capacity == 8192 * 2**20 // 131_072 == 65_536
+    assert replace(server, cache_ram_mib=-1).model().capacity is None
+    assert replace(server, cache_ram_mib=0).model().cache_ram is False

@@ -20,9 +20,10 @@ tests/test_llama_server.py:
 4. The slot reuses its common token prefix with the new prompt, but never the whole prompt: the
    last token is evaluated again for its logits (the engine rule `recompute_last_token`).
 
-Not modelled: the cache's size in MiB (the KV bytes per token depend on the model; a nonzero
-`cache_ram_mib` is taken as room for every prompt), concurrent requests (one at a time, in log
-order), and the reply's tokens, which a slot keeps after its prompt (a log holds no replies; a
+The prompt cache holds `capacity` tokens (its MiB over the model's KV bytes per token: engine
+data); saving a prompt that does not fit drops the oldest entries first, as the server does.
+
+Not modelled: concurrent requests (one at a time, in log order), and the reply's tokens, which a slot keeps after its prompt (a log holds no replies; a
 next prompt that repeats the reply verbatim may reuse more than predicted).
 """
 
@@ -53,6 +54,7 @@ class LlamaServer:
     slot_prompt_similarity: float = 0.1
     cache_idle_slots: bool = True
     kv_unified: bool = False
+    capacity: int | None = None  # tokens the prompt cache holds (None: no limit)
     _slots: list[_Slot] = field(default_factory=list)
     _saved: list[bytes] = field(default_factory=list)  # the prompt cache, oldest first
     _clock: int = 0
@@ -101,7 +103,13 @@ class LlamaServer:
     def _save(self, tokens: bytes) -> None:
         if not tokens or any(_lcp(entry, tokens) * _W == len(tokens) for entry in self._saved):
             return
+        if self.capacity is not None and len(tokens) // _W > self.capacity:
+            return  # larger than the whole cache: skipped, so as not to disturb it
         self._saved = [e for e in self._saved if _lcp(e, tokens) * _W != len(e)]
+        if self.capacity is not None:
+            held = sum(len(e) for e in self._saved) // _W
+            while self._saved and held + len(tokens) // _W > self.capacity:
+                held -= len(self._saved.pop(0)) // _W  # the oldest first
         self._saved.append(tokens)
 
     def _restore(self, slot: _Slot, seq: bytes, new_len: int) -> None:
