@@ -23,8 +23,9 @@ tests/test_llama_server.py:
 The prompt cache holds `capacity` tokens (its MiB over the model's KV bytes per token: engine
 data); saving a prompt that does not fit drops the oldest entries first, as the server does.
 
-Not modelled: concurrent requests (one at a time, in log order), and the reply's tokens, which a slot keeps after its prompt (a log holds no replies; a
-next prompt that repeats the reply verbatim may reuse more than predicted).
+Not modelled: concurrent requests (one at a time, in log order), and the reply's tokens, which a
+slot keeps after its prompt (a log holds no replies; a next prompt that repeats the reply verbatim
+may reuse more than predicted).
 """
 
 from __future__ import annotations
