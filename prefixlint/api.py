@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
-from prefixlint.limits import Limits
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
 from prefixlint.runmemo import stamp
+from prefixlint.settings import Options, tokenizer_file_for
 from prefixlint.sources import (
     PARALLEL_MIN_SOURCES,
     ConfigError,
@@ -21,66 +21,18 @@ from prefixlint.sources import (
     Source,
     classify_source,
     discover,
-    source_kind,
     templates_in_tokenizer_config,
     uses_includes,
 )
 from prefixlint.tokens import (
     LoadedTokenizer,
     TokenizerError,
-    find_tokenizer_file,
+    choose_tokenizer,
     load_tokenizer,
     read_special_tokens,
     resolve_tokenizer_path,
-    tokenizer_path_for,
+    special_tokens_for,
 )
-
-
-@dataclass
-class Options:
-    tokenizer: str | None = None  # None: a tokenizer.json beside the template, else the embedded default
-    engine: str = "vllm"
-    block_size: int | None = None  # `--block-size`: the engine's cache block in tokens (None: its own)
-    excludes: tuple[str, ...] = ()
-    select: tuple[str, ...] = ("ALL",)
-    ignore: tuple[str, ...] = ()
-    limits: Limits = field(default_factory=Limits)
-    multiturn: bool = True
-    # Template variables this app keeps fixed, and ones it passes per request (config `variables`).
-    static_variables: tuple[str, ...] = ()
-    dynamic_variables: tuple[str, ...] = ()
-    # From the config (prefixlint/config.py); `root` is the folder its paths are relative to.
-    extend_select: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    exclude: tuple[str, ...] | None = None  # gitignore patterns; None: the built-in defaults
-    extend_exclude: tuple[str, ...] = ()
-    force_exclude: bool = False  # apply excludes to files named explicitly too (pre-commit)
-    respect_gitignore: bool = True  # skip what git ignores in the folders walked (ruff's default)
-    root: str | None = None  # None: the current folder
-    suppressions: bool = True
-    cache_dir: str | None = None  # None: no result cache (the CLI sets one unless --no-cache)
-    # Config `template-kinds`: (glob, "chat" | "prompt" | "not-prompt"), a later glob wins.
-    template_kinds: tuple[tuple[str, str], ...] = ()
-    # Where app prompt templates' includes are looked for after their own folder and the project
-    # root: config `template-search-path`, absolute.
-    template_search_path: tuple[str, ...] = ()
-    # The project's own prompt builders (config `[tool.prefixlint.python] sinks`): each argument of a
-    # call to one is prompt text, in order.
-    python_sinks: tuple[str, ...] = ()
-    # Count a Python source's prompt in tokens (its JSON `cacheable_prefix_tokens`/`total_tokens`);
-    # off for outputs that do not show them, so a pre-commit run loads no tokenizer for a clean file.
-    python_numbers: bool = True
-    # The folder imports, prompt files and template names are relative to: the config file's
-    # folder, else found from the paths checked (prefixlint.files.project_root).
-    project_root: str | None = None
-    # Chat template variables fixed for every render (`--var`, `--chat-template-kwargs`), as an
-    # app passes `chat_template_kwargs` (e.g. enable_thinking=False).
-    template_vars: dict[str, Any] = field(default_factory=dict)
-
-    def enabled_codes(self) -> set[str]:
-        from prefixlint.config import enabled_codes
-
-        return enabled_codes(self.select + self.extend_select, self.ignore)
 
 
 @dataclass
@@ -120,57 +72,15 @@ def decode_source(data: bytes) -> str:
         raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
 
 
-def tokenizer_choice(
-    source_path: str, options: Options, wait: bool = True
-) -> tuple[LoadedTokenizer, str | None]:
-    """`--tokenizer` if given; else a tokenizer.json beside the source; else the embedded default.
-    The second item says why a tokenizer.json beside the source was passed over, if one was.
-    `wait=False`: a tokenizer a helper is still loading is returned at once, unchecked; the caller
-    calls `check()` after using it, and asks again (waiting) if that raises."""
-    if options.tokenizer is not None:
-        return load_tokenizer(options.tokenizer, wait), None
-    if source_kind(source_path) == "gguf":  # a model file carries its own tokenizer
-        try:
-            return load_tokenizer(source_path, wait), None
-        except TokenizerError as exc:
-            return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
-    beside = find_tokenizer_file(Path(source_path).parent)
-    if beside is not None:
-        try:
-            return load_tokenizer(str(beside), wait), None
-        except TokenizerError as exc:
-            # A broken neighbour should not stop the run: the default still gives an answer.
-            return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
-    return load_tokenizer(None, wait), None
-
-
-def tokenizer_file(source_path: str, options: Options) -> str | None:
-    """The file `tokenizer_choice` loads first for a source, found without loading anything (None
-    if it cannot be resolved: loading reports why)."""
-    try:
-        if options.tokenizer is None and source_kind(source_path) == "gguf":
-            return str(resolve_tokenizer_path(source_path))
-        return str(tokenizer_path_for(Path(source_path).parent, options.tokenizer))
-    except TokenizerError:
-        return None
-
-
 def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
-    return tokenizer_choice(source_path, options)[0]
+    """The tokenizer that analyses the source at `source_path` (tokens.choose_tokenizer)."""
+    return choose_tokenizer(source_path, options.tokenizer)[0]
 
 
-def special_tokens_for(source_path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
-    """`bos_token`, `eos_token`, … from the tokenizer_config.json beside the template, else the
-    tokenizer's own."""
-    beside = Path(source_path).parent / "tokenizer_config.json"
-    tokens = read_special_tokens(beside) if beside.is_file() else {}
-    return tokens or dict(tokenizer.special_tokens)
-
-
-def _lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
+def lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
     """The raw results of one source; `text` stands in for the file's (the diff gate's old blob)."""
     if source.kind == "gguf":
-        return _lint_gguf(source, options)
+        return lint_gguf(source, options)
     bad_input_code = "PFX003" if source.kind == "python" else "PFX001"
     try:
         text = read_text(source.path, options.limits.file_bytes) if text is None else text
@@ -201,21 +111,21 @@ def _lint_source(source: Source, options: Options, text: str | None = None) -> l
             return [SourceResult(source.path, source.kind, notes=[note])]
 
     # A tokenizer still loading in a helper is used unchecked: its load overlaps compiling and
-    # rendering. If it turns out broken, the source is analysed again with what `tokenizer_choice`
+    # rendering. If it turns out broken, the source is analysed again with what `choose_tokenizer`
     # then picks (the embedded default and a note for a broken neighbour), as without helpers.
-    choice = tokenizer_choice(source.path, options, wait=False)
+    choice = choose_tokenizer(source.path, options.tokenizer, wait=False)
     try:
         results = _lint_templates(source, text, named, options, *choice, prompt=prompt)
         choice[0].check()  # an error the analysis swallowed still counts
     except TokenizerError:
-        retry = tokenizer_choice(source.path, options)
+        retry = choose_tokenizer(source.path, options.tokenizer)
         if retry[0] is choice[0]:
             raise
         results = _lint_templates(source, text, named, options, *retry, prompt=prompt)
     return results
 
 
-def _lint_gguf(source: Source, options: Options, file: str | None = None) -> list[SourceResult]:
+def lint_gguf(source: Source, options: Options, file: str | None = None) -> list[SourceResult]:
     """Each chat template in a GGUF model's metadata, as a source named `model.gguf[chat_template]`
     whose lines are the template's; analysed with the model's own tokenizer unless `--tokenizer`
     names another. A file that is no readable GGUF is PFX001 naming it. `file` stands in for the
@@ -244,16 +154,27 @@ def _lint_gguf(source: Source, options: Options, file: str | None = None) -> lis
             result.notes.extend(notes)
         return results
 
-    choice = tokenizer_choice(source.path, options, wait=False)
+    choice = choose_tokenizer(source.path, options.tokenizer, wait=False)
     try:
         results = lint(*choice)
         choice[0].check()
     except TokenizerError:
-        retry = tokenizer_choice(source.path, options)
+        retry = choose_tokenizer(source.path, options.tokenizer)
         if retry[0] is choice[0]:
             raise
         results = lint(*retry)
     return results
+
+
+def _tokenizer_file(source: Source, options: Options) -> str | None:
+    """The tokenizer file that analyses a source, found without loading it: a GGUF model's own,
+    else the one of its folder (settings.tokenizer_file_for)."""
+    if source.kind == "gguf" and options.tokenizer is None:
+        try:
+            return str(resolve_tokenizer_path(source.path))
+        except TokenizerError:
+            return None
+    return tokenizer_file_for(os.path.dirname(source.path), options.tokenizer)
 
 
 def _gguf_special_tokens(path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
@@ -335,12 +256,10 @@ def _lint_templates(
     return results
 
 
-def _filter(
+def apply_filters(
     source: Source, results: list[SourceResult], options: Options, enabled: set[str], text: str | None = None
 ) -> None:
     """Apply inline suppressions (reporting unused ones), per-file ignores and select/ignore."""
-    from prefixlint.config import per_file_ignored
-
     if options.suppressions and results:
         from prefixlint.suppress import directives_for, suppress, unused_suppressions
 
@@ -355,7 +274,7 @@ def _filter(
             result.diagnostics = suppress(own, directives) + _suppress_in_includes(elsewhere, options)
         skipped = () if options.multiturn else ("PFX4",)
         results[0].diagnostics += unused_suppressions(directives, source.path, skipped)
-    keep = enabled - per_file_ignored(Path(options.root or "."), options.per_file_ignores, source.path)
+    keep = options.codes_for(source.path) & enabled
     for result in results:
         kept = (d for d in result.diagnostics if d.code in keep)
         result.diagnostics = sorted(kept, key=Diagnostic.sort_key)
@@ -391,7 +310,7 @@ def _drop_repeats(results: list[SourceResult]) -> None:
 def iter_sources(paths: list[str], options: Options, walked: list[str] | None = None) -> Iterator[Source]:
     """The sources under `paths`, less the built-in, command-line and config excludes; the folders
     listed go to `walked`."""
-    from prefixlint.config import PathMatcher
+    from prefixlint.settings import PathMatcher
     from prefixlint.sources import DEFAULT_EXCLUDES
 
     matcher = PathMatcher(Path(options.root or "."), (options.exclude or ()) + options.extend_exclude)
@@ -449,13 +368,13 @@ def _renders(source: Source, options: Options) -> bool:
 
 
 def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[SourceResult]]:
-    """`_lint_source` of each source in turn, with the tokenizers the templates need loading in
+    """`lint_source` of each source in turn, with the tokenizers the templates need loading in
     forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
     overlaps imports, compiling and rendering here. A helper stops after the last source that
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
     from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
-    files = [tokenizer_file(s.path, options) for s in sources]
+    files = [_tokenizer_file(s, options) for s in sources]
     starts = [f if _renders(s, options) else None for s, f in zip(sources, files, strict=True)]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
     stop_all_loading(keep=last_use)  # a guess from the command line (launch.py) that missed
@@ -468,7 +387,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
                     ahead.append(path)
                     if len(ahead) == TOKENIZERS_AHEAD:
                         break
-            yield _lint_source(source, options)
+            yield lint_source(source, options)
             for path in [f for f, last in last_use.items() if last == i]:
                 stop_loading(path)
     finally:
@@ -505,7 +424,7 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
 
 def _lint_batch(job: tuple[list[Source], Options]) -> list[list[SourceResult]]:
     sources, options = job
-    return [_lint_source(source, options) for source in sources]
+    return [lint_source(source, options) for source in sources]
 
 
 def _batches(sources: list[Source], options: Options, workers: int) -> list[list[int]]:
@@ -515,7 +434,7 @@ def _batches(sources: list[Source], options: Options, workers: int) -> list[list
     long at the end, and the largest go first."""
     groups: dict[str | None, list[int]] = {}
     for i, source in enumerate(sources):
-        groups.setdefault(tokenizer_file(source.path, options), []).append(i)
+        groups.setdefault(_tokenizer_file(source, options), []).append(i)
     size = max(1, -(-len(sources) // (workers * 4)))
     batches = [group[k : k + size] for group in groups.values() for k in range(0, len(group), size)]
     return sorted(batches, key=len, reverse=True)
@@ -557,7 +476,7 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     results: list[SourceResult] = []
     for source, raw, data in zip(sources, found, contents, strict=True):
         assert raw is not None
-        _filter(source, raw, options, enabled, _text_or_none(data))
+        apply_filters(source, raw, options, enabled, _text_or_none(data))
         results.extend(raw)
     _drop_repeats(results)
     if options.tokenizer is not None:

@@ -24,7 +24,7 @@ from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.runmemo import package_stamp, stamp
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
     from prefixlint.sources import Source
 
 CACHE_DIR_NAME = ".prefixlint_cache"
@@ -61,12 +61,9 @@ def default_cache_dir(root: Path) -> Path:
 def tokenizer_inputs(folder: str, tokenizer: str | None) -> list[str]:
     """The files that decide which tokenizer analyses the sources in `folder` (given `--tokenizer`),
     and with which special tokens."""
-    from prefixlint.tokens import TokenizerError, tokenizer_path_for
+    from prefixlint.settings import tokenizer_file_for
 
-    try:
-        tok = tokenizer_path_for(Path(folder), tokenizer)
-    except TokenizerError:
-        tok = Path(str(tokenizer))
+    tok = Path(tokenizer_file_for(folder, tokenizer) or str(tokenizer))
     beside = os.path.join(folder, "tokenizer_config.json")
     return [str(tok), str(tok.parent / "tokenizer_config.json"), beside]
 

@@ -3,11 +3,9 @@ above the failing severity, 1 findings, 2 usage, config or internal error."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -65,19 +63,6 @@ def _lint_options(func: Any) -> Any:
         ),
         click.option("--no-multiturn", is_flag=True, help="Skip the multi-turn analysis."),
         click.option(
-            "--var",
-            "template_var",
-            multiple=True,
-            metavar="NAME=VALUE",
-            help="Chat template variable fixed for every render (VALUE may be JSON), e.g. "
-            "enable_thinking=false; repeatable.",
-        ),
-        click.option(
-            "--chat-template-kwargs",
-            metavar="JSON",
-            help="A JSON object of chat template variables, as vLLM's chat_template_kwargs (--var wins).",
-        ),
-        click.option(
             "--config",
             "config_file",
             type=click.Path(exists=True, dir_okay=False),
@@ -95,7 +80,24 @@ def _lint_options(func: Any) -> Any:
     ]
     for option in reversed(options):
         func = option(func)
-    return func
+    return _template_var_options(func)
+
+
+def _template_var_options(func: Any) -> Any:
+    """`--var` and `--chat-template-kwargs`, the same on check, diff, render and explain."""
+    func = click.option(
+        "--chat-template-kwargs",
+        metavar="JSON",
+        help="A JSON object of template variables, as vLLM's chat_template_kwargs (--var wins).",
+    )(func)
+    return click.option(
+        "--var",
+        "template_var",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Template variable fixed for every render (VALUE may be JSON), e.g. enable_thinking=false; "
+        "repeatable.",
+    )(func)
 
 
 def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
@@ -143,27 +145,6 @@ def _setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
     return options, kw["fail_on"] or config.fail_on or "warning", config
 
 
-@contextlib.contextmanager
-def _engine_block_size(options: Any) -> Iterator[None]:
-    """`--block-size`: the chosen engine's profile with that block, for the whole run (every
-    analysis reads the profiles of prefixlint.engines; pool workers fork with it), restored after."""
-    if options.block_size is None:
-        yield
-        return
-    from dataclasses import replace
-
-    from prefixlint.engines import load_engines
-
-    profiles = load_engines()
-    saved = profiles[options.engine]
-    increment = options.block_size if saved.increment == saved.block_size else saved.increment
-    profiles[options.engine] = replace(saved, block_size=options.block_size, increment=increment)
-    try:
-        yield
-    finally:
-        profiles[options.engine] = saved
-
-
 def _tokenizer_spec(spec: str | None) -> str | None:
     """`--tokenizer` as given, except a tokenizer_config.json (a config, not a tokenizer): the
     tokenizer file beside it is used, with a note, or the run stops saying there is none."""
@@ -207,10 +188,12 @@ def _render_target(path: str) -> str:
 
 def _settings(paths: tuple[str, ...], options: Any, fail_on: str, config: Any) -> str:
     """The resolved settings of a run (`check --show-settings`), one `name = value` a line, values
-    as JSON: what the config file and the command line add up to."""
+    as JSON: what the config file and the command line add up to, then the plan of each source
+    (prefixlint/settings.py): its kind, tokenizer file, engine block and rules."""
     from dataclasses import asdict
 
-    from prefixlint.api import tokenizer_file
+    from prefixlint.api import iter_sources
+    from prefixlint.settings import plan_for, tokenizer_file_for
 
     values: dict[str, Any] = {
         "config-file": str(config.path) if config.path is not None else None,
@@ -220,9 +203,12 @@ def _settings(paths: tuple[str, ...], options: Any, fail_on: str, config: Any) -
     }
     for key, value in asdict(options).items():
         values[key.replace("_", "-")] = value
-    values["tokenizer-file"] = tokenizer_file(
-        os.path.join(paths[0], "x") if os.path.isdir(paths[0]) else paths[0], options
-    )
+    first = paths[0] if os.path.isdir(paths[0]) else os.path.dirname(paths[0])
+    values["tokenizer-file"] = tokenizer_file_for(first, options.tokenizer)
+    for source in iter_sources(list(paths), options):
+        plan = asdict(plan_for(source.path, source.kind, options))
+        del plan["path"]
+        values[f"source.{source.path}"] = {k.replace("_", "-"): v for k, v in plan.items()}
     return "".join(f"{key} = {json.dumps(value, default=str)}\n" for key, value in values.items())
 
 
@@ -329,8 +315,7 @@ def check(
     options, fail_on, config = _setup(paths, kw)
     options.python_numbers = fmt in ("json", "sarif")  # the outputs that show per-source numbers
     try:
-        with _engine_block_size(options):
-            report = lint_paths(list(paths), options)
+        report = lint_paths(list(paths), options)
     except (TokenizerError, SourceError) as exc:
         _fail(str(exc))
     # Skipped sources are counted in the summary and listed by --show-files, not warned about.
@@ -392,8 +377,7 @@ def _run_diff(
     paths = paths or (".",)
     options, fail_on, _ = _setup(paths, kw)
     try:
-        with _engine_block_size(options):
-            result = diff_gate(ref, list(paths), options, max_prefix_loss, Severity.parse(fail_on))
+        result = diff_gate(ref, list(paths), options, max_prefix_loss, Severity.parse(fail_on))
     except (DiffError, TokenizerError, SourceError) as exc:
         _fail(str(exc))
     if not result.sources and not kw["quiet"]:
@@ -474,12 +458,7 @@ def _parse_var(text: str) -> tuple[str, Any]:
     "--tools", "tools_path", type=click.Path(exists=True, dir_okay=False), help="JSON list of tool schemas."
 )
 @click.option("--now", help="The clock strftime_now reads, ISO 8601 (default: a fixed instant).")
-@click.option("--var", "variables", multiple=True, help="Template variable NAME=VALUE (VALUE may be JSON).")
-@click.option(
-    "--chat-template-kwargs",
-    metavar="JSON",
-    help="A JSON object of template variables, as vLLM's chat_template_kwargs (--var wins).",
-)
+@_template_var_options
 @click.option("--no-generation-prompt", is_flag=True, help="Render without add_generation_prompt.")
 @click.option("--tokens", is_flag=True, help="Also print the token ids and pieces.")
 @click.option(
@@ -497,7 +476,7 @@ def render(
     messages: str | None,
     tools_path: str | None,
     now: str | None,
-    variables: tuple[str, ...],
+    template_var: tuple[str, ...],
     no_generation_prompt: bool,
     tokens: bool,
     tokenizer: str | None,
@@ -507,18 +486,18 @@ def render(
     """Print a prompt exactly as the serving stack renders it."""
     from datetime import UTC, datetime
 
-    template_vars = _template_vars(chat_template_kwargs, variables)
+    template_vars = _template_vars(chat_template_kwargs, template_var)
     template_path = _render_target(template_path)
     tokenizer = _tokenizer_spec(tokenizer)
 
-    from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
+    from prefixlint.api import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
     from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
-    from prefixlint.tokens import TokenizerError
+    from prefixlint.tokens import TokenizerError, choose_tokenizer, special_tokens_for
 
     try:
-        loaded = tokenizer_for(template_path, Options(tokenizer=tokenizer))
+        loaded = choose_tokenizer(template_path, tokenizer)[0]
         if source_kind(template_path) == "gguf":
             from prefixlint.gguf import GGUFError, source_name, template_named
 
@@ -572,13 +551,22 @@ def rules_cmd(fmt: str) -> None:
 
     if fmt == "json":
         items = [
-            {"code": r.code, "name": r.name, "summary": r.summary, "severity": r.default_severity.label}
+            {
+                "code": r.code,
+                "name": r.name,
+                "summary": r.summary,
+                "severity": r.default_severity.label,
+                "severities": [s.label for s in r.severities],
+            }
             for r in RULES.values()
         ]
         click.echo(json.dumps(items, indent=2))
         return
+    # The severity column is the range a finding can have: the default is the highest, except
+    # for PFX002 (warning by default, error when no input renders).
     for r in RULES.values():
-        click.echo(f"{r.code}  {r.name:<28} {r.default_severity.label:<8} {r.summary}")
+        span = r.severities[0].label + (".." + r.severities[-1].label if len(r.severities) > 1 else "")
+        click.echo(f"{r.code}  {r.name:<28} {span:<13} {r.summary}")
 
 
 @cli.command("rule")
@@ -641,11 +629,15 @@ def rule_cmd(code: str) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML page.")
-def explain(paths: tuple[str, ...], **kw: Any) -> None:
+@_template_var_options
+def explain(
+    paths: tuple[str, ...], template_var: tuple[str, ...], chat_template_kwargs: str | None, **kw: Any
+) -> None:
     """Why the prefix cache misses: two requests (A B), a request log (--log), or a TEMPLATE."""
     from prefixlint.explain.command import ExplainError, run
     from prefixlint.tokens import TokenizerError
 
+    kw["template_vars"] = _template_vars(chat_template_kwargs, template_var)
     try:
         click.echo(run(paths, **kw), nl=False)
     except (ExplainError, TokenizerError) as exc:

@@ -9,17 +9,16 @@ semantics relative to the folder that holds the config file.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.rules import RULES, resolve_selector
+from prefixlint.rules import resolve_selector
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
 CONFIG_FILES = (".prefixlint.toml", "prefixlint.toml", "pyproject.toml")
 SEVERITIES = ("info", "warning", "error")
@@ -261,60 +260,6 @@ def discover_config(paths: Iterable[str], explicit: str | None = None) -> Config
     return replace(load_config(found) if found is not None else Config(), consulted=tuple(consulted))
 
 
-def _specificity(selector: str) -> int:
-    return 0 if selector == "ALL" else len(selector)
-
-
-def enabled_codes(select: Iterable[str], ignore: Iterable[str]) -> set[str]:
-    """Codes enabled by ruff-style selectors: per code, the longest matching selector decides."""
-    chosen: dict[str, tuple[int, bool]] = {}  # code -> (specificity, enabled)
-    for selectors, enabled in ((select, True), (ignore, False)):
-        for selector in selectors:
-            norm = selector.strip().upper()
-            for code in resolve_selector(norm):
-                rank = (_specificity(norm), not enabled)  # at equal length, ignore beats select
-                best = chosen.get(code)
-                if best is None or rank > (best[0], not best[1]):
-                    chosen[code] = (rank[0], enabled)
-    return {code for code, (_, on) in chosen.items() if on and code in RULES}
-
-
-class PathMatcher:
-    """gitignore-style patterns anchored at `root`; paths outside `root` never match."""
-
-    def __init__(self, root: Path, patterns: Iterable[str]) -> None:
-        self.root = root.resolve()
-        self.patterns = tuple(patterns)
-        self._spec = None
-        if self.patterns:  # pathspec costs 40 ms to import: only when there is something to match
-            import pathspec
-
-            self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
-
-    def matches(self, path: Path | str, is_dir: bool = False) -> bool:
-        if self._spec is None:
-            return False
-        try:  # strings, not pathlib: this runs once per file of the tree
-            rel = os.path.relpath(os.path.abspath(path), self.root)
-        except ValueError:  # another drive (Windows)
-            return False
-        if rel == "." or rel == os.pardir or rel.startswith(os.pardir + os.sep):
-            return False  # the root itself, or outside it
-        rel = rel.replace(os.sep, "/")
-        return self._spec.match_file(rel + "/" if is_dir else rel)
-
-
-def per_file_ignored(
-    root: Path, per_file_ignores: Iterable[tuple[str, tuple[str, ...]]], path: str
-) -> set[str]:
-    """The codes that `per-file-ignores` turns off for `path`."""
-    out: set[str] = set()
-    for glob, selectors in per_file_ignores:
-        if PathMatcher(root, [glob]).matches(path):
-            out.update(c for s in selectors for c in resolve_selector(s))
-    return out
-
-
 def build_options(
     config: Config,
     *,
@@ -336,7 +281,7 @@ def build_options(
     and `ignore`), so `--select PFX302` reports PFX302 even with `ignore = ["PFX302"]` in the
     config; without it, `--extend-select` and `--ignore` add to the config's. `per-file-ignores`
     still apply."""
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
     root = config.root
     cache_dir = None

@@ -30,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prefixlint.engines import Engine
 from prefixlint.model import Diagnostic, Severity, SourceResult
 from prefixlint.sources import Source
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
 TEMPLATE_KINDS = ("jinja", "tokenizer_config")
 GATED_KINDS = (*TEMPLATE_KINDS, "python", "gguf")
@@ -179,7 +180,7 @@ def _old_gguf(
     blob goes to a scratch file, read like the working tree's, with the working tree's tokenizer."""
     import tempfile
 
-    from prefixlint.api import _filter, _lint_gguf
+    from prefixlint.api import apply_filters, lint_gguf
 
     rel = Path(source.path).resolve().relative_to(top).as_posix()
     try:
@@ -189,20 +190,19 @@ def _old_gguf(
     with tempfile.TemporaryDirectory() as scratch:
         old_file = Path(scratch) / "old.gguf"
         old_file.write_bytes(data)
-        results = _lint_gguf(source, options, str(old_file))
-    _filter(source, results, options, enabled)
+        results = lint_gguf(source, options, str(old_file))
+    apply_filters(source, results, options, enabled)
     return results
 
 
 def _canonical_ids(source: Source, text: str, name: str, options: Options) -> list[int] | None:
     """The token ids of one fixed request (system prompt, one user turn, fixed clock)."""
-    from prefixlint.api import special_tokens_for, tokenizer_for
     from prefixlint.jinja.inputs import USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.sources import ConfigError, templates_in_tokenizer_config
-    from prefixlint.tokens import read_special_tokens
+    from prefixlint.tokens import choose_tokenizer, read_special_tokens, special_tokens_for
 
-    tokenizer = tokenizer_for(source.path, options)
+    tokenizer = choose_tokenizer(source.path, options.tokenizer)[0]
     special = special_tokens_for(source.path, tokenizer)
     if source.kind == "tokenizer_config":
         try:
@@ -226,10 +226,10 @@ def _canonical_ids(source: Source, text: str, name: str, options: Options) -> li
 
 
 def _analyse(source: Source, text: str | None, options: Options, enabled: set[str]) -> list[SourceResult]:
-    from prefixlint.api import _filter, _lint_source
+    from prefixlint.api import apply_filters, lint_source
 
-    results = _lint_source(source, options, text)
-    _filter(source, results, options, enabled, text)
+    results = lint_source(source, options, text)
+    apply_filters(source, results, options, enabled, text)
     return results
 
 
@@ -239,10 +239,8 @@ def _compare(
     new: SourceResult,
     max_prefix_loss: int | None,
     fail_on: Severity,
-    engine: str = "vllm",
+    engine: Engine | None,
 ) -> None:
-    from prefixlint.engines import load_engines
-
     old_codes = Counter(d.code for d in old.diagnostics) if old is not None else Counter()
     extra = Counter(d.code for d in new.diagnostics) - old_codes
     for d in new.diagnostics:
@@ -267,7 +265,7 @@ def _compare(
                 f"cacheable prefix shrank by {before - after:,} tokens (limit {max_prefix_loss:,})"
             )
         return
-    profile = load_engines()[engine]
+    profile = engine if engine is not None else Engine("none", 1, 0, 1, False)
     cached_before, cached_after = profile.cacheable(before), profile.cacheable(after)
     if cached_after < cached_before:
         unit = profile.block_size if profile.block_size > 1 else profile.increment
@@ -275,7 +273,7 @@ def _compare(
         if unit == 1:
             units = "token(s)"
         change.failures.append(
-            f"cacheable prefix shrank by {before - after:,} tokens: {engine} now caches "
+            f"cacheable prefix shrank by {before - after:,} tokens: {profile.name} now caches "
             f"{cached_after:,} of its tokens instead of {cached_before:,} "
             f"({(cached_before - cached_after) // max(unit, 1):,} {units} less per request)"
         )
@@ -344,7 +342,7 @@ def diff_gate(
                 status="new" if old_text is None else "changed",
                 old_path=renamed.get(rel),
             )
-            _compare(change, old, new, max_prefix_loss, fail_on, options.engine)
+            _compare(change, old, new, max_prefix_loss, fail_on, options.engine_profile())
             if (
                 source.kind in TEMPLATE_KINDS
                 and old is not None

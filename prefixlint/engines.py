@@ -93,5 +93,13 @@ def load_engines(path: str | None = None) -> dict[str, Engine]:
         raise EngineDataError(f"{path or 'engines.toml'}: {exc}") from exc
 
 
-def cacheable_per_engine(common_prefix: int, prompt_tokens: int | None = None) -> dict[str, int]:
-    return {name: e.cacheable(common_prefix, prompt_tokens) for name, e in load_engines().items()}
+def profiles(chosen: Engine | None = None) -> dict[str, Engine]:
+    """Every engine's profile, with the run's `chosen` one (its `--block-size`) in its place."""
+    known = load_engines()
+    return known if chosen is None else {**known, chosen.name: chosen}
+
+
+def cacheable_per_engine(
+    common_prefix: int, prompt_tokens: int | None = None, chosen: Engine | None = None
+) -> dict[str, int]:
+    return {name: e.cacheable(common_prefix, prompt_tokens) for name, e in profiles(chosen).items()}

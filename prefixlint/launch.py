@@ -39,11 +39,12 @@ def _start_tokenizer_early(args: list[str]) -> None:
         return  # nothing to tokenize, or a folder: maybe many files, and a pool that loads its own
     spec = _option_value(args, "--tokenizer")
     try:
-        from pathlib import Path
+        from prefixlint.settings import tokenizer_file_for
+        from prefixlint.tokens import start_loading
 
-        from prefixlint.tokens import start_loading, tokenizer_path_for
-
-        start_loading(str(tokenizer_path_for(Path(templates[0]).parent, spec)))
+        path = tokenizer_file_for(os.path.dirname(templates[0]), spec)
+        if path is not None:
+            start_loading(path)
     except Exception:  # only a guess: the run loads what it needs and reports what is wrong
         return
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
 from prefixlint.model import Severity
+
+if TYPE_CHECKING:
+    from prefixlint.engines import Engine
 
 
 @dataclass(frozen=True)
@@ -18,6 +22,17 @@ class Rule:
     name: str
     summary: str
     default_severity: Severity
+
+    @property
+    def severities(self) -> tuple[Severity, ...]:
+        """Every severity a finding of this rule can have: a cache-busting rule's is lowered to
+        info when it loses less than one cache block (severity_from_cost); PFX002 is an error when
+        no input renders, a warning for an accidental raise and info for a deliberate one."""
+        if self.code == "PFX002":
+            return (Severity.INFO, Severity.WARNING, Severity.ERROR)
+        if self.code[3] in "12345" and self.default_severity > Severity.INFO:
+            return tuple(s for s in Severity if s <= self.default_severity)
+        return (self.default_severity,)
 
     def page(self) -> str:
         """The rule's Markdown page."""
@@ -69,12 +84,9 @@ def resolve_selector(selector: str) -> list[str]:
     return sorted(code for code in RULES if code.startswith(selector))
 
 
-def cost_unit(engine_name: str) -> int:
+def cost_unit(engine: Engine | None) -> int:
     """The smallest loss the engine can notice: one cache block (vLLM 16 tokens), one caching
     step above a minimum (OpenAI 128), else one token."""
-    from prefixlint.engines import load_engines
-
-    engine = load_engines().get(engine_name)
     if engine is None:
         return 1
     step = engine.increment if engine.minimum_tokens else 1
@@ -82,12 +94,16 @@ def cost_unit(engine_name: str) -> int:
 
 
 def severity_from_cost(
-    severity: Severity, static_lost: int, reply_lost: int, engine_name: str, last_token_only: bool = False
+    severity: Severity,
+    static_lost: int,
+    reply_lost: int,
+    engine: Engine | None,
+    last_token_only: bool = False,
 ) -> Severity:
     """One rule for every code (issue 14): a loss of less than one cache block of the engine, or
     only the prompt's last token (recomputed by engines anyway), is info; a loss of generated
     tokens only is at most a warning; a prompt-prefix loss of a block or more keeps `severity`."""
-    unit = cost_unit(engine_name)
+    unit = cost_unit(engine)
     prompt_counts = static_lost >= unit and not (last_token_only and static_lost <= 1)
     if prompt_counts:
         return severity
@@ -96,14 +112,15 @@ def severity_from_cost(
     return Severity.INFO
 
 
-def engine_losses(common: int, lost: int, prompt_tokens: int) -> dict[str, int]:
+def engine_losses(common: int, lost: int, prompt_tokens: int, chosen: Engine | None = None) -> dict[str, int]:
     """What each engine really loses of `lost` tokens after a shared prefix of `common` tokens:
     what it would serve from cache had they matched, less what it serves now (whole blocks,
-    minimums, 128-token steps and the last-token recompute included)."""
-    from prefixlint.engines import load_engines
+    minimums, 128-token steps and the last-token recompute included); `chosen`: the run's engine
+    profile (its `--block-size`)."""
+    from prefixlint.engines import profiles
 
     whole = max(prompt_tokens, common + lost)
     return {
         name: max(0, e.cacheable(common + lost, whole) - e.cacheable(common, whole))
-        for name, e in load_engines().items()
+        for name, e in profiles(chosen).items()
     }

@@ -352,6 +352,45 @@ def load_tokenizer(spec: str | None, wait: bool = True) -> LoadedTokenizer:
     return load_tokenizer_file(str(resolve_tokenizer_path(spec)), wait)
 
 
+def carries_tokenizer(source_path: str) -> bool:
+    """A GGUF model (a `.gguf` file, an `ollama:` name) holds its own tokenizer."""
+    return source_path.endswith(".gguf") or source_path.startswith(OLLAMA_PREFIX)
+
+
+def choose_tokenizer(
+    source_path: str, spec: str | None, wait: bool = True
+) -> tuple[LoadedTokenizer, str | None]:
+    """The tokenizer that analyses the source at `source_path`: `--tokenizer` (`spec`) if given;
+    else a GGUF model's own; else a tokenizer.json beside the source; else the embedded default
+    (tokenizer_path_for). The
+    second item says why a tokenizer.json beside the source was passed over, if one was.
+    `wait=False`: a tokenizer a helper is still loading is returned at once, unchecked; the caller
+    calls `check()` after using it, and asks again (waiting) if that raises."""
+    if spec is not None:
+        return load_tokenizer(spec, wait), None
+    if carries_tokenizer(source_path):
+        try:
+            return load_tokenizer(source_path, wait), None
+        except TokenizerError as exc:
+            return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
+    path = tokenizer_path_for(Path(source_path).parent, None)
+    try:
+        return load_tokenizer(str(path), wait), None
+    except TokenizerError as exc:
+        if path == resolve_tokenizer_path(None):
+            raise
+        # A broken neighbour should not stop the run: the default still gives an answer.
+        return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
+
+
+def special_tokens_for(source_path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
+    """`bos_token`, `eos_token`, … from the tokenizer_config.json beside the template, else the
+    tokenizer's own."""
+    beside = Path(source_path).parent / "tokenizer_config.json"
+    tokens = read_special_tokens(beside) if beside.is_file() else {}
+    return tokens or dict(tokenizer.special_tokens)
+
+
 def common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:
     """How many leading items two sequences (lists, strings) share."""
     n = min(len(a), len(b))

@@ -25,13 +25,13 @@ def project(tmp_path: Path) -> Path:
 
 def _count_analyses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
-    real = api._lint_source
+    real = api.lint_source
 
     def counting(source, options, text=None):  # type: ignore[no-untyped-def]
         calls.append(source.path)
         return real(source, options, text)
 
-    monkeypatch.setattr(api, "_lint_source", counting)
+    monkeypatch.setattr(api, "lint_source", counting)
     return calls
 
 

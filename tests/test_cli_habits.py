@@ -399,7 +399,7 @@ def test_block_size_sets_the_engine_s_cache_block(tmp_path: Path) -> None:
     bigger = invoke("check", "--no-cache", "--format", "json", "--block-size", "64", str(app))
     assert bigger.exit_code == 0
     assert json.loads(bigger.stdout)["diagnostics"] == []
-    assert load_engines()["vllm"].block_size == 16  # restored after the run
+    assert load_engines()["vllm"].block_size == 16  # the profiles themselves are never changed
     settings = invoke("check", "--show-settings", "--block-size", "64", str(app)).stdout
     assert "block-size = 64\n" in settings
 
@@ -416,3 +416,48 @@ def test_block_size_sets_the_gate_s_unit(tmp_path: Path) -> None:
     # With 128-token blocks vLLM cached nothing of the 80-token prefix before either: no loss.
     wide = invoke("diff", "HEAD", str(tmp_path), "--no-cache", "--block-size", "128")
     assert wide.exit_code == 0, wide.output
+
+
+def test_show_settings_prints_each_source_s_plan(tmp_path: Path) -> None:
+    # One resolved plan per source (prefixlint/settings.py): its kind, the tokenizer file that
+    # analyses it (a tokenizer.json beside it wins over the default), the engine block and the
+    # rules reported for it after per-file ignores.
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.prefixlint]\nengine = "sglang"\n[tool.prefixlint.per-file-ignores]\n"legacy/*" = ["PFX1"]\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "legacy").mkdir()
+    shutil.copy(CLOCK, tmp_path / "legacy" / "old.jinja")
+    (tmp_path / "model").mkdir()
+    shutil.copy(CLEAN, tmp_path / "model" / "chat_template.jinja")
+    tokenizer = tmp_path / "model" / "tokenizer.json"
+    tokenizer.write_text("{}", encoding="utf-8")  # only its path is planned: nothing is loaded
+    result = invoke("check", "--show-settings", "--block-size", "32", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    lines = dict(line.split(" = ", 1) for line in result.stdout.splitlines())
+    legacy = json.loads(lines[f"source.{tmp_path / 'legacy' / 'old.jinja'}"])
+    model = json.loads(lines[f"source.{tmp_path / 'model' / 'chat_template.jinja'}"])
+    assert legacy["kind"] == model["kind"] == "jinja"
+    assert (legacy["engine"], legacy["block-size"]) == ("sglang", 32)
+    assert "PFX101" not in legacy["rules"] and "PFX101" in model["rules"] and "PFX001" in legacy["rules"]
+    assert model["tokenizer-file"] == str(tokenizer)
+    assert legacy["tokenizer-file"].endswith("tokenizer.json") and legacy["tokenizer-file"] != str(tokenizer)
+
+
+def test_block_size_is_part_of_the_options_for_library_callers_too() -> None:
+    # The block comes from Options (settings.Options.engine_profile), not from a profile swapped
+    # by the command line: lint_paths gives what the CLI gives, evidence tables included.
+    from prefixlint.api import lint_paths
+    from prefixlint.settings import Options
+
+    def clock_finding(block_size: int | None):
+        report = lint_paths([str(CLOCK)], Options(multiturn=False, block_size=block_size))
+        return next(d for d in report.diagnostics if d.code == "PFX101")
+
+    default, narrow, wide = clock_finding(None), clock_finding(8), clock_finding(64)
+    # The clock is at token 9: vLLM caches no whole 16-token block before it, one 8-token block.
+    assert default.evidence.token_index == 9
+    assert (default.evidence.engines["vllm"], narrow.evidence.engines["vllm"]) == (0, 8)
+    # What it loses is counted in whole blocks of the chosen size: 112 with 16, 64 with 64.
+    assert (default.evidence.engines_lost["vllm"], wide.evidence.engines_lost["vllm"]) == (112, 64)
+    assert wide.evidence.engines_lost["sglang"] == default.evidence.engines_lost["sglang"] == 111

@@ -40,3 +40,16 @@ def test_rules_lists_every_rule_as_text_and_json() -> None:
     assert [i["code"] for i in items] == list(RULES)
     assert all({"code", "name", "summary", "severity"} <= set(i) for i in items)
     assert {i["code"]: i["name"] for i in items}["PFX004"] == "unused-suppression"
+
+
+def test_rules_show_every_severity_a_finding_can_have() -> None:
+    # PFX002 is an error when no input renders, a warning for an accidental raise, info for a
+    # deliberate raise_exception: the listing shows that range, not only the default.
+    text = CliRunner().invoke(cli, ["rules"]).output
+    columns = {line.split()[0]: line.split()[2] for line in text.splitlines()}
+    assert columns["PFX002"] == "info..error"
+    assert columns["PFX101"] == "info..error"  # lowered to info below one cache block
+    assert columns["PFX001"] == "error" and columns["PFX302"] == "info"
+    items = {i["code"]: i for i in json.loads(CliRunner().invoke(cli, ["rules", "--format", "json"]).output)}
+    assert items["PFX002"]["severity"] == "warning"
+    assert items["PFX002"]["severities"] == ["info", "warning", "error"]

@@ -14,11 +14,11 @@ from prefixlint.config import (
     ConfigError,
     build_options,
     discover_config,
-    enabled_codes,
     find_config,
     load_config,
 )
 from prefixlint.rules import RULES
+from prefixlint.settings import enabled_codes
 
 CLEAN = (
     "{%- for message in messages %}\n{{- message.role + '\\n' + message.content + '\\n' }}\n{%- endfor %}\n"

@@ -289,3 +289,21 @@ def test_a_long_stream_of_requests_is_neither_cut_off_by_the_template_budget_nor
     analysed.budget.spent = analysed.limits.template_seconds
     with pytest.raises(RenderLimitError):
         analysed.render([{"role": "user", "content": "q"}])
+
+
+def test_var_is_passed_to_every_render_as_chat_template_kwargs(tmp_path, tok):
+    # The clock is rendered only when the app passes show_time=true (as vLLM's chat_template_kwargs):
+    # without --var the two requests share everything up to their questions.
+    head = HEAD.read_text(encoding="utf-8").replace(
+        'Current time: {{ strftime_now("%Y-%m-%d %H:%M:%S") }}',
+        '{%- if show_time %}Current time: {{ strftime_now("%Y-%m-%d %H:%M:%S") }}{% endif %}',
+    )
+    (tmp_path / "maybe_clock.jinja").write_text(head, encoding="utf-8")
+    args = ["explain", str(FIX / "request_a.json"), str(FIX / "request_b.json")]
+    args += ["--template", str(tmp_path / "maybe_clock.jinja"), "--format", "json"]
+    without = json.loads(CliRunner().invoke(cli, args).output)
+    with_clock = json.loads(CliRunner().invoke(cli, [*args, "--var", "show_time=true"]).output)
+    assert without["template_variables"] == {} and with_clock["template_variables"] == {"show_time": True}
+    assert without["identical"] and without["tokens_lost"] == 0  # the same question twice
+    assert (with_clock["section"], with_clock["template_line"]) == ("system", 3)
+    assert with_clock["token_index"] < without["token_index"] and with_clock["tokens_lost"] > 100

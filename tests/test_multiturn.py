@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import FIXTURES
 
+from prefixlint.engines import load_engines
 from prefixlint.jinja.inputs import ASSISTANT_REPLY, FOLLOW_UP, SYSTEM_PROMPT, USER_TURNS
 from prefixlint.jinja.multiturn import MultiTurnResult, analyze_multiturn
 from prefixlint.jinja.template import ChatTemplate
@@ -27,7 +28,7 @@ def _template(source: str, tokenizer: LoadedTokenizer, path: str = "t.jinja") ->
 def _analyze(name: str, tokenizer: LoadedTokenizer) -> tuple[ChatTemplate, MultiTurnResult]:
     path = MULTITURN / name
     template = _template(path.read_text(encoding="utf-8"), tokenizer, str(path))
-    return template, analyze_multiturn(template, tokenizer)
+    return template, analyze_multiturn(template, tokenizer, engine=load_engines()["vllm"])
 
 
 def _turns(system: bool) -> tuple[list[dict], list[dict]]:
@@ -120,7 +121,7 @@ def test_a_switch_that_keeps_the_prefix_stable_is_named(tokenizer: LoadedTokeniz
 
 def analyze_multiturn_of(source: str, tokenizer: LoadedTokenizer) -> tuple[ChatTemplate, MultiTurnResult]:
     template = _template(source, tokenizer)
-    return template, analyze_multiturn(template, tokenizer)
+    return template, analyze_multiturn(template, tokenizer, engine=load_engines()["vllm"])
 
 
 def test_scenarios_the_template_refuses_are_skipped(tokenizer: LoadedTokenizer) -> None:

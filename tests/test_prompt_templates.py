@@ -376,3 +376,15 @@ def test_diff_gate_leaves_out_files_that_are_not_prompts(tmp_path: Path) -> None
     result = diff_gate("HEAD", [str(tmp_path)], OPTIONS)
     assert [Path(c.path).name for c in result.changes] == ["system.j2"]
     assert result.failed  # the request id in front: the prefix shrank and PFX102 is new
+
+
+def test_a_var_fixes_an_app_prompt_template_s_variable() -> None:
+    # `--var NAME=VALUE` renders NAME with the value the app passes and stops varying it: the
+    # date named in fragments/rules.j2 is then part of the static prefix, and nothing is found.
+    args = ["check", "--no-cache", "--no-multiturn", "--format", "json", str(PROMPTS / "system.j2")]
+    fixed = json.loads(CliRunner().invoke(cli, [*args, "--var", "current_date=2026-01-05"]).stdout)
+    assert fixed["diagnostics"] == [] and fixed["template_variables"] == {"current_date": "2026-01-05"}
+    [source] = fixed["sources"]
+    assert source["cacheable_prefix_tokens"] == source["total_tokens"] > 100
+    unfixed = json.loads(CliRunner().invoke(cli, args).stdout)
+    assert [d["code"] for d in unfixed["diagnostics"]] == ["PFX101"]

@@ -11,6 +11,7 @@ import pytest
 from conftest import CORPUS, FIXTURES, run_prefixlint
 
 from prefixlint.api import Options, lint_paths
+from prefixlint.engines import load_engines
 from prefixlint.model import Severity
 from prefixlint.rules import cost_unit, severity_from_cost
 
@@ -26,9 +27,11 @@ def _diagnostics(name: str, engine: str = "vllm") -> list:
 
 
 def test_cost_unit_is_one_block_or_one_caching_step() -> None:
-    assert cost_unit("vllm") == 16
-    assert cost_unit("sglang") == 1
-    assert cost_unit("openai") == 128
+    engines = load_engines()
+    assert cost_unit(engines["vllm"]) == 16
+    assert cost_unit(engines["sglang"]) == 1
+    assert cost_unit(engines["openai"]) == 128
+    assert cost_unit(None) == 1
 
 
 @pytest.mark.parametrize(
@@ -41,7 +44,7 @@ def test_cost_unit_is_one_block_or_one_caching_step() -> None:
     ],
 )
 def test_one_rule_for_every_code(static: int, reply: int, last_only: bool, expected: Severity) -> None:
-    assert severity_from_cost(Severity.ERROR, static, reply, "vllm", last_only) == expected
+    assert severity_from_cost(Severity.ERROR, static, reply, load_engines()["vllm"], last_only) == expected
 
 
 def test_a_one_token_generation_prompt_mismatch_is_info() -> None:

@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prefixlint.api import Options, read_text, special_tokens_for, tokenizer_for
+from prefixlint.api import read_text
 from prefixlint.engines import Engine, load_engines
 from prefixlint.jinja.template import ChatTemplate
+from prefixlint.settings import Options
 from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
-from prefixlint.tokens import LoadedTokenizer, load_tokenizer
+from prefixlint.tokens import LoadedTokenizer, choose_tokenizer, load_tokenizer, special_tokens_for
 
 DEFAULT_ENGINES = ("vllm", "sglang", "openai")
 TEMPLATE_SUFFIXES = (".jinja", ".j2")
@@ -59,7 +60,7 @@ def resolve(
     for path in candidates:
         if path.is_file():
             if loaded is None:
-                loaded = tokenizer_for(str(path), Options())
+                loaded = choose_tokenizer(str(path), None)[0]
             try:
                 return _template_from(path, loaded), loaded
             except ConfigError as exc:
@@ -105,16 +106,20 @@ def run(
     interval: float,
     fmt: str,
     html_path: str | None,
+    template_vars: dict[str, Any] | None = None,
     llamacpp_slots: int | None = None,
     llamacpp_cache_ram: int | None = None,
 ) -> str:
-    """The text (or JSON) to print; raises ExplainError for usage problems."""
+    """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
+    (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
+    template_vars = template_vars or {}
     chosen = engines_for(engines, slots=llamacpp_slots, cache_ram_mib=llamacpp_cache_ram)
     if log is None and len(paths) == 1 and is_template(paths[0]):
         from prefixlint.api import lint_paths
         from prefixlint.explain.narrate import narrate, narrate_json
 
-        report = lint_paths([paths[0]], Options(tokenizer=tokenizer, engine=chosen[0].name))
+        options = Options(tokenizer=tokenizer, engine=chosen[0].name, template_vars=template_vars)
+        report = lint_paths([paths[0]], options)
         if fmt == "json":
             return json.dumps(narrate_json(report.sources), indent=2) + "\n"
         return narrate(report.sources)
@@ -126,6 +131,7 @@ def run(
     from prefixlint.explain.requests import Renderer, RequestError, read_request_file
 
     renderer = Renderer(chat_template)
+    renderer.template.extra_kwargs.update(template_vars)
     if log is None:
         from prefixlint.explain.pair import explain_pair, pair_text
 
@@ -136,6 +142,7 @@ def run(
         result = explain_pair(a, b, renderer, loaded, chosen)
         result["tokenizer"] = loaded.name
         result["template"] = chat_template.path if chat_template else None
+        result["template_variables"] = template_vars
         if fmt == "json":
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
@@ -148,6 +155,7 @@ def run(
     data: dict[str, Any] = report.to_json()
     data["tokenizer"] = loaded.name
     data["template"] = chat_template.path if chat_template else None
+    data["template_variables"] = template_vars
     if html_path:
         from prefixlint.explain.html import render_html
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from prefixlint.engines import cacheable_per_engine, load_engines
+from prefixlint.engines import Engine, cacheable_per_engine
 from prefixlint.jinja.inputs import (
     ASSISTANT_REPLY,
     CLOCK_VARIANTS,
@@ -31,7 +31,7 @@ from prefixlint.rules import engine_losses
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
 CONTEXT_CHARS = 40
 
@@ -202,15 +202,16 @@ def _variant_label(r: Render) -> str:
     return f"template variable `{r.variant.split(':')[1]}`" if r.variant.startswith("var") else r.variant
 
 
-def _evidence(a: Render, b: Render, d: int, t: int, lost: int) -> Evidence:
+def _evidence(a: Render, b: Render, d: int, t: int, lost: int, engine: Engine | None) -> Evidence:
     return divergence_evidence(
-        a.text, b.text, len(a.ids), d, t, lost, f"{a.scenario.label}; varied: {_variant_label(b)}"
+        a.text, b.text, len(a.ids), d, t, lost, f"{a.scenario.label}; varied: {_variant_label(b)}", engine
     )
 
 
-def below_engine_minimum(cacheable: int, engine_name: str, span: Span, where: str = "") -> Diagnostic | None:
+def below_engine_minimum(
+    cacheable: int, engine: Engine | None, span: Span, where: str = ""
+) -> Diagnostic | None:
     """PFX502 when the engine caches nothing of a prefix this short (OpenAI: under 1,024 tokens)."""
-    engine = load_engines().get(engine_name)
     if engine is None or not engine.minimum_tokens or cacheable >= engine.minimum_tokens:
         return None
     message = (
@@ -221,7 +222,7 @@ def below_engine_minimum(cacheable: int, engine_name: str, span: Span, where: st
 
 
 def divergence_evidence(
-    text_a: str, text_b: str, tokens_a: int, d: int, t: int, lost: int, inputs: str
+    text_a: str, text_b: str, tokens_a: int, d: int, t: int, lost: int, inputs: str, engine: Engine | None
 ) -> Evidence:
     """What a finding from two renders rests on: they agree up to char `d` / token `t`."""
     return Evidence(
@@ -231,14 +232,14 @@ def divergence_evidence(
         context_a=_context(text_a, d),
         context_b=_context(text_b, d),
         static_tokens_lost=lost,
-        engines=cacheable_per_engine(t, tokens_a),
+        engines=cacheable_per_engine(t, tokens_a, engine),
         inputs=inputs,
-        engines_lost=engine_losses(t, lost, tokens_a),
+        engines_lost=engine_losses(t, lost, tokens_a, engine),
     )
 
 
 def _clock_finding(
-    base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]
+    base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int], engine: Engine | None
 ) -> Finding:
     d, t, _tail, lost = cmp
     before = {(c.line, c.fmt): c.value for c in base.clock_calls}
@@ -261,12 +262,12 @@ def _clock_finding(
         f'`strftime_now("{fmt}")`{called} renders the current {what} at token {t:,}{printed}, '
         f"ahead of {lost:,} static tokens; {when}"
     )
-    ev = _evidence(base, other, d, t, lost)
+    ev = _evidence(base, other, d, t, lost, engine)
     return Finding("PFX101", line, column, base.scenario, message, ev, origin_line=origin.line)
 
 
 def _variable_finding(
-    a: Render, b: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]
+    a: Render, b: Render, template: ChatTemplate, cmp: tuple[int, int, str, int], engine: Engine | None
 ) -> Finding:
     d, t, _tail, lost = cmp
     _, name, code, required = a.variant.split(":")
@@ -277,12 +278,12 @@ def _variable_finding(
         f"`{name}` ({passed} template variable, {kind} by its name) is rendered at token {t:,}, ahead of "
         f"{lost:,} static tokens; a different value per request makes them all uncacheable"
     )
-    ev = _evidence(a, b, d, t, lost)
+    ev = _evidence(a, b, d, t, lost, engine)
     return Finding(code, origin.line, origin.column, a.scenario, message, ev, required=required == "1")
 
 
 def _input_finding(
-    base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int]
+    base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int], engine: Engine | None
 ) -> Finding | None:
     d, t, tail, lost = cmp
     gap_a = base.text[d : base.content_start - len(tail)]
@@ -298,19 +299,19 @@ def _input_finding(
             f"whitespace here depends on {what} ({gap_a!r} vs {gap_b!r}) at token {t:,}, ahead of "
             f"{lost:,} static tokens"
         )
-        return Finding(
-            "PFX301", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, lost)
-        )
+        ev = _evidence(base, other, d, t, lost, engine)
+        return Finding("PFX301", origin.line, origin.column, base.scenario, message, ev)
     message = (
         f"the prompt changes with {what} at token {t:,}, before static content ends; {lost:,} static "
         f"tokens after it cannot be cached ({gap_a[:30]!r} vs {gap_b[:30]!r})"
     )
-    return Finding(
-        "PFX501", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, lost)
-    )
+    ev = _evidence(base, other, d, t, lost, engine)
+    return Finding("PFX501", origin.line, origin.column, base.scenario, message, ev)
 
 
-def _boundary_finding(base: Render, other: Render, stand_in: bool = False) -> Finding | None:
+def _boundary_finding(
+    base: Render, other: Render, engine: Engine | None, stand_in: bool = False
+) -> Finding | None:
     """PFX302: the last static token spans into the user's text, so it differs per request."""
     d = _first_difference(base.text, other.text)
     if d != base.content_start or d == 0:
@@ -332,12 +333,13 @@ def _boundary_finding(base: Render, other: Render, stand_in: bool = False) -> Fi
             "; measured with the embedded stand-in tokenizer: pass `--tokenizer` with the model's own "
             "to confirm"
         )
-    return Finding(
-        "PFX302", origin.line, origin.column, base.scenario, message, _evidence(base, other, d, t, 1)
-    )
+    ev = _evidence(base, other, d, t, 1, engine)
+    return Finding("PFX302", origin.line, origin.column, base.scenario, message, ev)
 
 
-def _findings(renders: list[Render], template: ChatTemplate, stand_in: bool = False) -> list[Finding]:
+def _findings(
+    renders: list[Render], template: ChatTemplate, engine: Engine | None, stand_in: bool = False
+) -> list[Finding]:
     base = renders[0]
     findings: list[Finding] = []
     clock_done = False
@@ -351,26 +353,26 @@ def _findings(renders: list[Render], template: ChatTemplate, stand_in: bool = Fa
             first = by_variant.get("var0:" + r.variant[5:])
             cmp = _compare(first, r, template) if first else None
             if cmp:
-                findings.append(_variable_finding(first, r, template, cmp))
+                findings.append(_variable_finding(first, r, template, cmp, engine))
             continue
         cmp = _compare(base, r, template)
         if r.variant in ("user text", "earlier turns"):
-            finding = _input_finding(base, r, template, cmp) if cmp else None
+            finding = _input_finding(base, r, template, cmp, engine) if cmp else None
             if finding:
                 findings.append(finding)
             elif r.variant == "user text" and not boundary_done:
-                boundary = _boundary_finding(base, r, stand_in)
+                boundary = _boundary_finding(base, r, engine, stand_in)
                 if boundary:
                     findings.append(boundary)
                     boundary_done = True
         elif cmp and not clock_done:  # the finest clock granularity that shows is the one reported
-            findings.append(_clock_finding(base, r, template, cmp))
+            findings.append(_clock_finding(base, r, template, cmp, engine))
             clock_done = True
     return findings
 
 
 def _merge(
-    findings: list[Finding], working: list[Scenario], template: ChatTemplate, engine: str
+    findings: list[Finding], working: list[Scenario], template: ChatTemplate, engine: Engine | None
 ) -> list[tuple[Diagnostic, int]]:
     """One diagnostic per (code, line): an error where it happens in every scenario that renders,
     a warning where it depends on the scenario (a conditional clock, say); less than one cache
@@ -556,14 +558,15 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     tokenize_renders(all_renders, tokenizer)
 
     stand_in = tokenizer.name == EMBEDDED_NAME  # token boundaries it finds may not be the model's
-    findings = [f for _, rs in per_scenario for f in _findings(rs, template, stand_in)]
-    found = _merge(findings, working, template, options.engine)
+    engine = options.engine_profile()
+    findings = [f for _, rs in per_scenario for f in _findings(rs, template, engine, stand_in)]
+    found = _merge(findings, working, template, engine)
 
     primary = per_scenario[0][1]
     result.total_tokens = len(primary[0].ids)
     result.cacheable_prefix_tokens = cacheable_prefix(primary)
     below = below_engine_minimum(
-        result.cacheable_prefix_tokens, options.engine, template.span(1), primary[0].scenario.label
+        result.cacheable_prefix_tokens, engine, template.span(1), primary[0].scenario.label
     )
     if below is not None:
         result.diagnostics.append(below)
@@ -571,7 +574,7 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     if multiturn is not None:
         from prefixlint.jinja.multiturn import analyze_multiturn
 
-        mt = analyze_multiturn(template, tokenizer, multiturn, options.engine)
+        mt = analyze_multiturn(template, tokenizer, multiturn, engine)
         found.extend(zip(mt.diagnostics, mt.origin_lines, strict=True))
         result.multiturn_reuse = mt.reuse
     result.diagnostics.extend(merge_same_origin(found))

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefixlint.engines import cacheable_per_engine
+from prefixlint.engines import Engine, cacheable_per_engine
 from prefixlint.jinja.environment import REASONING_FIELDS
 from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
 from prefixlint.jinja.multiturn_scenarios import (
@@ -465,7 +465,7 @@ _HINTS = {
 }
 
 
-def _severity(brk: _Break, engine: str) -> Severity:
+def _severity(brk: _Break, engine: Engine | None) -> Severity:
     """The rule's severity, lowered by what the break costs (rules.severity_from_cost): turn N's
     last token alone is recomputed by engines anyway."""
     return severity_from_cost(
@@ -488,7 +488,7 @@ def _template_line(brk: _Break) -> int:
 
 
 def _diagnostic(
-    template: ChatTemplate, group: list[_Break], setting: str, engine: str, stand_in: bool = False
+    template: ChatTemplate, group: list[_Break], setting: str, engine: Engine | None, stand_in: bool = False
 ) -> Diagnostic:
     brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
     k, k1 = brk.turn, brk.turn + 1
@@ -523,10 +523,10 @@ def _diagnostic(
         context_a=context_a,
         context_b=context_b,
         static_tokens_lost=brk.static_lost,
-        engines=cacheable_per_engine(brk.reused, len(brk.b.ids)),
+        engines=cacheable_per_engine(brk.reused, len(brk.b.ids), engine),
         inputs=f"{brk.scenario.name}, turn {k} -> {k1}",
         reply_tokens_lost=brk.reply_lost,
-        engines_lost=engine_losses(brk.reused, brk.static_lost + brk.reply_lost, len(brk.b.ids)),
+        engines_lost=engine_losses(brk.reused, brk.static_lost + brk.reply_lost, len(brk.b.ids), engine),
     )
     severity = _severity(brk, engine)
     return Diagnostic(brk.code, template.span(line, col), message, severity, _HINTS[brk.code], evidence)
@@ -630,7 +630,7 @@ def analyze_multiturn(
     template: ChatTemplate,
     tokenizer: LoadedTokenizer,
     rendered: MultiTurnRenders | None = None,
-    engine: str = "vllm",
+    engine: Engine | None = None,
 ) -> MultiTurnResult:
     """Check every scenario's turns extend one another; one diagnostic per cause found."""
     rendered = rendered or render_multiturn(template)

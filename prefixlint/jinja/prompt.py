@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from prefixlint.engines import load_engines
+from prefixlint.engines import Engine
 from prefixlint.jinja.analyze import below_engine_minimum, divergence_evidence
 from prefixlint.jinja.environment import (
     TEMPLATE_FILENAME,
@@ -48,7 +48,7 @@ from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
 CONTEXT_CHARS = 40
 # Attribute names jinja2 and its sandbox probe on values: a sample value must not pretend to have them.
@@ -214,10 +214,10 @@ class _Varied:
 
 def _varied(template: PromptTemplate, options: Options) -> list[_Varied]:
     """The variables to vary: the config's dynamic ones, and those whose names say id, machine,
-    user data or clock, unless the config says static."""
+    user data or clock, unless the config says static or `--var` fixes their value."""
     out = []
     for name in template.inputs:
-        if name in options.static_variables:
+        if name in options.static_variables or name in options.template_vars:
             continue
         code = provenance_code(name)
         if clock_named(name):
@@ -278,8 +278,9 @@ def _finding(
     v: _Varied,
     d: int,
     end: int,
-    block: int,
+    engine: Engine | None,
 ) -> Diagnostic | None:
+    block = engine.block_size if engine is not None else 16
     tail = _static_after(base.text, other.text, d, end)
     # Not the value's own last characters ("Alice Martin" and "Bo Chen" both end in "n").
     printed_end = base.traced.piece_range(d)[1]
@@ -311,7 +312,7 @@ def _finding(
         severity = Severity.INFO
         what += f" (less than one {block}-token cache block)"
     varied = f"app prompt template; varied: template variable `{v.name}`"
-    evidence = divergence_evidence(base.text, other.text, len(base.ids), d, t, lost, varied)
+    evidence = divergence_evidence(base.text, other.text, len(base.ids), d, t, lost, varied, engine)
     return Diagnostic(
         v.code, _span(template, origin.path, origin.line, origin.column), what, severity, evidence=evidence
     )
@@ -336,7 +337,8 @@ def analyze_prompt_template(
         return result
     with contextlib.suppress(ValueError):  # over the time limit: the render reports what fails
         template.load_includes()
-    base_values = _values(template.inputs)
+    # `--var NAME=VALUE` renders NAME with that value, as the app passes it.
+    base_values = _values(template.inputs) | options.template_vars
     try:
         base = TokenizedRender(template.render_values(base_values))
     except Exception as exc:  # noqa: BLE001 - whatever an untrusted template raises is a finding
@@ -360,15 +362,14 @@ def analyze_prompt_template(
             )
     tokenize_renders([base, *(r for _, r in renders)], tokenizer)
 
-    engine = load_engines().get(options.engine)
-    block = engine.block_size if engine is not None else 16
+    engine = options.engine_profile()
     starts = sorted(d for _, r in renders if (d := _first_difference(base.text, r.text)) is not None)
     for v, r in renders:
         d = _first_difference(base.text, r.text)
         if d is None:
             continue
         end = next((s for s in starts if s > d), len(base.text))  # where the next varying value starts
-        diagnostic = _finding(template, base, r, v, d, end, block)
+        diagnostic = _finding(template, base, r, v, d, end, engine)
         if diagnostic is not None:
             result.diagnostics.append(diagnostic)
 
@@ -376,7 +377,7 @@ def analyze_prompt_template(
     result.cacheable_prefix_tokens = min(
         [common_prefix_len(base.ids, r.ids) for _, r in renders] or [len(base.ids)]
     )
-    below = below_engine_minimum(result.cacheable_prefix_tokens, options.engine, template.span(1))
+    below = below_engine_minimum(result.cacheable_prefix_tokens, engine, template.span(1))
     if below is not None:
         result.diagnostics.append(below)
     return result

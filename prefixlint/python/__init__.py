@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from prefixlint.model import SourceResult
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
 
 # Text every prompt sink needs somewhere in the file (prefixlint/python/sinks.py, embedded.py): prompt-ish
 # names and keywords, message constructors and `role`s, prompt methods, prompt attributes, Jinja. A

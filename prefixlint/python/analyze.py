@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.engines import load_engines
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics, prefix_numbers
@@ -17,7 +16,7 @@ from prefixlint.python.scopes import index_module
 from prefixlint.python.sinks import find_prompts
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
     from prefixlint.tokens import LoadedTokenizer
 
 
@@ -30,9 +29,9 @@ class _LazyTokenizer:
 
     def get(self) -> LoadedTokenizer:
         if self._tokenizer is None:
-            from prefixlint.api import tokenizer_for
+            from prefixlint.tokens import choose_tokenizer
 
-            self._tokenizer = tokenizer_for(self.path, self.options)
+            self._tokenizer = choose_tokenizer(self.path, self.options.tokenizer)[0]
         return self._tokenizer
 
     def count(self, text: str) -> int:
@@ -73,7 +72,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     evaluator = Evaluator(index, project)
     project.evaluators[os.path.abspath(path)] = evaluator
     tokenizer = _LazyTokenizer(path, options)
-    engine = load_engines().get(options.engine)
+    engine = options.engine_profile()
     block_size = engine.block_size if engine is not None else 1
     prompts = find_prompts(index, evaluator, options.python_sinks)
     found = diagnostics(path, prompts, tokenizer.count, block_size)

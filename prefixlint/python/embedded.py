@@ -14,7 +14,7 @@ from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import is_static, static_text
 
 if TYPE_CHECKING:
-    from prefixlint.api import Options
+    from prefixlint.settings import Options
     from prefixlint.tokens import LoadedTokenizer
 
 _CONSTRUCTORS = {

@@ -1,0 +1,176 @@
+"""The resolved settings of a run, and what they mean for each source (ruff's "resolve once").
+
+config.py turns the config file and the command line into one `Options`; api, cache, the
+frontends, the diff gate and `explain` only read it. What a setting means for one source is
+derived here and nowhere else: the tokenizer file that analyses it (`tokenizer_file_for`), the
+engine profile with `--block-size` applied (`Options.engine_profile`), the rules reported for it
+(`Options.codes_for`); `plan_for` gathers them for `check --show-settings`. This module imports
+no other part of prefixlint at load time except the rule table, so every part can import it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prefixlint.limits import Limits
+from prefixlint.rules import RULES, resolve_selector
+
+if TYPE_CHECKING:
+    from prefixlint.engines import Engine
+
+
+@dataclass
+class Options:
+    tokenizer: str | None = None  # None: a tokenizer.json beside the template, else the embedded default
+    engine: str = "vllm"
+    block_size: int | None = None  # `--block-size`: the engine's cache block in tokens (None: its own)
+    excludes: tuple[str, ...] = ()
+    select: tuple[str, ...] = ("ALL",)
+    ignore: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+    multiturn: bool = True
+    # Template variables this app keeps fixed, and ones it passes per request (config `variables`).
+    static_variables: tuple[str, ...] = ()
+    dynamic_variables: tuple[str, ...] = ()
+    # From the config (prefixlint/config.py); `root` is the folder its paths are relative to.
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] | None = None  # gitignore patterns; None: the built-in defaults
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False  # apply excludes to files named explicitly too (pre-commit)
+    respect_gitignore: bool = True  # skip what git ignores in the folders walked (ruff's default)
+    root: str | None = None  # None: the current folder
+    suppressions: bool = True
+    cache_dir: str | None = None  # None: no result cache (the CLI sets one unless --no-cache)
+    # Config `template-kinds`: (glob, "chat" | "prompt" | "not-prompt"), a later glob wins.
+    template_kinds: tuple[tuple[str, str], ...] = ()
+    # Where app prompt templates' includes are looked for after their own folder and the project
+    # root: config `template-search-path`, absolute.
+    template_search_path: tuple[str, ...] = ()
+    # The project's own prompt builders (config `[tool.prefixlint.python] sinks`): each argument of a
+    # call to one is prompt text, in order.
+    python_sinks: tuple[str, ...] = ()
+    # Count a Python source's prompt in tokens (its JSON `cacheable_prefix_tokens`/`total_tokens`);
+    # off for outputs that do not show them, so a pre-commit run loads no tokenizer for a clean file.
+    python_numbers: bool = True
+    # The folder imports, prompt files and template names are relative to: the config file's
+    # folder, else found from the paths checked (prefixlint.files.project_root).
+    project_root: str | None = None
+    # Chat template variables fixed for every render (`--var`, `--chat-template-kwargs`), as an
+    # app passes `chat_template_kwargs` (e.g. enable_thinking=False).
+    template_vars: dict[str, Any] = field(default_factory=dict)
+
+    def enabled_codes(self) -> set[str]:
+        """The codes the selection turns on, before per-file ignores."""
+        return enabled_codes(self.select + self.extend_select, self.ignore)
+
+    def codes_for(self, path: str) -> set[str]:
+        """The codes reported for `path`: the selection less its `per-file-ignores`."""
+        return self.enabled_codes() - per_file_ignored(Path(self.root or "."), self.per_file_ignores, path)
+
+    def engine_profile(self) -> Engine | None:
+        """The chosen engine's profile, with `--block-size` in place of its own block (a step
+        engine's increment follows the block when it was the block); None for an unknown name."""
+        from prefixlint.engines import load_engines
+
+        profile = load_engines().get(self.engine)
+        if profile is None or self.block_size is None:
+            return profile
+        increment = self.block_size if profile.increment == profile.block_size else profile.increment
+        return replace(profile, block_size=self.block_size, increment=increment)
+
+
+def _specificity(selector: str) -> int:
+    return 0 if selector == "ALL" else len(selector)
+
+
+def enabled_codes(select: Iterable[str], ignore: Iterable[str]) -> set[str]:
+    """Codes enabled by ruff-style selectors: per code, the longest matching selector decides."""
+    chosen: dict[str, tuple[int, bool]] = {}  # code -> (specificity, enabled)
+    for selectors, enabled in ((select, True), (ignore, False)):
+        for selector in selectors:
+            norm = selector.strip().upper()
+            for code in resolve_selector(norm):
+                rank = (_specificity(norm), not enabled)  # at equal length, ignore beats select
+                best = chosen.get(code)
+                if best is None or rank > (best[0], not best[1]):
+                    chosen[code] = (rank[0], enabled)
+    return {code for code, (_, on) in chosen.items() if on and code in RULES}
+
+
+class PathMatcher:
+    """gitignore-style patterns anchored at `root`; paths outside `root` never match."""
+
+    def __init__(self, root: Path, patterns: Iterable[str]) -> None:
+        self.root = root.resolve()
+        self.patterns = tuple(patterns)
+        self._spec = None
+        if self.patterns:  # pathspec costs 40 ms to import: only when there is something to match
+            import pathspec
+
+            self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+
+    def matches(self, path: Path | str, is_dir: bool = False) -> bool:
+        if self._spec is None:
+            return False
+        try:  # strings, not pathlib: this runs once per file of the tree
+            rel = os.path.relpath(os.path.abspath(path), self.root)
+        except ValueError:  # another drive (Windows)
+            return False
+        if rel == "." or rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            return False  # the root itself, or outside it
+        rel = rel.replace(os.sep, "/")
+        return self._spec.match_file(rel + "/" if is_dir else rel)
+
+
+def per_file_ignored(
+    root: Path, per_file_ignores: Iterable[tuple[str, tuple[str, ...]]], path: str
+) -> set[str]:
+    """The codes that `per-file-ignores` turns off for `path`."""
+    out: set[str] = set()
+    for glob, selectors in per_file_ignores:
+        if PathMatcher(root, [glob]).matches(path):
+            out.update(c for s in selectors for c in resolve_selector(s))
+    return out
+
+
+def tokenizer_file_for(folder: str, spec: str | None) -> str | None:
+    """The tokenizer file that analyses the sources in `folder`: `--tokenizer` (`spec`) if given,
+    else a tokenizer.json beside them, else the embedded default; None when `spec` cannot be
+    resolved (loading it reports why)."""
+    from prefixlint.tokens import TokenizerError, tokenizer_path_for
+
+    try:
+        return str(tokenizer_path_for(Path(folder or "."), spec))
+    except TokenizerError:
+        return None
+
+
+@dataclass(frozen=True)
+class SourcePlan:
+    """What a run does with one source, as `check --show-settings` prints it."""
+
+    path: str
+    kind: str
+    tokenizer_file: str | None
+    engine: str
+    block_size: int | None
+    rules: tuple[str, ...]
+    template_vars: dict[str, Any]
+
+
+def plan_for(path: str, kind: str, options: Options) -> SourcePlan:
+    profile = options.engine_profile()
+    return SourcePlan(
+        path=path,
+        kind=kind,
+        tokenizer_file=tokenizer_file_for(os.path.dirname(path), options.tokenizer),
+        engine=options.engine,
+        block_size=profile.block_size if profile is not None else None,
+        rules=tuple(sorted(options.codes_for(path))),
+        template_vars=dict(options.template_vars),
+    )
