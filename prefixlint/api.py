@@ -13,7 +13,7 @@ from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
 from prefixlint.runmemo import stamp
-from prefixlint.settings import Options, tokenizer_file_for
+from prefixlint.settings import Options, source_tokenizer_file
 from prefixlint.sources import (
     PARALLEL_MIN_SOURCES,
     ConfigError,
@@ -164,17 +164,6 @@ def lint_gguf(source: Source, options: Options, file: str | None = None) -> list
             raise
         results = lint(*retry)
     return results
-
-
-def _tokenizer_file(source: Source, options: Options) -> str | None:
-    """The tokenizer file that analyses a source, found without loading it: a GGUF model's own,
-    else the one of its folder (settings.tokenizer_file_for)."""
-    if source.kind == "gguf" and options.tokenizer is None:
-        try:
-            return str(resolve_tokenizer_path(source.path))
-        except TokenizerError:
-            return None
-    return tokenizer_file_for(os.path.dirname(source.path), options.tokenizer)
 
 
 def _gguf_special_tokens(path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
@@ -374,7 +363,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
     from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
-    files = [_tokenizer_file(s, options) for s in sources]
+    files = [source_tokenizer_file(s.path, s.kind, options.tokenizer) for s in sources]
     starts = [f if _renders(s, options) else None for s, f in zip(sources, files, strict=True)]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
     stop_all_loading(keep=last_use)  # a guess from the command line (launch.py) that missed
@@ -434,7 +423,7 @@ def _batches(sources: list[Source], options: Options, workers: int) -> list[list
     long at the end, and the largest go first."""
     groups: dict[str | None, list[int]] = {}
     for i, source in enumerate(sources):
-        groups.setdefault(_tokenizer_file(source, options), []).append(i)
+        groups.setdefault(source_tokenizer_file(source.path, source.kind, options.tokenizer), []).append(i)
     size = max(1, -(-len(sources) // (workers * 4)))
     batches = [group[k : k + size] for group in groups.values() for k in range(0, len(group), size)]
     return sorted(batches, key=len, reverse=True)
