@@ -6,8 +6,9 @@ from fixtures/) is served by llama-server on 127.0.0.1 with one slot; a sequence
 reports per request must equal what prefixlint's llamacpp engine predicts for the same sequence,
 token for token, with the prompt cache on (`--cache-ram`) and off (`--cache-ram 0`).
 
-The server binary is built by tests/llama_server_build.py (.ci/run does it before the tests; ~15
-minutes on two idle cores); without it this test skips and says so.
+The server binary is built by tests/llama_server_build.py (.ci/run does it before the tests; 10.7
+minutes of CPU, 48 minutes at nice 19 on a busy two-core machine); without it this test skips and
+says so.
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not server_binary().is_file():
         pytest.skip(
             f"llama-server is not built ({server_binary()} is missing): run "
-            "`python tests/llama_server_build.py` (.ci/run does; ~15 minutes on two cores)"
+            "`python tests/llama_server_build.py` (.ci/run does; ~11 minutes of CPU)"
         )
     folder = tmp_path_factory.mktemp("llama-server")
     template = (FIXTURES / "templates" / "clean.jinja").read_text(encoding="utf-8")
