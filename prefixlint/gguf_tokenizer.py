@@ -122,9 +122,9 @@ def _build(metadata: GGUFMetadata) -> BuiltTokenizer:
     types = metadata.array("tokenizer.ggml.token_type") or []
     if types and (len(types) != len(tokens) or not all(isinstance(t, int) for t in types)):
         raise GGUFTokenizerError("tokenizer.ggml.token_type does not match tokenizer.ggml.tokens")
-    warnings: list[str] = []
+    special, warnings = describe(metadata)
     if model == "gpt2":
-        tokenizer = _byte_level_bpe(metadata, tokens, warnings)
+        tokenizer = _byte_level_bpe(metadata, tokens)
     elif model == "llama":
         tokenizer = _sentencepiece_bpe(metadata, tokens)
     else:
@@ -136,19 +136,33 @@ def _build(metadata: GGUFMetadata) -> BuiltTokenizer:
     user = [i for i, kind in kinds.items() if kind == USER_DEFINED]
     tokenizer.add_special_tokens([AddedToken(tokens[i], special=True, normalized=False) for i in control])
     tokenizer.add_tokens([AddedToken(tokens[i], special=False, normalized=False) for i in user])
-    special = {}
-    for name in ("bos", "eos", "unk", "pad"):
-        key = "unknown" if name == "unk" else "padding" if name == "pad" else name
-        token_id = metadata.get(f"tokenizer.ggml.{key}_token_id")
-        if isinstance(token_id, int) and 0 <= token_id < len(tokens):
-            special[f"{name}_token"] = tokens[token_id]
     add_bos = metadata.get("tokenizer.ggml.add_bos_token", model == "llama")
     if add_bos is True and "bos_token" in special:
         _prepend_bos(tokenizer, special["bos_token"], tokens.index(special["bos_token"]))
     return BuiltTokenizer(tokenizer, special, warnings)
 
 
-def _byte_level_bpe(metadata: GGUFMetadata, tokens: list[str], warnings: list[str]) -> Tokenizer:
+def describe(metadata: GGUFMetadata) -> tuple[dict[str, str], list[str]]:
+    """The special tokens templates see (`bos_token`, …) and the warning of an unknown `pre`,
+    without building the tokenizer (each special token is decoded alone)."""
+    special = {}
+    for name, key in (("bos", "bos"), ("eos", "eos"), ("unk", "unknown"), ("pad", "padding")):
+        token_id = metadata.get(f"tokenizer.ggml.{key}_token_id")
+        text = metadata.array_item("tokenizer.ggml.tokens", token_id) if isinstance(token_id, int) else None
+        if isinstance(text, str):
+            special[f"{name}_token"] = text
+    pre = metadata.get("tokenizer.ggml.pre")
+    if metadata.get("tokenizer.ggml.model") != "gpt2" or (isinstance(pre, str) and pre in PRE_TOKENIZERS):
+        return special, []
+    shown = "none" if pre is None else repr(pre)
+    warning = (
+        f"tokenizer.ggml.pre {shown} is not one prefixlint knows: text is split as GPT-2 does "
+        "(llama.cpp's default), so token counts may differ from the model's"
+    )
+    return special, [warning]
+
+
+def _byte_level_bpe(metadata: GGUFMetadata, tokens: list[str]) -> Tokenizer:
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
     merges = metadata.array("tokenizer.ggml.merges")
@@ -158,14 +172,7 @@ def _byte_level_bpe(metadata: GGUFMetadata, tokens: list[str], warnings: list[st
     pairs = [tuple(m.split(" ", 1)) for m in merges]
     tokenizer = Tokenizer(models.BPE(vocab, pairs, ignore_merges=False))
     name = metadata.get("tokenizer.ggml.pre")
-    pre = PRE_TOKENIZERS.get(name) if isinstance(name, str) else None
-    if pre is None:
-        shown = "none" if name is None else repr(name)
-        warnings.append(
-            f"tokenizer.ggml.pre {shown} is not one prefixlint knows: text is split as GPT-2 does "
-            "(llama.cpp's default), so token counts may differ from the model's"
-        )
-        pre = GPT2
+    pre = PRE_TOKENIZERS.get(name, GPT2) if isinstance(name, str) else GPT2  # describe() warns
     if pre.nfc:
         tokenizer.normalizer = normalizers.NFC()
     if pre.splits:
@@ -272,8 +279,7 @@ def gguf_tokenizer_about(path: str) -> tuple[dict[str, str], list[str]]:
         about = json.loads(_entry(path).with_suffix(".about").read_text(encoding="utf-8"))
         return dict(about["special_tokens"]), list(about["warnings"])
     except (OSError, ValueError, KeyError, TypeError):
-        built = load_gguf_tokenizer(path)
-        return built.special_tokens, built.warnings
+        return describe(read_metadata(path))
 
 
 def _entry(path: str) -> Path:
