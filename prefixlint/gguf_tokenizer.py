@@ -86,6 +86,7 @@ PRE_TOKENIZERS: dict[str, PreTokenizer] = {
     **dict.fromkeys(("gpt-4o", "llama4"), PreTokenizer((_GPT4O_SPLIT,))),
 }
 CACHE_FORMAT = "gguf-tokenizer-v1"
+MAX_VOCABULARY = 1 << 22  # the largest real vocabularies hold ~260,000 tokens
 
 
 class GGUFTokenizerError(ValueError):
@@ -115,6 +116,12 @@ def build_tokenizer(metadata: GGUFMetadata) -> BuiltTokenizer:
 def _build(metadata: GGUFMetadata) -> BuiltTokenizer:
     from tokenizers import AddedToken
 
+    for key in ("tokens", "token_type", "scores", "merges"):
+        length = metadata.array_length(f"tokenizer.ggml.{key}") or 0
+        if length > MAX_VOCABULARY:  # checked before decoding: a list of that many items is gigabytes
+            raise GGUFTokenizerError(
+                f"tokenizer.ggml.{key} holds {length:,} items (at most {MAX_VOCABULARY:,})"
+            )
     model = metadata.get("tokenizer.ggml.model")
     tokens = metadata.array("tokenizer.ggml.tokens")
     if not tokens or not all(isinstance(t, str) for t in tokens):

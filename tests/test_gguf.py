@@ -375,3 +375,18 @@ def test_explain_takes_a_gguf_as_template_and_tokenizer(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert (data["template"], data["tokenizer"]) == (f"{model}[chat_template]", str(model))
+
+
+def test_a_vocabulary_past_the_limit_is_refused_before_it_is_decoded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefixlint.gguf_tokenizer import GGUFTokenizerError
+
+    model = write_gguf(tmp_path / "m.gguf", embedded_tokenizer(), pre="deepseek-v3")
+    monkeypatch.setattr("prefixlint.gguf_tokenizer.MAX_VOCABULARY", 1000)
+    metadata = read_metadata(model)
+    monkeypatch.setattr(type(metadata), "array", lambda *_: pytest.fail("decoded"))
+    with pytest.raises(
+        GGUFTokenizerError, match=r"tokenizer.ggml.tokens holds 129,280 items \(at most 1,000\)"
+    ):
+        build_tokenizer(metadata)
