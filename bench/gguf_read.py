@@ -3,7 +3,7 @@ tokenizer built from the metadata) and warm (the tokenizer from its cache).
 
     python bench/gguf_read.py [--gib 8]
 
-The model is written with the `gguf` package: the embedded default tokenizer's 128,000-token
+The model is written with the `gguf` package: the embedded default tokenizer's 129,280-token
 vocabulary and merges, a chat template from fixtures/, and one tensor declaring GIB gigabytes of
 data, which the file holds as a sparse hole (no disk used, nothing to read). Each `check` runs in
 a fresh process so that its peak RSS is its own. Not run by the tests.
