@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file, read_limited
-from prefixlint.gguf import is_gguf
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -224,6 +223,8 @@ def load_backend(path: str) -> Tokenizer:
     TokenizerError messages)."""
     from tokenizers import Tokenizer
 
+    from prefixlint.gguf import is_gguf
+
     p = Path(path)
     if is_gguf(p):
         return _gguf_tokenizer(path).tokenizer
@@ -340,6 +341,8 @@ def _gguf_tokenizer(path: str, about: bool = False) -> Any:
 def _identity(p: Path) -> tuple[str, dict[str, str], list[str]]:
     """A tokenizer file's name, the special tokens of the tokenizer_config.json beside it (a
     GGUF's own, from its metadata), and what its build had to work around."""
+    from prefixlint.gguf import is_gguf
+
     if is_gguf(p):
         special, warnings = _gguf_tokenizer(str(p), about=True)
         return str(p), special, [f"{p}: {warning}" for warning in warnings]
