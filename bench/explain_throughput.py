@@ -53,6 +53,7 @@ def build_log(path: Path, n: int, seed: int = 7) -> None:
 def phase_raw(log: str) -> dict:
     """Render every request (not timed), then time only `encode_batch` on the same prompts."""
     from prefixlint.explain.log import BATCH, _batches
+    from prefixlint.explain.reading import Reading
     from prefixlint.explain.requests import Renderer
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.tokens import load_tokenizer
@@ -60,7 +61,7 @@ def phase_raw(log: str) -> dict:
     tok = load_tokenizer(None).tokenizer
     renderer = Renderer(ChatTemplate(TEMPLATE.read_text(), str(TEMPLATE)))
     seconds, tokens, requests = 0.0, 0, 0
-    for batch in _batches(log, renderer, 1.0, []):
+    for batch in _batches(log, renderer, 1.0, Reading()):
         texts = [r.text for _, r in batch]
         start = time.perf_counter()
         encs = tok.encode_batch(texts, add_special_tokens=False)

@@ -587,12 +587,13 @@ def rule_cmd(code: str) -> None:
     "--log",
     "log",
     type=click.Path(exists=True, dir_okay=False),
-    help='JSONL request log (bodies or {"prompt": …}; gzip accepted).',
+    help="Request log: JSONL of OpenAI/Anthropic bodies (with responses), LiteLLM payloads or OTel "
+    "GenAI spans, or a vLLM --enable-log-requests log; gzip accepted.",
 )
 @click.option(
     "--template",
     type=click.Path(exists=True, dir_okay=False),
-    help="Chat template (.jinja or tokenizer_config.json).",
+    help="Chat template (.jinja or tokenizer_config.json); default: the one beside --tokenizer/--model-dir.",
 )
 @click.option(
     "--model-dir",
@@ -603,13 +604,20 @@ def rule_cmd(code: str) -> None:
 @click.option("--engine", "engines", multiple=True, help="Engines to simulate (default: vllm sglang openai).")
 @click.option("--cache-tokens", type=click.IntRange(min=1), help="Also simulate an LRU of this many tokens.")
 @click.option(
-    "--llamacpp-slots", type=click.IntRange(min=1), metavar="N", help="llama-server's slots (-np; default 4)."
+    "--log-format",
+    type=click.Choice(["openai", "anthropic", "litellm", "otel", "vllm-log"]),
+    help="The log's format (default: detected from its first records).",
+)
+@click.option("--server-args", help='The server\'s command line, e.g. "vllm serve MODEL --block-size 32".')
+@click.option(
+    "--metrics",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A Prometheus text scrape of the server's /metrics.",
 )
 @click.option(
-    "--llamacpp-cache-ram",
-    type=click.IntRange(min=-1),
-    metavar="MIB",
-    help="llama-server's --cache-ram (default 8192; 0: no prompt cache, only the slots).",
+    "--prefill-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Prefill tokens per second, to turn recomputed tokens into TTFT (default: measured from the log).",
 )
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True, help="Causes to report.")
 @click.option(
@@ -629,6 +637,35 @@ def rule_cmd(code: str) -> None:
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML page.")
+@click.option(
+    "--max-requests",
+    type=click.IntRange(min=0),
+    help="Analyse only the first N requests of the log, a sample the report states (0: all). "
+    "[default: 1000000]",
+)
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(min=0),
+    help="Wall-clock budget: stop with exit 2 when the run takes longer (0: none). [default: 0]",
+)
+@click.option(
+    "--max-request-bytes",
+    type=click.IntRange(min=0),
+    help="Skip a request whose prompt is larger (UTF-8 bytes): the most the tokenizer sees. "
+    "[default: 1000000]",
+)
+@click.option(
+    "--max-messages",
+    type=click.IntRange(min=0),
+    help="Skip a request with more messages or tools. [default: 10000]",
+)
+@click.option(
+    "--limit",
+    multiple=True,
+    metavar="NAME=N",
+    help="Set any log limit: log_bytes, ratio, ratio_after, line_bytes, depth, request_bytes, messages, "
+    "requests, seconds (0 turns one off).",
+)
 @_template_var_options
 def explain(
     paths: tuple[str, ...], template_var: tuple[str, ...], chat_template_kwargs: str | None, **kw: Any

@@ -117,12 +117,16 @@ def test_timestamp_at_the_head_busts_the_cache_and_names_the_line(tmp_path, tok)
     through_user = prefix_tokens(tok, texts[0], "<|user|>\n")
     assert top.tokens_lost == (n - 1) * (through_user - head - 1)
 
-    # What-if: the time moved to the end; every request then shares everything up to the user's text.
-    moved = [move_span(t, "Current time") for t in texts]
-    assert moved[0].startswith("<|system|>\nCurrent time\nYou are") and moved[0].endswith(
-        "\n: 2025-03-31 23:59:10"
+    # The span is the whole timestamp, not the rest of its line.
+    assert (top.span.text, top.span.start) == ("2025-03-31 23:59:11", len("<|system|>\nCurrent time: "))
+    # What-if: the timestamp moved to the end of the system message; every request then shares the
+    # policy and the catalogue, and the timestamp up to its seconds.
+    renderer = Renderer(template(HEAD))
+    moved = [move_span(renderer.render(parse_request(x, i)), top.span.pattern()) for i, x in enumerate(lines)]
+    assert moved[0] == texts[0].replace("2025-03-31 23:59:10", "").replace(
+        "two working days.<|end|>", "two working days.\n2025-03-31 23:59:10<|end|>"
     )
-    shared = prefix_tokens(tok, moved[0], "<|user|>\n")
+    shared = prefix_tokens(tok, moved[0], "days.\n2025-03-31 23:59:")
     moved_total = sum(n_tokens(tok, t) for t in moved)
     assert top.what_if["vllm"] == round((n - 1) * (shared // 16 * 16) / moved_total, 6) > 0.8
     assert top.what_if["openai"] == round((n - 1) * openai(shared) / moved_total, 6)
@@ -256,7 +260,9 @@ def test_cli_log_json_schema_and_no_progress_off_a_terminal(tmp_path):
     assert (cause["section"], cause["template_line"], cause["share"]) == ("system", 3, round(5 / 6, 6))
     assert set(cause["example"]) >= {"a", "b"}
     text = CliRunner().invoke(cli, ["explain", "--log", log, "--template", str(HEAD)]).output
-    assert "template line 3" in text and "what if the rest of the `Current time` line" in text
+    assert "template line 3" in text
+    assert "what if '2025-03-31 23:59:11' (after `Current time`) moved to the end of its message" in text
+    assert f"log format: openai; template: {HEAD}; tokenizer: " in text
 
 
 def test_cli_explain_template_narrates_the_findings():

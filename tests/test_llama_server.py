@@ -203,7 +203,7 @@ def test_cached_tokens_equal_the_servers_request_by_request(
     log.write_text("".join(json.dumps(body) + "\n" for _, body in sequence), encoding="utf-8")
     result = run_prefixlint(
         "explain", "--log", str(log), "--tokenizer", str(model), "--engine", "llamacpp",
-        "--llamacpp-slots", "1", "--llamacpp-cache-ram", str(cache_ram), "--format", "json",
+        "--server-args", f"llama-server -m {model} -np 1 --cache-ram {cache_ram}", "--format", "json",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["engines"]["llamacpp"]["hit_tokens"] == sum(predicted)

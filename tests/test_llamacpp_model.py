@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import run_prefixlint
 
 from prefixlint.engines import load_engines
@@ -95,7 +96,7 @@ def test_the_default_engine_data_replays_a_server() -> None:
     assert sim.tallies["llamacpp"].hits == [0, 49, 0, 49]
 
 
-def test_explain_options_set_the_servers_slots_and_cache_ram(tmp_path: Path) -> None:
+def test_server_args_set_the_servers_slots_and_cache_ram(tmp_path: Path) -> None:
     head = "You are a support assistant for the shop. " * 12
     prompts = [
         head + "Order 1?",
@@ -113,9 +114,9 @@ def test_explain_options_set_the_servers_slots_and_cache_ram(tmp_path: Path) -> 
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)["engines"]["llamacpp"]["hit_tokens"]
 
-    restored = hits("--llamacpp-slots", "1")
+    restored = hits("--server-args", "llama-server -m m.gguf -np 1")
     assert restored > 0  # the 4th prompt gets the 1st back from the prompt cache
-    assert hits("--llamacpp-slots", "1", "--llamacpp-cache-ram", "0") == 0
+    assert hits("--server-args", "llama-server -m m.gguf -np 1 --cache-ram 0") == 0
 
 
 def test_the_prompt_cache_drops_its_oldest_prompts_past_its_capacity() -> None:
@@ -138,3 +139,24 @@ def test_engine_data_turns_mib_into_tokens() -> None:
     assert server.model().capacity == 8192 * 2**20 // 131_072 == 65_536
     assert replace(server, cache_ram_mib=-1).model().capacity is None
     assert replace(server, cache_ram_mib=0).model().cache_ram is False
+
+
+def test_server_args_read_llama_servers_cache_flags() -> None:
+    from prefixlint.explain.server import ServerArgsError, parse_server_args
+
+    config = parse_server_args(
+        "llama-server -m m.gguf -np 2 --cache-ram -1 -sps 0.5 --kv-unified --no-cache-idle-slots"
+    )
+    assert config.llama_server == {
+        "slots": 2,
+        "kv_unified": True,
+        "cache_ram_mib": -1,
+        "slot_prompt_similarity": 0.5,
+        "cache_idle_slots": False,
+    }
+    engine = config.apply(load_engines()["llamacpp"])
+    assert engine.server is not None and engine.server.model().capacity is None  # -1: no limit
+    assert parse_server_args("llama-server -np 3").llama_server == {"slots": 3, "kv_unified": False}
+    assert parse_server_args("llama-server --cache-ram=0").llama_server == {"cache_ram_mib": 0}
+    with pytest.raises(ServerArgsError, match="--cache-ram 'lots': expected MiB"):
+        parse_server_args("llama-server --cache-ram lots")

@@ -59,6 +59,94 @@ def diverge(seq: bytes, shared: int, cache: RadixCache, found: Any) -> Divergenc
     return Divergence(shared, None, None, 0, other)
 
 
+# Volatile values, most specific first; a span is the union of the matches covering the differing
+# characters, so a timestamp moves whole, not only its changing seconds.
+_SHAPES = {
+    "datetime": r"\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
+    "uuid": r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+    "time": r"\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?",
+    "hex": r"\b(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b",
+    "id": r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]*[A-Za-z0-9]\b",
+    "number": r"\d+(?:\.\d+)?",
+}
+_VOLATILE = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _SHAPES.items()))
+_ANY_VALUE = "|".join(f"(?:{rx})" for rx in _SHAPES.values())
+_SHAPES["word"] = r"\w[\w-]*"
+_WORD = re.compile(_SHAPES["word"])
+_WORD_CHAR = re.compile(r"[\w-]")
+SPAN_WINDOW = 400  # characters either side of the divergence searched for the volatile value
+ANCHOR_CHARS = 40  # of the line before a span that opens its line
+
+
+@dataclass(frozen=True)
+class Span:
+    """The smallest volatile span at a divergence: its characters in the prompt, its shape (a
+    `_SHAPES` name, or "text"), and the normalised text before it on its line, or of the line
+    before when it opens its line (the cluster key)."""
+
+    start: int
+    end: int
+    text: str
+    shape: str
+    anchor: str
+    values: int = 1  # volatile values in the span ("values" shape: "17 at 23:59:10" has two)
+
+    def pattern(self) -> str | None:
+        """A regex finding the same span in any prompt: the anchor at a line start (or the line
+        before, or the prompt's start, when the span opens its line), the separators after it, then
+        a value of the same shape. None when nothing anchors it (moving the first such value
+        anywhere could move the wrong one)."""
+        value = _SHAPES.get(self.shape, r"[^\n]+")
+        if self.shape == "values":  # as many values as the example's, with the text between
+            value = rf"(?:{_ANY_VALUE})(?:[^\n]*?(?:{_ANY_VALUE})){{{self.values - 1}}}"
+        if self.anchor.endswith("\n"):  # the line before the span's
+            body = r"\d+".join(re.escape(part) for part in self.anchor.split("#"))
+            return rf"{body}[{re.escape(_TRAILING)}]*?(?P<span>{value})"
+        if self.anchor.strip():
+            body = r"\d+".join(re.escape(part) for part in self.anchor.split("#"))
+            return rf"(?m)^{body}[{re.escape(_TRAILING)}]*?(?P<span>{value})"
+        if self.start == 0:
+            return rf"\A(?P<span>{value})"
+        return None
+
+
+def volatile_span(text: str, start: int, end: int) -> Span:
+    """The span of `text` that differs from the earlier request at characters [start, end): the
+    volatile values (dates, uuids, hex ids, numbers) covering them, else the whole words covering
+    them, within one line."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    end = min(max(end, start + 1), line_end)
+    lo = max(line_start, start - SPAN_WINDOW)
+    hi = min(line_end, end + SPAN_WINDOW)
+    covering = [m for m in _VOLATILE.finditer(text, lo, hi) if m.start() < end and m.end() > start]
+    if covering:
+        s, e = covering[0].start(), covering[-1].end()
+        shape = (covering[0].lastgroup or "values") if len(covering) == 1 else "values"
+    else:  # words: widened to whole words, so an id of letters only moves whole
+        s, e = start, end
+        while s > line_start and _WORD_CHAR.match(text[s - 1]):
+            s -= 1
+        while e < line_end and _WORD_CHAR.match(text[e]):
+            e += 1
+        shape = "word" if _WORD.fullmatch(text, s, e) else "text"
+    anchor = line_anchor(text, s)
+    if not anchor.strip() and line_start > 0:
+        # The span opens its line: the line before it (with its newline) anchors it instead.
+        before = text.rfind("\n", 0, line_start - 1) + 1
+        anchor = _DIGITS.sub("#", text[before:line_start])[-ANCHOR_CHARS:]
+    return Span(s, e, text[s:e], shape, anchor, max(len(covering), 1))
+
+
+def divergence_span(text: str, offsets: list[tuple[int, int]], div: Divergence) -> Span:
+    """The volatile span of a request's prompt at its divergence (token character `offsets`)."""
+    start = offsets[div.token_index][0]
+    back = div.token_index + div.skip_a if div.skip_a is not None else None
+    end = offsets[back][0] if back is not None and back < len(offsets) else start + 1
+    return volatile_span(text, start, end)
+
+
 def line_anchor(text: str, char: int) -> str:
     """The text of the divergence's line before it, digits as `#`, volatile-looking tail removed:
     "Current time: 2025-03-31 23:59:" and "Current time: " both give "Current time:"."""
@@ -101,6 +189,8 @@ class Cause:
     example_b: str
     kind: str
     request: int  # line number of the example request in the log (or 1/2 for a pair)
+    span: Span | None = None  # the example request's volatile span
+    ttft_ms_saved_per_request: float | None = None
     example_ids: list[int] = field(default_factory=list)  # the example request's tokens (for the page)
     count: int = 0
     tokens_lost: int = 0
@@ -121,6 +211,10 @@ class Cause:
             "template_text": self.template_text or None,
             "what_if_hit_rate": self.what_if.get(primary),
             "what_if": dict(self.what_if),
+            "span": None
+            if self.span is None
+            else {"char_start": self.span.start, "char_end": self.span.end, "text": self.span.text},
+            "ttft_ms_saved_per_request": self.ttft_ms_saved_per_request,
         }
 
 

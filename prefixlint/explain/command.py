@@ -8,6 +8,7 @@ from typing import Any
 
 from prefixlint.api import read_text
 from prefixlint.engines import Engine, load_engines
+from prefixlint.explain.reading import LogLimitError, LogLimits, Reading
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.settings import Options
 from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
@@ -45,18 +46,22 @@ def _template_from(path: Path, tokenizer: LoadedTokenizer) -> ChatTemplate:
 def resolve(
     template: str | None, model_dir: str | None, tokenizer: str | None
 ) -> tuple[ChatTemplate | None, LoadedTokenizer]:
-    """The template (from --template, else the model folder's chat_template.jinja or
-    tokenizer_config.json, else none) and the tokenizer (--tokenizer, else the model folder's, else
-    the one beside the template, else the embedded default)."""
+    """The template (from --template, else the chat_template.jinja or tokenizer_config.json of the
+    model folder or of the folder the tokenizer was found in, else none) and the tokenizer
+    (--tokenizer, else the model folder's, else the one beside the template, else the embedded
+    default)."""
     loaded = load_tokenizer(tokenizer or model_dir) if (tokenizer or model_dir) else None
     candidates: list[Path] = []
     if template:
         candidates.append(Path(template))
-    for folder in (model_dir, tokenizer):
-        if folder and source_kind(folder) == "gguf" and Path(folder).is_file():
-            candidates.append(Path(folder))  # a GGUF model holds its chat template
-        if folder and Path(folder).is_dir():
-            candidates += [Path(folder) / "chat_template.jinja", Path(folder) / "tokenizer_config.json"]
+    for given in (model_dir, tokenizer):
+        if given and source_kind(given) == "gguf" and Path(given).is_file():
+            candidates.append(Path(given))  # a GGUF model holds its chat template
+    folders = [Path(f) for f in (model_dir, tokenizer) if f and Path(f).is_dir()]
+    if loaded is not None:
+        folders.append(Path(loaded.path).parent)  # a tokenizer.json file or a Hub id's snapshot
+    for folder in dict.fromkeys(folders):
+        candidates += [folder / "chat_template.jinja", folder / "tokenizer_config.json"]
     for path in candidates:
         if path.is_file():
             if loaded is None:
@@ -69,22 +74,36 @@ def resolve(
     return None, loaded or load_tokenizer(None)
 
 
-def engines_for(names: tuple[str, ...], **server: int | None) -> list[Engine]:
-    """The engines to simulate; `server` (slots, cache_ram_mib) overrides the llama-server settings
-    of the engines that replay one."""
+def engines_for(names: tuple[str, ...]) -> list[Engine]:
     known = load_engines()
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ExplainError(f"unknown engine {unknown[0]!r}; known: {', '.join(sorted(known))}")
-    chosen = [known[n] for n in names or DEFAULT_ENGINES]
-    given = {key: value for key, value in server.items() if value is not None}
-    if given:
-        from dataclasses import replace
+    return [known[n] for n in names or DEFAULT_ENGINES]
 
-        if "slots" in given:  # -np N given: no unified KV cache unless asked for
-            given.setdefault("kv_unified", False)
-        chosen = [replace(e, server=replace(e.server, **given)) if e.server else e for e in chosen]
-    return chosen
+
+def log_limits(
+    max_requests: int | None = None,
+    max_seconds: float | None = None,
+    max_request_bytes: int | None = None,
+    max_messages: int | None = None,
+    limit: tuple[str, ...] = (),
+) -> LogLimits:
+    """The log limits: the defaults, then `--limit NAME=N` pairs, then the named `--max-*` options."""
+    pairs: dict[str, float] = {}
+    for item in limit:
+        name, _, value = item.partition("=")
+        try:
+            pairs[name.strip()] = float(value)
+        except ValueError:
+            raise ExplainError(f"--limit {item!r}: expected NAME=NUMBER, e.g. --limit depth=256") from None
+    named = {"requests": max_requests, "seconds": max_seconds, "request_bytes": max_request_bytes}
+    named["messages"] = max_messages
+    pairs.update({k: v for k, v in named.items() if v is not None})
+    try:
+        return LogLimits().with_overrides(pairs)
+    except ValueError as exc:
+        raise ExplainError(f"--limit: {exc}") from exc
 
 
 def is_template(path: str) -> bool:
@@ -101,19 +120,27 @@ def run(
     tokenizer: str | None,
     engines: tuple[str, ...],
     cache_tokens: int | None,
+    log_format: str | None = None,
+    server_args: str | None = None,
+    metrics: str | None = None,
+    prefill_rate: float | None = None,
     top: int,
     what_if: int,
     interval: float,
     fmt: str,
     html_path: str | None,
     template_vars: dict[str, Any] | None = None,
-    llamacpp_slots: int | None = None,
-    llamacpp_cache_ram: int | None = None,
+    max_requests: int | None = None,
+    max_seconds: float | None = None,
+    max_request_bytes: int | None = None,
+    max_messages: int | None = None,
+    limit: tuple[str, ...] = (),
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
     (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
     template_vars = template_vars or {}
-    chosen = engines_for(engines, slots=llamacpp_slots, cache_ram_mib=llamacpp_cache_ram)
+    chosen = engines_for(engines)
+    limits = log_limits(max_requests, max_seconds, max_request_bytes, max_messages, limit)
     if log is None and len(paths) == 1 and is_template(paths[0]):
         from prefixlint.api import lint_paths
         from prefixlint.explain.narrate import narrate, narrate_json
@@ -130,36 +157,94 @@ def run(
     chat_template, loaded = resolve(template, model_dir, tokenizer)
     from prefixlint.explain.requests import Renderer, RequestError, read_request_file
 
-    renderer = Renderer(chat_template)
+    renderer = Renderer(chat_template, limits.request_bytes)
     renderer.template.extra_kwargs.update(template_vars)
     if log is None:
         from prefixlint.explain.pair import explain_pair, pair_text
 
         try:
-            a, b = read_request_file(paths[0]), read_request_file(paths[1])
-        except (OSError, RequestError) as exc:
+            a, b = read_request_file(paths[0], limits), read_request_file(paths[1], limits)
+        except RequestError as exc:
             raise ExplainError(str(exc)) from exc
-        result = explain_pair(a, b, renderer, loaded, chosen)
+        try:
+            result = explain_pair(a, b, renderer, loaded, chosen)
+        except RequestError as exc:
+            raise ExplainError(f"{paths[0]} and {paths[1]}: {exc}") from exc
         result["tokenizer"] = loaded.name
         result["template"] = chat_template.path if chat_template else None
+        if a.prompt is not None and b.prompt is not None:
+            result["template"] = None  # two plain prompts: nothing was rendered
+        elif chat_template is None:
+            result["template"] = renderer.template.path
         result["template_variables"] = template_vars
         if fmt == "json":
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
 
     from prefixlint.explain.log import explain_log, log_text
+    from prefixlint.explain.observed import LogObservations, configured, findings
+    from prefixlint.explain.server import ServerArgsError, read_server
 
-    report = explain_log(
-        log, renderer, loaded, chosen, capacity=cache_tokens, top=top, what_ifs=what_if, interval=interval
+    try:
+        server, scrape = read_server(server_args, metrics)
+    except ServerArgsError as exc:
+        raise ExplainError(str(exc)) from exc
+    if server is not None and server.engine and not engines:
+        # The server named is the engine to judge by: put it first.
+        known = load_engines()
+        chosen = [known[server.engine]] + [e for e in chosen if e.name != server.engine]
+    simulated = configured(chosen, server)
+    capacity = cache_tokens or (server.capacity_tokens if server else None)
+    observations = LogObservations(simulated[0], chosen[0])
+    try:
+        report = explain_log(
+            log,
+            renderer,
+            loaded,
+            simulated,
+            capacity=capacity,
+            top=top,
+            what_ifs=what_if,
+            interval=interval,
+            reading=Reading(limits, log_format=log_format),
+            observations=observations,
+        )
+    except LogLimitError as exc:
+        raise ExplainError(str(exc)) from exc
+    extra = findings(
+        observations, report.engines, report.primary, server=server, metrics=scrape, prefill_rate=prefill_rate
     )
+    rate = extra.ttft["prefill_tokens_per_s"]
+    for cause in report.causes:
+        cause.ttft_ms_saved_per_request = _saved_ms(cause, report, rate)
     data: dict[str, Any] = report.to_json()
     data["tokenizer"] = loaded.name
-    data["template"] = chat_template.path if chat_template else None
+    data["template"] = renderer.template.path if observations.chat_requests else None
     data["template_variables"] = template_vars
+    data["observed"] = extra.observed
+    data["ttft"] = extra.ttft
+    data["server"] = extra.server
+    data["causes"] = sorted(
+        [c.to_json(report.primary) for c in extra.causes] + data["causes"], key=lambda c: -c["tokens_lost"]
+    )
     if html_path:
         from prefixlint.explain.html import render_html
 
         Path(html_path).write_text(render_html(data, report.representative, report.primary), encoding="utf-8")
     if fmt == "json":
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    return log_text(report)
+    from prefixlint.explain.observed import findings_text
+
+    head, tail = findings_text(extra, data)
+    return head + log_text(report) + tail
+
+
+def _saved_ms(cause: Any, report: Any, rate: float | None) -> float | None:
+    """TTFT per request that moving the cause's span saves, at `rate` prefill tokens per second."""
+    after = cause.what_if.get(report.primary)
+    if rate is None or after is None or not report.requests:
+        return None
+    before = float(report.engines[report.primary]["hit_rate"])
+    from prefixlint.explain.observed import prefill_ms
+
+    return round(prefill_ms(max(after - before, 0.0) * report.tokens / report.requests, rate), 1)

@@ -38,6 +38,22 @@ def _colour(share: float) -> str:
     return f"hsl({int(share * 120)},70%,85%)"
 
 
+def _inputs(report: dict[str, Any]) -> str:
+    """What was read and with what, and what the server reported, as one escaped paragraph."""
+    parts = [
+        f"Log format: {report.get('log_format') or '—'}",
+        f"template: {report.get('template') or 'none (rendered prompts)'}",
+        f"tokenizer: {report.get('tokenizer') or '—'}",
+    ]
+    observed = (report.get("observed") or {}).get("hit_rate")
+    if observed is not None:
+        parts.append(f"observed hit rate: {observed:.1%}")
+    ms = (report.get("ttft") or {}).get("recomputed_ms_per_request")
+    if ms is not None:
+        parts.append(f"TTFT spent recomputing: {ms:,.0f} ms per request")
+    return html.escape("; ".join(parts) + ".")
+
+
 def render_html(report: dict[str, Any], representative: dict[str, Any], engine: str) -> str:
     """The page for a log report (`LogReport.to_json()`) and its representative prompt."""
     block = load_engines()[engine].block_size if engine in load_engines() else 1
@@ -60,13 +76,16 @@ def render_html(report: dict[str, Any], representative: dict[str, Any], engine: 
         what_if = c.get("what_if_hit_rate")
         line = c.get("template_line")
         where = f"line {line}: <code>{html.escape(c.get('template_text') or '')}</code>" if line else "—"
-        example = (
-            f"<code>{html.escape(c['example']['a'])}</code> vs <code>{html.escape(c['example']['b'])}</code>"
-        )
+        if c.get("example"):
+            a, b = c["example"]["a"], c["example"]["b"]
+            example = f"<code>{html.escape(a)}</code> vs <code>{html.escape(b)}</code>"
+        else:  # a server cause: its own sentence
+            example = html.escape(c.get("message") or "")
         rows.append(
             '<tr class="cause">'
             f"<td>{rank}</td><td>{html.escape(str(c['section']))}</td><td>{where}</td>"
-            f"<td>{c['token_index']}</td><td>{c['share']:.1%}</td><td>{c['tokens_lost']:,}</td>"
+            f"<td>{'—' if c['token_index'] is None else c['token_index']}</td>"
+            f"<td>{c['share']:.1%}</td><td>{c['tokens_lost']:,}</td>"
             f"<td>{html.escape(c['kind'])}: {example}</td>"
             f"<td>{'' if what_if is None else f'{what_if:.1%}'}</td></tr>"
         )
@@ -90,6 +109,7 @@ def render_html(report: dict[str, Any], representative: dict[str, Any], engine: 
 <body data-report='{html.escape(data)}'>
 <h1>Why the prefix cache misses</h1>
 <p>{report.get("requests", 0):,} requests, {report.get("tokens", 0):,} prompt tokens.</p>
+<p id="inputs">{_inputs(report)}</p>
 <h2>Hit rate per engine</h2>
 <table id="engines"><tr><th>engine</th><th>hit rate</th><th>hit tokens</th><th>with an LRU cache</th></tr>
 {engines}</table>

@@ -68,6 +68,7 @@ def explain_pair(
 def pair_text(result: dict[str, Any], names: tuple[str, str]) -> str:
     """The two-request explanation as a few plain lines."""
     lines = [
+        f"template: {result.get('template') or 'none (plain prompts)'}; tokenizer: {result.get('tokenizer')}",
         f"A: {names[0]} ({result['tokens']['a']} tokens)",
         f"B: {names[1]} ({result['tokens']['b']} tokens)",
     ]

@@ -3,14 +3,22 @@ their rendering into the prompt text the engine sees, with the request section a
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import IO, Any
 
+from prefixlint.explain.reading import (
+    DEFAULT_LIMITS,
+    LogFile,
+    Reading,
+    Skip,
+    decode_json,
+    lone_surrogate,
+    size_text,
+    utf8_size_over,
+)
 from prefixlint.jinja.inputs import BASE_TIME
 from prefixlint.jinja.template import ChatTemplate
 
@@ -25,7 +33,12 @@ DEFAULT_TEMPLATE_PATH = "<default ChatML>"
 
 
 class RequestError(ValueError):
-    """A request body that is not one of the accepted shapes."""
+    """A record that is not analysed: not one of the accepted shapes, or over a limit. `reason` is
+    the short key it is counted under."""
+
+    def __init__(self, message: str, reason: str = "not-a-request") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -39,6 +52,12 @@ class Request:
     kwargs: dict[str, Any] = field(default_factory=dict)
     now: datetime = BASE_TIME
     system_field: bool = False  # Anthropic: the system prompt came from the top-level `system`
+    # What the log says the server did (None where it does not say): prompt tokens it counted, of
+    # which it served from cache; time to first token in seconds; the request's `cache_salt`.
+    observed_prompt_tokens: int | None = None
+    observed_cached_tokens: int | None = None
+    ttft: float | None = None
+    cache_salt: str | None = None
 
 
 def _text_of(content: Any) -> Any:
@@ -91,7 +110,37 @@ def _anthropic_messages(body: dict[str, Any]) -> tuple[list[dict[str, Any]], boo
     return messages, bool(system)
 
 
-def _is_anthropic(body: dict[str, Any]) -> bool:
+def is_responses_body(body: dict[str, Any]) -> bool:
+    """An OpenAI Responses API body: `instructions`, or `input` items with roles (a bare string
+    `input` alone is as likely an embeddings request)."""
+    items = body.get("input")
+    if isinstance(body.get("instructions"), str) and isinstance(items, str | list):
+        return True
+    return isinstance(items, list) and any(isinstance(i, dict) and "role" in i for i in items)
+
+
+def _responses_as_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI Responses API body (`instructions`, `input`) as a chat body: the instructions are
+    the system message; message items keep their role, their `input_text` parts their text."""
+    messages: list[dict[str, Any]] = []
+    if isinstance(body.get("instructions"), str):
+        messages.append({"role": "system", "content": body["instructions"]})
+    items = body["input"]
+    if isinstance(items, str):
+        messages.append({"role": "user", "content": items})
+    else:
+        for item in items:
+            if isinstance(item, dict) and "role" in item:
+                content = item.get("content")
+                if isinstance(content, list):
+                    content = "\n".join(
+                        str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+                    )
+                messages.append({"role": item["role"], "content": content})
+    return {**body, "messages": messages}
+
+
+def is_anthropic_body(body: dict[str, Any]) -> bool:
     if "system" in body or "anthropic_version" in body:
         return True
     if any(isinstance(t, dict) and "input_schema" in t for t in body.get("tools") or []):
@@ -116,28 +165,51 @@ def _parse_time(value: Any) -> datetime | None:
     return None
 
 
-def parse_request(data: Any, index: int = 0, interval: float = 1.0) -> Request:
+def _check_shape(body: dict[str, Any]) -> None:
+    """The containers the request's readers index into are what they expect: messages and tools are
+    lists of objects, template kwargs an object (anything else in a log is a skipped request)."""
+    for k, msg in enumerate(body["messages"]):
+        if not isinstance(msg, dict):
+            raise RequestError(f"messages[{k}] is {type(msg).__name__}, not an object")
+    tools = body.get("tools")
+    if tools and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        raise RequestError("`tools` is not a list of objects")
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs and not isinstance(kwargs, dict):
+        raise RequestError("`chat_template_kwargs` is not an object")
+
+
+def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: bool | None = None) -> Request:
     """A log line or a request file's JSON (or a plain string) as a Request.
 
     Accepts a body, or `{"body"|"request": body, "timestamp"|"time"|"created": …}` from a gateway log.
+    `anthropic`: read the body as Anthropic's (True) or OpenAI's (False); None tells them apart.
     """
     if isinstance(data, str):
         return Request(prompt=data, now=BASE_TIME + timedelta(seconds=index * interval))
     if not isinstance(data, dict):
-        raise RequestError(f"a request is a JSON object or a string, not {type(data).__name__}")
+        raise RequestError(
+            f"a request is a JSON object or a string, not {type(data).__name__}",
+            "not-a-request-object",
+        )
     stamp = next((data[k] for k in ("timestamp", "time", "created") if k in data), None)
     body = data.get("body", data.get("request", data))
     if not isinstance(body, dict):
-        raise RequestError("`body` is not a JSON object")
+        raise RequestError("`body` is not a JSON object", "body-not-an-object")
     stamp = stamp if stamp is not None else body.get("created")
     now = _parse_time(stamp) or BASE_TIME + timedelta(seconds=index * interval)
     if isinstance(body.get("prompt"), str):
         return Request(prompt=body["prompt"], now=now)
+    if "messages" not in body and is_responses_body(body):
+        body = _responses_as_chat(body)
     if not isinstance(body.get("messages"), list):
-        raise RequestError("neither `messages` (chat) nor `prompt` (plain text) in the request")
+        raise RequestError(
+            "neither `messages` (chat) nor `prompt` (plain text) in the request", "no-messages-or-prompt"
+        )
+    _check_shape(body)
     kwargs = body.get("chat_template_kwargs") or {}
     tools = body.get("tools") or None
-    if _is_anthropic(body):
+    if anthropic if anthropic is not None else is_anthropic_body(body):
         messages, system_field = _anthropic_messages(body)
         if tools:
             tools = [
@@ -160,56 +232,137 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0) -> Request:
     return Request(messages, tools, kwargs=dict(kwargs), now=now)
 
 
-def read_request_file(path: str) -> Request:
-    """A request file: a JSON body, or anything else as a plain-text prompt."""
-    text = Path(path).read_text(encoding="utf-8-sig")
+def read_request_file(path: str, limits: Any = DEFAULT_LIMITS) -> Request:
+    """A request file: a JSON body, or anything else as a plain-text prompt (read within `limits`:
+    a file over `line_bytes`, too deep or with too many messages is a RequestError)."""
     try:
-        data = json.loads(text)
-    except ValueError:
-        return Request(prompt=text)
-    return parse_request(data)
-
-
-def open_log(path: str) -> tuple[IO[bytes], IO[bytes]]:
-    """(lines, raw): the log's lines (gunzipped if it starts with the gzip magic) and the raw file,
-    whose position drives the progress bar."""
-    raw = open(path, "rb")  # noqa: SIM115 - the caller closes it after streaming
-    if raw.read(2) == b"\x1f\x8b":
-        raw.seek(0)
-        return gzip.GzipFile(fileobj=raw), raw
-    raw.seek(0)
-    return raw, raw
-
-
-def iter_log(lines: IO[bytes], interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
-    """(line number, request or the reason it is not one), streaming; blank lines are skipped."""
-    index = 0
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+        with open(path, "rb") as fh:
+            data = fh.read(limits.line_bytes + 1) if limits.line_bytes else fh.read()
+    except OSError as exc:
+        raise RequestError(f"{path}: cannot read: {exc.strerror or exc}", "unreadable") from exc
+    if limits.line_bytes and len(data) > limits.line_bytes:
+        raise RequestError(
+            f"{path}: larger than {size_text(limits.line_bytes)} (limit line_bytes)", "line-too-long"
+        )
+    value = decode_json(data, limits.depth)
+    if isinstance(value, Skip):
+        if value.reason == "json-too-deep":
+            raise RequestError(f"{path}: {value.detail}", value.reason)
         try:
-            data = json.loads(line)
-            yield number, parse_request(data, index, interval)
-        except (ValueError, RequestError) as exc:
-            yield number, RequestError(str(exc)[:200])
-        index += 1
+            return Request(prompt=data.decode("utf-8-sig"))
+        except UnicodeDecodeError as exc:
+            raise RequestError(f"{path}: not UTF-8 at byte {exc.start}", "not-utf8") from exc
+    try:
+        request = parse_request(value)
+        check_request_size(request, limits.messages)
+    except RequestError as exc:
+        raise RequestError(f"{path}: {exc}", exc.reason) from exc
+    return request
+
+
+def check_request_size(request: Request, messages: int) -> None:
+    """Raise RequestError for a request with more than `messages` messages or tools."""
+    counted = max(len(request.messages), len(request.tools) if isinstance(request.tools, list) else 0)
+    if messages and counted > messages:
+        raise RequestError(
+            f"{counted:,} messages or tools, over {messages:,} (limit messages)", "too-many-messages"
+        )
+
+
+def open_log(path: str, reading: Reading | None = None) -> tuple[LogFile, IO[bytes]]:
+    """(log, raw): the log read within `reading`'s limits (gunzipped if it starts with the gzip
+    magic) and the raw file, whose position drives the progress bar. Raises LogLimitError."""
+    log = LogFile(path, reading)
+    return log, log.raw
+
+
+def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
+    """(line number, request or the reason it is not one), streaming; blank lines are skipped. The
+    format is `reading.log_format`, else told from the first readable records (and set there).
+    Stops after `limits.requests` requests (noting the line in `reading.stopped_at`)."""
+    from itertools import chain
+
+    from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
+
+    limits, reading = log.limits, log.reading
+    head: list[tuple[int, bytes | Skip]] = []
+    numbered = iter(log.lines())
+    if reading.log_format is None:
+        # A server log may open with many lines that are no request: look past them, boundedly.
+        recognised: list[Any] = []
+        for item in numbered:
+            head.append(item)
+            if isinstance(item[1], Skip):
+                continue
+            try:
+                value = decode(item[1], None, limits.depth)
+            except RequestError:
+                value = None
+            if kind_of(value) is not None:
+                recognised.append(value)
+            if len(recognised) >= DETECT_RECORDS or len(head) >= DETECT_LINES:
+                break
+        reading.log_format = detect(recognised)
+    log_format = reading.log_format
+    index = requests = 0  # records read (the clock of requests without a time); requests among them
+    for number, line in chain(head, numbered):
+        if isinstance(line, Skip):
+            yield number, RequestError(line.detail, line.reason)
+            continue
+        if limits.requests and requests >= limits.requests:
+            reading.stopped_at = number
+            return
+        try:
+            items = requests_of(decode(line, log_format, limits.depth), log_format, index, interval)
+        except RequestError as exc:
+            items = [exc]
+        for item in items:
+            if isinstance(item, Request):
+                try:
+                    check_request_size(item, limits.messages)
+                except RequestError as exc:
+                    item = exc
+            if isinstance(item, RequestError):
+                item = RequestError(str(item)[:200], item.reason)
+            else:
+                requests += 1
+            yield number, item
+            index += 1
 
 
 class Renderer:
     """Renders requests through one chat template (the user's, or the default ChatML one)."""
 
-    def __init__(self, template: ChatTemplate | None) -> None:
+    def __init__(self, template: ChatTemplate | None, max_bytes: int = DEFAULT_LIMITS.request_bytes) -> None:
+        self.max_bytes = max_bytes  # the most the tokenizer is given (UTF-8 bytes of one prompt)
         self.user_template = template is not None
         self.template = template or ChatTemplate(DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_PATH)
         self.template.streaming = True  # requests are independent: a budget each, no memo
 
     def render(self, request: Request) -> Rendered:
+        """The prompt; a RequestError if the template raises for this request, the prompt is over
+        `max_bytes` or holds what no tokenizer takes."""
         if request.prompt is not None:
-            return Rendered(request, request.prompt, None)
-        traced = self.template.render(
-            request.messages, tools=request.tools, now=request.now, **request.kwargs
-        )
-        return Rendered(request, traced.text, traced if self.user_template else None)
+            rendered = Rendered(request, request.prompt, None)
+        else:
+            try:
+                traced = self.template.render(
+                    request.messages, tools=request.tools, now=request.now, **request.kwargs
+                )
+            except Exception as exc:  # the user's template (or its kwargs) raising for this request
+                detail = f"the template raised {type(exc).__name__}: {str(exc)[:120]}"
+                raise RequestError(detail, "template-error") from exc
+            rendered = Rendered(request, traced.text, traced if self.user_template else None)
+        bad = lone_surrogate(rendered.text)
+        if bad is not None:
+            raise RequestError(f"the prompt holds a lone surrogate at character {bad:,}", "invalid-unicode")
+        size = utf8_size_over(rendered.text, self.max_bytes)
+        if size is not None:
+            raise RequestError(
+                f"the prompt is {size_text(size)}, over {size_text(self.max_bytes)} (limit request_bytes)",
+                "request-too-large",
+            )
+        return rendered
 
 
 @dataclass
@@ -235,21 +388,38 @@ class Rendered:
         tools_span = self._tools_span()
         if tools_span and tools_span[0] <= char < tools_span[1]:
             return "tools"
-        cursor = 0
         offset = 1 if request.system_field else 0  # Anthropic: messages[k] counts from after `system`
-        for k, msg in enumerate(request.messages):
+        cursor = 0
+        for k, found, end in self._message_spans():
+            if char < end:
+                if request.messages[k].get("role") == "system" or (cursor == 0 and char < found):
+                    return "system"  # a system message, or the template's preamble before the first one
+                return f"messages[{k - offset}]"
+            cursor = end
+        return "generation prompt" if cursor else "system"
+
+    def message_end(self, char: int) -> int:
+        """Where the content of the message holding character `char` ends (template text before a
+        message belongs to it); the prompt's end for a plain prompt or past the last message."""
+        if self.request.prompt is None:
+            for _, _, end in self._message_spans():
+                if char < end:
+                    return end
+        return len(self.text)
+
+    def _message_spans(self) -> list[tuple[int, int, int]]:
+        """(index, start, end) of each message's text content found in the prompt, in order."""
+        out: list[tuple[int, int, int]] = []
+        cursor = 0
+        for k, msg in enumerate(self.request.messages):
             content = msg.get("content") if isinstance(msg, dict) else None
             text = content.strip() if isinstance(content, str) else ""
             found = self.text.find(text, cursor) if text else -1
             if found < 0:
                 continue
-            end = found + len(text)
-            if char < end:
-                if msg.get("role") == "system" or (cursor == 0 and char < found):
-                    return "system"  # a system message, or the template's preamble before the first one
-                return f"messages[{k - offset}]"
-            cursor = end
-        return "generation prompt" if cursor else "system"
+            cursor = found + len(text)
+            out.append((k, found, cursor))
+        return out
 
     def _tools_span(self) -> tuple[int, int] | None:
         names = [

@@ -95,9 +95,10 @@ def prompt_of(value: Any, renderer: Any, now: datetime | None = None) -> Prompt:
         request.now = now
     try:
         text = renderer.render(request).text
-    except Exception as exc:  # whatever the chat template raises, said with its message
+    except RequestError as exc:  # the template raised (its own error is the cause), or a limit
+        raised = describe_error(exc.__cause__) if exc.__cause__ is not None else str(exc)
         raise ValueError(
-            f"the chat template {renderer.template.path} raised for the built request: {describe_error(exc)}"
+            f"the chat template {renderer.template.path} raised for the built request: {raised}"
         ) from None
     if request.prompt is not None:
         return Prompt(text, len(text))
