@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -11,7 +12,8 @@ from typing import Any
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
-from prefixlint.settings import Options, tokenizer_file_for
+from prefixlint.runmemo import stamp
+from prefixlint.settings import Options, source_tokenizer_file
 from prefixlint.sources import (
     PARALLEL_MIN_SOURCES,
     ConfigError,
@@ -77,6 +79,8 @@ def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
 
 def lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
     """The raw results of one source; `text` stands in for the file's (the diff gate's old blob)."""
+    if source.kind == "gguf":
+        return lint_gguf(source, options)
     bad_input_code = "PFX003" if source.kind == "python" else "PFX001"
     try:
         text = read_text(source.path, options.limits.file_bytes) if text is None else text
@@ -121,6 +125,57 @@ def lint_source(source: Source, options: Options, text: str | None = None) -> li
     return results
 
 
+def lint_gguf(source: Source, options: Options, file: str | None = None) -> list[SourceResult]:
+    """Each chat template in a GGUF model's metadata, as a source named `model.gguf[chat_template]`
+    whose lines are the template's; analysed with the model's own tokenizer unless `--tokenizer`
+    names another. A file that is no readable GGUF is PFX001 naming it. `file` stands in for the
+    source's file (the diff gate's old version)."""
+    from prefixlint.gguf import GGUFError, chat_templates, read_metadata, source_name
+
+    try:
+        metadata = read_metadata(file or resolve_tokenizer_path(source.path))
+    except (OSError, GGUFError, TokenizerError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        diag = Diagnostic("PFX001", Span(source.path), f"not a readable GGUF model: {reason}", Severity.ERROR)
+        return [SourceResult(source.path, source.kind, diagnostics=[diag])]
+    templates = chat_templates(metadata)
+    if not templates:
+        note = f"{source.path}: no tokenizer.chat_template in this GGUF: nothing checked"
+        return [SourceResult(source.path, source.kind, notes=[note])]
+
+    def lint(tokenizer: LoadedTokenizer, note: str | None) -> list[SourceResult]:
+        special = {**tokenizer.special_tokens, **_gguf_special_tokens(source.path, tokenizer)}
+        notes = [*tokenizer.notes, *([note] if note else [])]
+        results = []
+        for t in templates:
+            named = Source(source_name(source.path, t.name), source.kind)
+            results += _lint_templates(named, t.source, None, options, tokenizer, None, special=special)
+        for result in results:
+            result.notes.extend(notes)
+        return results
+
+    choice = choose_tokenizer(source.path, options.tokenizer, wait=False)
+    try:
+        results = lint(*choice)
+        choice[0].check()
+    except TokenizerError:
+        retry = choose_tokenizer(source.path, options.tokenizer)
+        if retry[0] is choice[0]:
+            raise
+        results = lint(*retry)
+    return results
+
+
+def _gguf_special_tokens(path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
+    """The GGUF's own `bos_token`, … for its templates, also when `--tokenizer` names another."""
+    if tokenizer.path == str(resolve_tokenizer_path(path)):
+        return {}
+    try:
+        return load_tokenizer(path).special_tokens
+    except TokenizerError:
+        return {}
+
+
 def _scaffolding_severity(result: SourceResult) -> SourceResult:
     """A .py of project scaffolding (`{{cookiecutter.name}}/`, `templates/`) that does not parse is
     a template, not broken code: its PFX003 is info."""
@@ -146,6 +201,7 @@ def _lint_templates(
     tokenizer: LoadedTokenizer,
     tokenizer_note: str | None,
     prompt: bool = False,
+    special: dict[str, str] | None = None,
 ) -> list[SourceResult]:
     """The results of a template file, or of the `named` templates of a tokenizer_config.json;
     `prompt`: the file is an app prompt template (prefixlint/jinja/prompt.py)."""
@@ -176,7 +232,7 @@ def _lint_templates(
             for t in named
         ]
     else:
-        special = special_tokens_for(source.path, tokenizer)
+        special = special if special is not None else special_tokens_for(source.path, tokenizer)
         templates = [ChatTemplate(text, source.path, special_tokens=special, limits=options.limits)]
     results = []
     for template in templates:
@@ -264,6 +320,9 @@ def list_sources(paths: list[str], options: Options) -> list[tuple[str, str, str
     nothing (`check --show-files`)."""
     out = []
     for source in iter_sources(paths, options):
+        if source.kind == "gguf":  # binary: its chat templates are read from its metadata
+            out.append((source.path, source.kind, "a GGUF model: each chat template in its metadata"))
+            continue
         try:
             text = read_text(source.path, options.limits.file_bytes)
         except (OSError, ValueError) as exc:
@@ -304,7 +363,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
     from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
-    files = [tokenizer_file_for(os.path.dirname(s.path), options.tokenizer) for s in sources]
+    files = [source_tokenizer_file(s.path, s.kind, options.tokenizer) for s in sources]
     starts = [f if _renders(s, options) else None for s, f in zip(sources, files, strict=True)]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
     stop_all_loading(keep=last_use)  # a guess from the command line (launch.py) that missed
@@ -364,7 +423,7 @@ def _batches(sources: list[Source], options: Options, workers: int) -> list[list
     long at the end, and the largest go first."""
     groups: dict[str | None, list[int]] = {}
     for i, source in enumerate(sources):
-        groups.setdefault(tokenizer_file_for(os.path.dirname(source.path), options.tokenizer), []).append(i)
+        groups.setdefault(source_tokenizer_file(source.path, source.kind, options.tokenizer), []).append(i)
     size = max(1, -(-len(sources) // (workers * 4)))
     batches = [group[k : k + size] for group in groups.values() for k in range(0, len(group), size)]
     return sorted(batches, key=len, reverse=True)
@@ -422,6 +481,11 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
 
 
 def _read_bytes(source: Source, options: Options) -> bytes | None:
+    if source.kind == "gguf":  # gigabytes of tensors: its identity stands for its bytes
+        try:
+            return json.dumps(stamp(str(resolve_tokenizer_path(source.path)))).encode()
+        except TokenizerError:
+            return None
     try:  # the same checks as the analysis: no FIFO read, no 1 GB file loaded to hash it
         return read_limited(source.path, options.limits.file_bytes)
     except (OSError, ValueError):
@@ -441,6 +505,15 @@ def _inputs(walked: list[str], sources: list[Source], options: Options) -> list[
     from prefixlint.cache import tokenizer_inputs
 
     out = walked + [s.path for s in sources]
+    for source in sources:
+        if source.path.startswith("ollama:"):  # what the name resolves to: its manifest and blob
+            from prefixlint.ollama import OllamaError, manifest_path, store_dir
+
+            try:
+                out += [str(manifest_path(source.path.removeprefix("ollama:"), store_dir()))]
+                out += [str(resolve_tokenizer_path(source.path))]
+            except (OllamaError, TokenizerError):
+                pass
     for folder in dict.fromkeys(os.path.dirname(s.path) or "." for s in sources):
         out += [folder, *tokenizer_inputs(folder, options.tokenizer)]
     return out

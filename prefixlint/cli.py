@@ -177,11 +177,11 @@ def _render_target(path: str) -> str:
                 return candidate
         _fail(f"{path}: a folder without chat_template.jinja or tokenizer_config.json: nothing to render")
     kind = source_kind(path)
-    if kind not in ("jinja", "tokenizer_config"):
+    if kind not in ("jinja", "tokenizer_config", "gguf"):
         what = "a Python file" if kind == "python" else "not a file prefixlint renders"
         _fail(
-            f"{path}: {what} (render takes a .jinja/.j2/.jinja2 template, a tokenizer_config.json "
-            "or a model folder)"
+            f"{path}: {what} (render takes a .jinja/.j2/.jinja2 template, a tokenizer_config.json, "
+            "a .gguf model or a model folder)"
         )
     return path
 
@@ -220,6 +220,18 @@ def _write(text: str, output_file: str | None) -> None:
         click.echo(text, nl=False)
 
 
+class _SourcePath(click.Path):
+    """An existing path, or a model of the local Ollama store (`ollama:NAME[:TAG]`), resolved later."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.startswith("ollama:"):
+            return value
+        return super().convert(value, param, ctx)
+
+
+SOURCE_PATH = _SourcePath(exists=True)
+
+
 _max_prefix_loss_option = click.option(
     "--max-prefix-loss",
     type=click.IntRange(min=0),
@@ -230,7 +242,7 @@ _max_prefix_loss_option = click.option(
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, type=SOURCE_PATH)
 @click.option(
     "--format",
     "fmt",
@@ -454,7 +466,11 @@ def _parse_var(text: str) -> tuple[str, Any]:
     "tokenizer",
     help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.",
 )
-@click.option("--name", "template_name", help="Which named template of a tokenizer_config.json list.")
+@click.option(
+    "--name",
+    "template_name",
+    help="Which named template of a tokenizer_config.json list or a GGUF (tool_use).",
+)
 def render(
     template_path: str,
     messages: str | None,
@@ -477,12 +493,21 @@ def render(
     from prefixlint.api import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
-    from prefixlint.sources import ConfigError, templates_in_tokenizer_config
+    from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
     from prefixlint.tokens import TokenizerError, choose_tokenizer, special_tokens_for
 
     try:
-        source = read_text(template_path)
         loaded = choose_tokenizer(template_path, tokenizer)[0]
+        if source_kind(template_path) == "gguf":
+            from prefixlint.gguf import GGUFError, source_name, template_named
+
+            try:
+                found = template_named(template_path, template_name)
+            except GGUFError as exc:
+                raise ValueError(str(exc)) from exc
+            source, template_path = found.source, source_name(template_path, found.name)
+        else:
+            source = read_text(template_path)
         if template_path.endswith(".json"):
             named = templates_in_tokenizer_config(source)
             chosen = [t for t in named if template_name in (None, t.name)]

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from prefixlint.settings import Options
 
 TEMPLATE_KINDS = ("jinja", "tokenizer_config")
-GATED_KINDS = (*TEMPLATE_KINDS, "python")
+GATED_KINDS = (*TEMPLATE_KINDS, "python", "gguf")
 
 
 class DiffError(Exception):
@@ -173,6 +173,28 @@ def _blob(ref: str, top: Path, path: str, renamed: dict[str, str] | None = None)
         return None
 
 
+def _old_gguf(
+    ref: str, top: Path, source: Source, renamed: dict[str, str], options: Options, enabled: set[str]
+) -> list[SourceResult] | None:
+    """The results of a GGUF's templates as they were at `ref` (None if it did not exist there): its
+    blob goes to a scratch file, read like the working tree's, with the working tree's tokenizer."""
+    import tempfile
+
+    from prefixlint.api import apply_filters, lint_gguf
+
+    rel = Path(source.path).resolve().relative_to(top).as_posix()
+    try:
+        data = _git(["show", f"{ref}:{renamed.get(rel, rel)}"], top)
+    except DiffError:
+        return None
+    with tempfile.TemporaryDirectory() as scratch:
+        old_file = Path(scratch) / "old.gguf"
+        old_file.write_bytes(data)
+        results = lint_gguf(source, options, str(old_file))
+    apply_filters(source, results, options, enabled)
+    return results
+
+
 def _canonical_ids(source: Source, text: str, name: str, options: Options) -> list[int] | None:
     """The token ids of one fixed request (system prompt, one user turn, fixed clock)."""
     from prefixlint.jinja.inputs import USER_TURNS, conversation
@@ -289,18 +311,23 @@ def diff_gate(
             continue
         result.sources += 1
         rel = Path(source.path).resolve().relative_to(top).as_posix()
-        old_text = None if result.first_commit else _blob(ref, top, source.path, renamed)
         new_results = _analyse(source, None, options, enabled)
-        old_results = _analyse(source, old_text, options, enabled) if old_text is not None else []
-        old_by_name = {r.name: r for r in old_results}
+        if source.kind == "gguf":  # a binary file: its templates are compared one by one, by name
+            found = None if result.first_commit else _old_gguf(ref, top, source, renamed, options, enabled)
+            old_text = None if found is None else ""
+            old_by_name = {r.path: r for r in found or []}
+        else:
+            old_text = None if result.first_commit else _blob(ref, top, source.path, renamed)
+            old_results = _analyse(source, old_text, options, enabled) if old_text is not None else []
+            old_by_name = {r.name: r for r in old_results}
         try:
-            new_text = read_text(source.path, options.limits.file_bytes)
+            new_text = None if source.kind == "gguf" else read_text(source.path, options.limits.file_bytes)
         except (OSError, ValueError):
             new_text = None
         for new in new_results:
             if new.kind == "not_prompt":
                 continue  # documentation, a web page, scaffolding: no prefix to gate
-            old = old_by_name.get(new.name)
+            old = old_by_name.get(new.path if source.kind == "gguf" else new.name)
             if (
                 new.cacheable_prefix_tokens is None
                 and not new.diagnostics
@@ -308,7 +335,7 @@ def diff_gate(
             ):
                 continue  # no prompt in it (a Python module, a config without a chat template)
             change = TemplateChange(
-                source.path,
+                new.path if source.kind == "gguf" else source.path,
                 new.name,
                 old.cacheable_prefix_tokens if old is not None else None,
                 new.cacheable_prefix_tokens,

@@ -10,6 +10,36 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prefixlint.explain.llamacpp import LlamaServer
+
+
+@dataclass(frozen=True)
+class ServerCache:
+    """llama-server's cache of earlier prompts (its `[ENGINE.server]` table): slots that keep their
+    last prompt and a host-memory prompt cache; replayed by prefixlint/explain/llamacpp.py."""
+
+    slots: int = 4  # -np; the server's default (auto) is 4 slots with a unified KV cache
+    cache_ram_mib: int = 8192  # --cache-ram: 0 turns the prompt cache off
+    slot_prompt_similarity: float = 0.1  # --slot-prompt-similarity
+    cache_idle_slots: bool = True  # --cache-idle-slots
+    kv_unified: bool = True  # --kv-unified
+    kv_bytes_per_token: int = 131_072  # the model's KV cache per token: what --cache-ram MiB holds
+
+    def model(self) -> LlamaServer:
+        from prefixlint.explain.llamacpp import LlamaServer
+
+        unlimited = self.cache_ram_mib < 0
+        return LlamaServer(
+            slots=self.slots,
+            cache_ram=self.cache_ram_mib != 0,
+            slot_prompt_similarity=self.slot_prompt_similarity,
+            cache_idle_slots=self.cache_idle_slots,
+            kv_unified=self.kv_unified,
+            capacity=None if unlimited else (self.cache_ram_mib << 20) // max(1, self.kv_bytes_per_token),
+        )
 
 
 @dataclass(frozen=True)
@@ -19,6 +49,7 @@ class Engine:
     minimum_tokens: int
     increment: int
     recompute_last_token: bool
+    server: ServerCache | None = None  # None: any earlier request's prefix can be reused
 
     def cacheable(self, common_prefix: int, prompt_tokens: int | None = None) -> int:
         """Tokens this engine serves from cache when a request shares `common_prefix` tokens
@@ -54,6 +85,7 @@ def load_engines(path: str | None = None) -> dict[str, Engine]:
                 minimum_tokens=int(v.get("minimum_tokens", 0)),
                 increment=int(v.get("increment", 1)),
                 recompute_last_token=bool(v.get("recompute_last_token", False)),
+                server=ServerCache(**v["server"]) if "server" in v else None,
             )
             for name, v in data.items()
         }

@@ -150,6 +150,19 @@ def tokenizer_file_for(folder: str, spec: str | None) -> str | None:
         return None
 
 
+def source_tokenizer_file(path: str, kind: str, spec: str | None) -> str | None:
+    """The tokenizer file that analyses one source: a GGUF model's own (unless `--tokenizer`
+    names another), else its folder's (tokenizer_file_for)."""
+    if kind == "gguf" and spec is None:
+        from prefixlint.tokens import TokenizerError, resolve_tokenizer_path
+
+        try:
+            return str(resolve_tokenizer_path(path))
+        except TokenizerError:
+            return None
+    return tokenizer_file_for(os.path.dirname(path), spec)
+
+
 @dataclass(frozen=True)
 class SourcePlan:
     """What a run does with one source, as `check --show-settings` prints it."""
@@ -168,7 +181,7 @@ def plan_for(path: str, kind: str, options: Options) -> SourcePlan:
     return SourcePlan(
         path=path,
         kind=kind,
-        tokenizer_file=tokenizer_file_for(os.path.dirname(path), options.tokenizer),
+        tokenizer_file=source_tokenizer_file(path, kind, options.tokenizer),
         engine=options.engine,
         block_size=profile.block_size if profile is not None else None,
         rules=tuple(sorted(options.codes_for(path))),

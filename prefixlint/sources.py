@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # its regexes cost ~5 ms to compile: only for runs that class
     from prefixlint.jinja.classify import Classification
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2")
+OLLAMA_PREFIX = "ollama:"  # a model in the local Ollama store (prefixlint/ollama.py)
 
 # Below this many sources to analyse, a process pool costs more (start, a tokenizer per worker) than
 # it saves; above it, every core works.
@@ -56,7 +57,7 @@ class SourceError(ValueError):
 @dataclass(frozen=True)
 class Source:
     path: str
-    kind: str  # "jinja", "tokenizer_config", "python"
+    kind: str  # "jinja", "tokenizer_config", "python", "gguf" (a .gguf file or an `ollama:` model)
 
 
 def classify_source(
@@ -110,6 +111,8 @@ def uses_includes(data: bytes) -> bool:
 
 def source_kind(path: str | os.PathLike[str]) -> str | None:
     name = os.path.basename(os.fspath(path))
+    if name.endswith(".gguf") or os.fspath(path).startswith(OLLAMA_PREFIX):
+        return "gguf"
     if name == "tokenizer_config.json":
         return "tokenizer_config"
     if name.endswith(TEMPLATE_SUFFIXES):
@@ -228,7 +231,7 @@ def discover(
             if kind is None:
                 raise SourceError(
                     f"{root}: not a file prefixlint checks (a .jinja, .j2 or .jinja2 template, a "
-                    "tokenizer_config.json or a .py file); rename it or check its folder"
+                    "tokenizer_config.json, a .gguf model or a .py file); rename it or check its folder"
                 )
             seen.add(str(root))
             yield Source(str(root), kind)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from prefixlint.tokenizer_process import Encoded, TokenizerProcess
 
 EMBEDDED_NAME = "deepseek (embedded default)"
+OLLAMA_PREFIX = "ollama:"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.json.gz")
 
 
@@ -44,6 +45,7 @@ class LoadedTokenizer:
     ) -> None:
         self.name, self.path = name, path
         self.special_tokens = special_tokens if special_tokens is not None else {}
+        self.notes: list[str] = []  # what building it had to work around (a GGUF's unknown pre-tokenizer)
         self._tokenizer, self._remote = tokenizer, remote
         self._verified = False  # a helper loaded the file: it loads, here too, when needed
 
@@ -191,6 +193,13 @@ def resolve_tokenizer_path(spec: str | None) -> Path:
     """Turn `--tokenizer` (a file, a folder, a Hub model id in the local cache, or None) into a file."""
     if spec is None:
         return _embedded_dir() / "tokenizer.json"
+    if spec.startswith(OLLAMA_PREFIX):
+        from prefixlint.ollama import OllamaError, resolve_ollama
+
+        try:
+            return resolve_ollama(spec)
+        except OllamaError as exc:
+            raise TokenizerError(str(exc)) from exc
     path = Path(spec).expanduser()
     if path.is_file():
         return path
@@ -214,7 +223,11 @@ def load_backend(path: str) -> Tokenizer:
     TokenizerError messages)."""
     from tokenizers import Tokenizer
 
+    from prefixlint.gguf import is_gguf
+
     p = Path(path)
+    if is_gguf(p):
+        return _gguf_tokenizer(path).tokenizer
     try:
         check_input_file(p, MAX_TOKENIZER_BYTES)
     except (OSError, InputError) as exc:
@@ -250,8 +263,9 @@ def load_tokenizer_file(path: str, wait: bool = True) -> LoadedTokenizer:
     if loaded is None:
         remote = _LOADING.get(path)
         backend = load_backend(path) if remote is None else None
-        name, special = _identity(Path(path))
+        name, special, notes = _identity(Path(path))
         loaded = LoadedTokenizer(name, str(Path(path)), backend, special, remote)
+        loaded.notes = notes
         _LOADED[path] = loaded
     if wait:
         try:
@@ -306,27 +320,62 @@ def stop_all_loading(keep: Collection[str] = ()) -> None:
             stop_loading(path)
 
 
-def _identity(p: Path) -> tuple[str, dict[str, str]]:
-    """A tokenizer file's name and the special tokens of the tokenizer_config.json beside it."""
+def _gguf_tokenizer(path: str, about: bool = False) -> Any:
+    """The tokenizer a GGUF file's metadata describes (built once, then from the cache), or with
+    `about` only its special tokens and build warnings."""
+    from prefixlint.gguf_tokenizer import (
+        GGUFError,
+        GGUFTokenizerError,
+        gguf_tokenizer_about,
+        load_gguf_tokenizer,
+    )
+
+    try:
+        check_input_file(path, 0)  # a model is gigabytes: only its header is read
+        return gguf_tokenizer_about(path) if about else load_gguf_tokenizer(path)
+    except (OSError, InputError, GGUFError, GGUFTokenizerError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise TokenizerError(f"{path}: not a usable GGUF tokenizer ({reason})") from exc
+
+
+def _identity(p: Path) -> tuple[str, dict[str, str], list[str]]:
+    """A tokenizer file's name, the special tokens of the tokenizer_config.json beside it (a
+    GGUF's own, from its metadata), and what its build had to work around."""
+    from prefixlint.gguf import is_gguf
+
+    if is_gguf(p):
+        special, warnings = _gguf_tokenizer(str(p), about=True)
+        return str(p), special, [f"{p}: {warning}" for warning in warnings]
     config = p.parent / "tokenizer_config.json"
     special = read_special_tokens(config) if config.is_file() else {}
-    return (EMBEDDED_NAME if p.parent == _embedded_dir() else str(p)), special
+    return (EMBEDDED_NAME if p.parent == _embedded_dir() else str(p)), special, []
 
 
 def load_tokenizer(spec: str | None, wait: bool = True) -> LoadedTokenizer:
     return load_tokenizer_file(str(resolve_tokenizer_path(spec)), wait)
 
 
+def carries_tokenizer(source_path: str) -> bool:
+    """A GGUF model (a `.gguf` file, an `ollama:` name) holds its own tokenizer."""
+    return source_path.endswith(".gguf") or source_path.startswith(OLLAMA_PREFIX)
+
+
 def choose_tokenizer(
     source_path: str, spec: str | None, wait: bool = True
 ) -> tuple[LoadedTokenizer, str | None]:
     """The tokenizer that analyses the source at `source_path`: `--tokenizer` (`spec`) if given;
-    else a tokenizer.json beside the source; else the embedded default (tokenizer_path_for). The
+    else a GGUF model's own; else a tokenizer.json beside the source; else the embedded default
+    (tokenizer_path_for). The
     second item says why a tokenizer.json beside the source was passed over, if one was.
     `wait=False`: a tokenizer a helper is still loading is returned at once, unchecked; the caller
     calls `check()` after using it, and asks again (waiting) if that raises."""
     if spec is not None:
         return load_tokenizer(spec, wait), None
+    if carries_tokenizer(source_path):
+        try:
+            return load_tokenizer(source_path, wait), None
+        except TokenizerError as exc:
+            return load_tokenizer(None), f"{exc}; analysed with the embedded default tokenizer instead"
     path = tokenizer_path_for(Path(source_path).parent, None)
     try:
         return load_tokenizer(str(path), wait), None

@@ -249,8 +249,7 @@ def test_each_bad_line_is_counted_under_its_reason_in_json_and_text(tmp_path):
     code, text, _ = explain("--log", log, "--template", str(template))
     assert (
         "8 lines skipped (3 not-a-request, 1 invalid-json, 1 invalid-unicode, 1 no-messages-or-prompt, "
-        "1 not-utf8, 1 template-error;"
-        in text
+        "1 not-utf8, 1 template-error;" in text
     )
 
 

@@ -11,7 +11,7 @@ from prefixlint.engines import Engine, load_engines
 from prefixlint.explain.reading import LogLimitError, LogLimits, Reading
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.settings import Options
-from prefixlint.sources import ConfigError, templates_in_tokenizer_config
+from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
 from prefixlint.tokens import LoadedTokenizer, choose_tokenizer, load_tokenizer, special_tokens_for
 
 DEFAULT_ENGINES = ("vllm", "sglang", "openai")
@@ -23,6 +23,16 @@ class ExplainError(Exception):
 
 
 def _template_from(path: Path, tokenizer: LoadedTokenizer) -> ChatTemplate:
+    if source_kind(path) == "gguf":
+        from prefixlint.gguf import GGUFError, source_name, template_named
+
+        try:
+            found = template_named(path)
+        except GGUFError as exc:
+            raise ExplainError(f"{path}: {exc}") from exc
+        return ChatTemplate(
+            found.source, source_name(str(path), found.name), special_tokens=tokenizer.special_tokens
+        )
     text = read_text(str(path))
     if path.name.endswith(".json"):
         named = templates_in_tokenizer_config(text)
@@ -44,6 +54,9 @@ def resolve(
     candidates: list[Path] = []
     if template:
         candidates.append(Path(template))
+    for given in (model_dir, tokenizer):
+        if given and source_kind(given) == "gguf" and Path(given).is_file():
+            candidates.append(Path(given))  # a GGUF model holds its chat template
     folders = [Path(f) for f in (model_dir, tokenizer) if f and Path(f).is_dir()]
     if loaded is not None:
         folders.append(Path(loaded.path).parent)  # a tokenizer.json file or a Hub id's snapshot
@@ -95,7 +108,7 @@ def log_limits(
 
 def is_template(path: str) -> bool:
     name = Path(path).name
-    return name.endswith(TEMPLATE_SUFFIXES) or name == "tokenizer_config.json"
+    return name.endswith((*TEMPLATE_SUFFIXES, ".gguf")) or name == "tokenizer_config.json"
 
 
 def run(

@@ -9,13 +9,16 @@ Read, never run: the command line is split like a shell would and its flags look
   enable_prefix_caching, num_gpu_blocks}`.
 - SGLang (`python -m sglang.launch_server`, `sglang serve`): `--disable-radix-cache`, `--page-size N`,
   `--max-total-tokens N`. Metrics: `sglang:cache_hit_rate`.
-- llama.cpp (`llama-server`): `--no-cache-prompt` / `--cache-prompt`, `-c/--ctx-size N`.
+- llama.cpp (`llama-server`): `--no-cache-prompt` / `--cache-prompt`, `-c/--ctx-size N`, and what
+  its slots and prompt cache replay (prefixlint/explain/llamacpp.py): `-np/--parallel N`,
+  `-cram/--cache-ram MIB`, `--slot-prompt-similarity F`, `--kv-unified`, `--no-cache-idle-slots`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from prefixlint.engines import Engine
 from prefixlint.explain.server_inputs import METRICS_BYTES, InputError, parse_metrics, split_command
@@ -34,6 +37,7 @@ class ServerConfig:
     block_size: int | None = None
     capacity_tokens: int | None = None
     source: dict[str, str] = field(default_factory=dict)  # setting -> the flag or metric that set it
+    llama_server: dict[str, Any] = field(default_factory=dict)  # engines.ServerCache fields it sets
 
     def merge(self, other: ServerConfig) -> None:
         """Settings of `other` where this one has none (the command line wins over the metrics)."""
@@ -46,11 +50,12 @@ class ServerConfig:
             self.caching, self.source["caching"] = other.caching, other.source["caching"]
 
     def apply(self, engine: Engine) -> Engine:
-        """`engine` with this server's block size (a vLLM or SGLang block is also its step)."""
+        """`engine` with this server's block size (a vLLM or SGLang block is also its step) and
+        llama-server's slot and prompt cache settings."""
+        if self.llama_server and engine.server is not None:
+            engine = replace(engine, server=replace(engine.server, **self.llama_server))
         if self.block_size is None or self.block_size == engine.block_size:
             return engine
-        from dataclasses import replace
-
         return replace(engine, block_size=self.block_size, increment=self.block_size)
 
 
@@ -131,7 +136,52 @@ def parse_server_args(command: str) -> ServerConfig:
         ctx = _positive(flags, "-c", "--ctx-size")
         if ctx:
             config.capacity_tokens, config.source["capacity_tokens"] = ctx
+        config.llama_server = _llama_server(argv, flags, config.source)
     return config
+
+
+def _raw_value(argv: list[str], name: str) -> str | None:
+    """The value of `name VALUE` or `name=VALUE`, even one that starts with a dash; None if absent."""
+    for i, arg in enumerate(argv):
+        if arg == name:
+            return argv[i + 1] if i + 1 < len(argv) else ""
+        if arg.startswith(f"{name}="):
+            return arg.partition("=")[2]
+    return None
+
+
+def _llama_server(argv: list[str], flags: dict[str, str], source: dict[str, str]) -> dict[str, Any]:
+    """llama-server's slot and prompt-cache flags, as engines.ServerCache fields."""
+    out: dict[str, Any] = {}
+    slots = _positive(flags, "-np", "--parallel")
+    if slots:
+        out["slots"], source["slots"] = slots
+        out["kv_unified"] = False  # only `-np auto` (the default) unifies the KV cache
+    for name in ("-cram", "--cache-ram"):
+        value = _raw_value(argv, name)  # may be -1 (no limit), which _flags takes for a flag
+        if value is None:
+            continue
+        if not (value.removeprefix("-").isascii() and value.removeprefix("-").isdigit()) or int(value) < -1:
+            raise ServerArgsError(f"--server-args: {name} {value!r}: expected MiB (-1: no limit, 0: off)")
+        out["cache_ram_mib"], source["cache_ram_mib"] = int(value), f"{name} {value}"
+    for name in ("-sps", "--slot-prompt-similarity"):
+        if name in flags:
+            try:
+                out["slot_prompt_similarity"] = float(flags[name])
+            except ValueError:
+                raise ServerArgsError(f"--server-args: {name} {flags[name]!r}: expected a number") from None
+            source["slot_prompt_similarity"] = f"{name} {flags[name]}"
+    for name, key, value in (
+        ("--kv-unified", "kv_unified", True),
+        ("-kvu", "kv_unified", True),
+        ("--no-kv-unified", "kv_unified", False),
+        ("-no-kvu", "kv_unified", False),
+        ("--no-cache-idle-slots", "cache_idle_slots", False),
+        ("--cache-idle-slots", "cache_idle_slots", True),
+    ):
+        if name in flags:
+            out[key], source[key] = value, name
+    return out
 
 
 @dataclass

@@ -215,6 +215,8 @@ class Simulation:
         self.requests = 0
         self.tokens = 0
         self.keep_hits = keep_hits
+        # An engine that reuses only what its server still holds (llama-server's slots) replays it.
+        self.servers = {e.name: e.server.model() for e in engines if e.server is not None}
 
     def feed(self, ids: list[int] | bytes, inspect: Callable[[Match], None] | None = None) -> Match:
         """One request, in arrival order; returns its longest prefix shared with an earlier one.
@@ -224,8 +226,9 @@ class Simulation:
         found = self.unbounded.match(seq)
         if inspect is not None:
             inspect(found)
-        for tally in self.tallies.values():
-            tally.record(found.length, n, self.keep_hits)
+        for name, tally in self.tallies.items():
+            server = self.servers.get(name)
+            tally.record(found.length if server is None else server.feed(seq), n, self.keep_hits)
         for cache, tally in self.lru.values():
             # An engine with blocks only ever holds (and so only matches) whole blocks.
             shared = cache.match(seq).length
