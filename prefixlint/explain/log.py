@@ -21,6 +21,7 @@ from prefixlint.explain.causes import (
     line_anchor,
 )
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
+from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
 from prefixlint.explain.simulate import Simulation, pack
 from prefixlint.tokens import LoadedTokenizer
 
@@ -102,6 +103,36 @@ def _batches(
         raw.close()
 
 
+def _encoded(
+    path: str,
+    renderer: Renderer,
+    encoder: SegmentEncoder,
+    interval: float,
+    errors: list[str],
+    progress: Progress | None = None,
+) -> Iterator[list[tuple[int, Rendered, Tokens]]]:
+    """Rendered and tokenized requests in batches. A batch is encoded on a second thread while the
+    next one renders: the tokenizer releases the GIL, so rendering (Python) and encoding (Rust,
+    on every core) overlap."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        pending = None
+        for batch in _batches(path, renderer, interval, errors, progress):
+            job = pool.submit(encoder.encode, [r.text for _, r in batch])
+            if pending is not None:
+                yield _joined(*pending)
+            pending = (batch, job)
+        if pending is not None:
+            yield _joined(*pending)
+
+
+def _joined(batch: list[tuple[int, Rendered]], job: Any) -> list[tuple[int, Rendered, Tokens]]:
+    return [
+        (number, rendered, tokens) for (number, rendered), tokens in zip(batch, job.result(), strict=True)
+    ]
+
+
 def explain_log(
     path: str,
     renderer: Renderer,
@@ -113,8 +144,54 @@ def explain_log(
     what_ifs: int = 3,
     interval: float = 1.0,
     progress: bool | None = None,
+    segments: str | None = None,
 ) -> LogReport:
-    """Simulate the log, cluster its divergences, and re-simulate the top causes moved."""
+    """Simulate the log, cluster its divergences, and re-simulate the top causes moved.
+
+    `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
+    the tokenizer allows. If cutting prompts turns out to change their tokens, the run starts over
+    encoding whole prompts."""
+    try:
+        return _explain(
+            path,
+            renderer,
+            tokenizer,
+            engines,
+            SegmentEncoder(tokenizer.tokenizer, segments),
+            capacity=capacity,
+            top=top,
+            what_ifs=what_ifs,
+            interval=interval,
+            progress=progress,
+        )
+    except SegmentMismatch:
+        return _explain(
+            path,
+            renderer,
+            tokenizer,
+            engines,
+            SegmentEncoder(tokenizer.tokenizer, "whole"),
+            capacity=capacity,
+            top=top,
+            what_ifs=what_ifs,
+            interval=interval,
+            progress=progress,
+        )
+
+
+def _explain(
+    path: str,
+    renderer: Renderer,
+    tokenizer: LoadedTokenizer,
+    engines: list[Engine],
+    encoder: SegmentEncoder,
+    *,
+    capacity: int | None,
+    top: int,
+    what_ifs: int,
+    interval: float,
+    progress: bool | None,
+) -> LogReport:
     import os
 
     sim = Simulation(engines, capacity, counts=True)
@@ -125,28 +202,27 @@ def explain_log(
     def decode(ids: list[int]) -> str:
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
 
-    first: tuple[Rendered, list[int]] | None = None
-    for batch in _batches(path, renderer, interval, errors, bar):
-        encodings = tokenizer.encode_many([r.text for _, r in batch])
-        for (number, rendered), enc in zip(batch, encodings, strict=True):
-            seq = pack(enc.ids)
+    first: tuple[Rendered, Tokens] | None = None
+    for batch in _encoded(path, renderer, encoder, interval, errors, bar):
+        for number, rendered, tokens in batch:
+            seq = tokens.ids
             seen: list[Divergence | None] = []
             sim.feed(
                 seq,
                 lambda found, seq=seq, seen=seen: seen.append(
-                    diverge(seq, found.length, sim.unbounded, found)
+                    diverge(seq, found.length, sim.reference, found)
                 ),
             )
             if first is None:
-                first = (rendered, enc.ids)
+                first = (rendered, tokens)
             div = seen[0]
             if div is None:
                 continue
-            char, line = key_char_line(rendered, enc, div)
+            char, line = key_char_line(rendered, tokens, div)
             anchor = line_anchor(rendered.text, char)
             key = (line if line is not None else rendered.request.prompt is None, anchor)
 
-            make = partial(_new_cause, key, renderer, rendered, enc, seq, div, number, decode)
+            make = partial(_new_cause, key, renderer, rendered, tokens, div, number, decode)
             clusters.add(key, div.lost, make)
         bar.update(sim.requests)
     bar.update(sim.requests, final=True)
@@ -154,9 +230,9 @@ def explain_log(
     primary = engines[0].name
     movable = [c for c in causes if c.tokens_lost > 0 and c.anchor.strip()][:what_ifs]
     if movable:
-        _what_if(path, renderer, tokenizer, engines, movable, capacity, interval)
+        _what_if(path, renderer, encoder, engines, movable, capacity, interval)
     report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, len(errors), errors[:5], primary)
-    shown = causes[0].example_ids if causes else first[1] if first else []
+    shown = causes[0].example_ids if causes else first[1].id_list() if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
     return report
 
@@ -165,15 +241,14 @@ def _new_cause(
     key: tuple[Any, ...],
     renderer: Renderer,
     rendered: Rendered,
-    enc: Any,
-    seq: bytes,
+    tokens: Tokens,
     div: Divergence,
     number: int,
     decode: Callable[[list[int]], str],
 ) -> Cause:
     """A cluster's first member becomes its example (sections and lines are worked out only here)."""
-    char, line = key_char_line(rendered, enc, div)
-    a, b = example_texts(decode, seq, div)
+    char, line = key_char_line(rendered, tokens, div)
+    a, b = example_texts(decode, tokens.ids, div)
     return Cause(
         key=key,
         anchor=key[1],
@@ -186,34 +261,35 @@ def _new_cause(
         example_b=b,
         kind=classify(a, b),
         request=number,
-        example_ids=list(enc.ids),
+        example_ids=tokens.id_list(),
     )
 
 
-def key_char_line(rendered: Rendered, enc: Any, div: Divergence) -> tuple[int, int | None]:
-    char = enc.offsets[div.token_index][0]
+def key_char_line(rendered: Rendered, tokens: Tokens, div: Divergence) -> tuple[int, int | None]:
+    char = tokens.char_at(div.token_index)
     return char, rendered.template_line(char)
 
 
 def _what_if(
     path: str,
     renderer: Renderer,
-    tokenizer: LoadedTokenizer,
+    encoder: SegmentEncoder,
     engines: list[Engine],
     causes: list[Cause],
     capacity: int | None,
     interval: float,
 ) -> None:
-    """One more pass: every cause's span moved to the end of each prompt, all simulated at once."""
+    """One more pass: every cause's span moved to the end of each prompt, all simulated at once.
+    The moved prompts share their segments with the originals: few are encoded again."""
     from prefixlint.explain.whatif import move_span
 
     sims = [Simulation(engines) for _ in causes]
     for batch in _batches(path, renderer, interval, []):
         texts = [move_span(r.text, c.anchor) for c in causes for _, r in batch]
-        encodings = tokenizer.encode_many(texts)
+        encodings = encoder.encode(texts)
         for k, sim in enumerate(sims):
-            for enc in encodings[k * len(batch) : (k + 1) * len(batch)]:
-                sim.feed(enc.ids)
+            for tokens in encodings[k * len(batch) : (k + 1) * len(batch)]:
+                sim.feed(tokens.ids)
     for cause, sim in zip(causes, sims, strict=True):
         cause.what_if = {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
 
@@ -222,7 +298,7 @@ def _representative(
     sim: Simulation, ids: list[int], decode: Callable[[list[int]], str], cause: Cause | None
 ) -> dict[str, Any]:
     """One prompt as tokens with how many requests shared the prefix up to each, for the page."""
-    counts = sim.unbounded.counts_along(pack(ids))
+    counts = sim.reference.counts_along(pack(ids))
     return {
         "tokens": [decode([t]) for t in ids],
         "shared_by": counts,
