@@ -83,6 +83,8 @@ def run(
     interval: float,
     fmt: str,
     html_path: str | None,
+    replicas: int | None = None,
+    routing: str = "round-robin",
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems."""
     chosen = engines_for(engines)
@@ -119,7 +121,16 @@ def run(
     from prefixlint.explain.log import explain_log, log_text
 
     report = explain_log(
-        log, renderer, loaded, chosen, capacity=cache_tokens, top=top, what_ifs=what_if, interval=interval
+        log,
+        renderer,
+        loaded,
+        chosen,
+        capacity=cache_tokens,
+        top=top,
+        what_ifs=what_if,
+        interval=interval,
+        replicas=replicas,
+        routing=routing,
     )
     data: dict[str, Any] = report.to_json()
     data["tokenizer"] = loaded.name

@@ -21,8 +21,9 @@ from prefixlint.explain.causes import (
     line_anchor,
 )
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
+from prefixlint.explain.routing import Routing, fallback_key
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
-from prefixlint.explain.simulate import Simulation, pack
+from prefixlint.explain.simulate import REFERENCE_TOKENS, Simulation, pack
 from prefixlint.tokens import LoadedTokenizer
 
 BATCH = 256  # requests per encode_batch call: enough to use every core, little to hold
@@ -61,6 +62,7 @@ class LogReport:
     skip_reasons: list[str]
     primary: str
     representative: dict[str, Any] = field(default_factory=dict)
+    routing: dict[str, dict[str, object]] | None = None  # per policy, with --replicas
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +73,7 @@ class LogReport:
             "skip_reasons": self.skip_reasons,
             "engine": self.primary,
             "engines": self.engines,
+            "routing": self.routing,
             "causes": [c.to_json(self.requests, self.primary) for c in self.causes],
         }
 
@@ -145,6 +148,8 @@ def explain_log(
     interval: float = 1.0,
     progress: bool | None = None,
     segments: str | None = None,
+    replicas: int | None = None,
+    routing: str = "round-robin",
 ) -> LogReport:
     """Simulate the log, cluster its divergences, and re-simulate the top causes moved.
 
@@ -163,6 +168,8 @@ def explain_log(
             what_ifs=what_ifs,
             interval=interval,
             progress=progress,
+            replicas=replicas,
+            routing=routing,
         )
     except SegmentMismatch:
         return _explain(
@@ -176,6 +183,8 @@ def explain_log(
             what_ifs=what_ifs,
             interval=interval,
             progress=progress,
+            replicas=replicas,
+            routing=routing,
         )
 
 
@@ -191,10 +200,13 @@ def _explain(
     what_ifs: int,
     interval: float,
     progress: bool | None,
+    replicas: int | None,
+    routing: str,
 ) -> LogReport:
     import os
 
     sim = Simulation(engines, capacity, counts=True)
+    router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     clusters = Clusters()
     errors: list[str] = []
     bar = Progress(None, os.path.getsize(path), progress)
@@ -213,6 +225,9 @@ def _explain(
                     diverge(seq, found.length, sim.reference, found)
                 ),
             )
+            if router is not None:
+                request = rendered.request
+                router.feed(seq, request.session or fallback_key(request.messages, request.prompt))
             if first is None:
                 first = (rendered, tokens)
             div = seen[0]
@@ -234,6 +249,7 @@ def _explain(
     report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, len(errors), errors[:5], primary)
     shown = causes[0].example_ids if causes else first[1].id_list() if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
+    report.routing = router.summary() if router is not None else None
     return report
 
 
@@ -322,6 +338,13 @@ def log_text(report: LogReport) -> str:
         if isinstance(lru, dict):
             line += f"; LRU {lru['capacity_tokens']:,} tokens: {lru['hit_rate']:.2%}"
         out.append(line)
+    if report.routing:
+        policies = ", ".join(
+            f"{name} {float(v['hit_rate']):.2%}" + (" (now)" if v["current"] else "")  # type: ignore[arg-type]
+            for name, v in report.routing.items()
+        )
+        replicas = next(iter(report.routing.values()))["replicas"]
+        out.append(f"  {report.primary} over {replicas} replicas, by routing: {policies}")
     if not report.causes:
         out.append("No request diverges from an earlier one: nothing to explain.")
     for rank, c in enumerate(report.causes, 1):

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
+from prefixlint.explain.routing import session_key
 from prefixlint.jinja.inputs import BASE_TIME
 from prefixlint.jinja.template import ChatTemplate
 
@@ -39,6 +40,7 @@ class Request:
     kwargs: dict[str, Any] = field(default_factory=dict)
     now: datetime = BASE_TIME
     system_field: bool = False  # Anthropic: the system prompt came from the top-level `system`
+    session: str | None = None  # the session/user/conversation id a session router would use
 
 
 def _text_of(content: Any) -> Any:
@@ -131,8 +133,9 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0) -> Request:
         raise RequestError("`body` is not a JSON object")
     stamp = stamp if stamp is not None else body.get("created")
     now = _parse_time(stamp) or BASE_TIME + timedelta(seconds=index * interval)
+    session = session_key(body, data)
     if isinstance(body.get("prompt"), str):
-        return Request(prompt=body["prompt"], now=now)
+        return Request(prompt=body["prompt"], now=now, session=session)
     if not isinstance(body.get("messages"), list):
         raise RequestError("neither `messages` (chat) nor `prompt` (plain text) in the request")
     kwargs = body.get("chat_template_kwargs") or {}
@@ -153,11 +156,13 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0) -> Request:
                 else t
                 for t in tools
             ]
-        return Request(messages, tools, kwargs=dict(kwargs), now=now, system_field=system_field)
+        return Request(
+            messages, tools, kwargs=dict(kwargs), now=now, system_field=system_field, session=session
+        )
     messages = [
         {**m, "content": _text_of(m.get("content"))} if isinstance(m, dict) else m for m in body["messages"]
     ]
-    return Request(messages, tools, kwargs=dict(kwargs), now=now)
+    return Request(messages, tools, kwargs=dict(kwargs), now=now, session=session)
 
 
 def read_request_file(path: str) -> Request:

@@ -75,6 +75,8 @@ class PrefixCache(Protocol):
     """What the simulation asks of an engine's cache model (a radix tree here; a slot cache fits
     too): how much of a request it holds, then the request itself, in arrival order."""
 
+    tokens: int  # tokens held now
+
     def lookup(self, seq: bytes) -> int:
         """Tokens of packed `seq`'s longest prefix the cache holds."""
         ...
