@@ -52,6 +52,22 @@ class Progress:
         sys.stderr.flush()
 
 
+class Skipped:
+    """Lines that gave no request: all counted, the first few kept (a log of a million bad lines
+    costs no memory)."""
+
+    KEEP = 5
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.first: list[str] = []
+
+    def append(self, reason: str) -> None:
+        self.count += 1
+        if len(self.first) < self.KEEP:
+            self.first.append(reason)
+
+
 @dataclass
 class LogReport:
     requests: int
@@ -79,7 +95,7 @@ class LogReport:
 
 
 def _batches(
-    path: str, renderer: Renderer, interval: float, errors: list[str], progress: Progress | None = None
+    path: str, renderer: Renderer, interval: float, errors: Skipped, progress: Progress | None = None
 ) -> Iterator[list[tuple[int, Rendered]]]:
     """Rendered requests in batches; unusable lines are counted in `errors` (first few kept)."""
     lines, raw = open_log(path)
@@ -111,29 +127,24 @@ def _encoded(
     renderer: Renderer,
     encoder: SegmentEncoder,
     interval: float,
-    errors: list[str],
+    errors: Skipped,
     progress: Progress | None = None,
-) -> Iterator[list[tuple[int, Rendered, Tokens]]]:
-    """Rendered and tokenized requests in batches. A batch is encoded on a second thread while the
-    next one renders: the tokenizer releases the GIL, so rendering (Python) and encoding (Rust,
-    on every core) overlap."""
+    texts_of: Callable[[list[tuple[int, Rendered]]], list[str]] = lambda batch: [r.text for _, r in batch],
+) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens]]]:
+    """Rendered requests in batches with the tokens of `texts_of(batch)` (by default their prompts).
+    A batch is encoded on a second thread while the next one renders: the tokenizer releases the
+    GIL, so rendering (Python) and encoding (Rust, on every core) overlap."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1) as pool:
         pending = None
         for batch in _batches(path, renderer, interval, errors, progress):
-            job = pool.submit(encoder.encode, [r.text for _, r in batch])
+            job = pool.submit(encoder.encode, texts_of(batch))
             if pending is not None:
-                yield _joined(*pending)
+                yield pending[0], pending[1].result()
             pending = (batch, job)
         if pending is not None:
-            yield _joined(*pending)
-
-
-def _joined(batch: list[tuple[int, Rendered]], job: Any) -> list[tuple[int, Rendered, Tokens]]:
-    return [
-        (number, rendered, tokens) for (number, rendered), tokens in zip(batch, job.result(), strict=True)
-    ]
+            yield pending[0], pending[1].result()
 
 
 def explain_log(
@@ -208,15 +219,15 @@ def _explain(
     sim = Simulation(engines, capacity, counts=True)
     router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     clusters = Clusters()
-    errors: list[str] = []
+    errors = Skipped()
     bar = Progress(None, os.path.getsize(path), progress)
 
     def decode(ids: list[int]) -> str:
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
 
     first: tuple[Rendered, Tokens] | None = None
-    for batch in _encoded(path, renderer, encoder, interval, errors, bar):
-        for number, rendered, tokens in batch:
+    for batch, encoded in _encoded(path, renderer, encoder, interval, errors, bar):
+        for (number, rendered), tokens in zip(batch, encoded, strict=True):
             seq = tokens.ids
             seen: list[Divergence | None] = []
             sim.feed(
@@ -246,7 +257,7 @@ def _explain(
     movable = [c for c in causes if c.tokens_lost > 0 and c.anchor.strip()][:what_ifs]
     if movable:
         _what_if(path, renderer, encoder, engines, movable, capacity, interval)
-    report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, len(errors), errors[:5], primary)
+    report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, errors.count, errors.first, primary)
     shown = causes[0].example_ids if causes else first[1].id_list() if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
     report.routing = router.summary() if router is not None else None
@@ -300,9 +311,11 @@ def _what_if(
     from prefixlint.explain.whatif import move_span
 
     sims = [Simulation(engines) for _ in causes]
-    for batch in _batches(path, renderer, interval, []):
-        texts = [move_span(r.text, c.anchor) for c in causes for _, r in batch]
-        encodings = encoder.encode(texts)
+
+    def moved(batch: list[tuple[int, Rendered]]) -> list[str]:
+        return [move_span(r.text, c.anchor) for c in causes for _, r in batch]
+
+    for batch, encodings in _encoded(path, renderer, encoder, interval, Skipped(), texts_of=moved):
         for k, sim in enumerate(sims):
             for tokens in encodings[k * len(batch) : (k + 1) * len(batch)]:
                 sim.feed(tokens.ids)
