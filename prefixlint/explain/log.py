@@ -20,6 +20,7 @@ from prefixlint.explain.causes import (
     example_texts,
     line_anchor,
 )
+from prefixlint.explain.render_pool import RenderPool, render_failure
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
 from prefixlint.explain.routing import Routing, fallback_key
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
@@ -27,6 +28,7 @@ from prefixlint.explain.simulate import REFERENCE_TOKENS, Simulation, pack
 from prefixlint.tokens import LoadedTokenizer
 
 BATCH = 256  # requests per encode_batch call: enough to use every core, little to hold
+PARALLEL_BYTES = 8 << 20  # a log this large (≈1,000 requests) is rendered by worker processes
 
 
 class Progress:
@@ -94,32 +96,52 @@ class LogReport:
         }
 
 
-def _batches(
-    path: str, renderer: Renderer, interval: float, errors: Skipped, progress: Progress | None = None
-) -> Iterator[list[tuple[int, Rendered]]]:
-    """Rendered requests in batches; unusable lines are counted in `errors` (first few kept)."""
+def _requests(
+    path: str, interval: float, errors: Skipped, progress: Progress | None = None
+) -> Iterator[list[tuple[int, Request]]]:
+    """The log's requests in chunks of BATCH; unusable lines are counted in `errors`."""
     lines, raw = open_log(path)
     try:
         if progress is not None:
             progress.raw = raw
-        batch: list[tuple[int, Rendered]] = []
+        chunk: list[tuple[int, Request]] = []
         for number, item in iter_log(lines, interval):
             if isinstance(item, RequestError):
                 errors.append(f"line {number}: {item}")
                 continue
-            try:
-                batch.append((number, renderer.render(item)))
-            except Exception as exc:  # the user's template raising for this request
-                errors.append(f"line {number}: the template raised {type(exc).__name__}: {str(exc)[:120]}")
-                continue
-            if len(batch) >= BATCH:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+            chunk.append((number, item))
+            if len(chunk) >= BATCH:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
     finally:
         lines.close()
         raw.close()
+
+
+def _batches(
+    path: str,
+    renderer: Renderer,
+    interval: float,
+    errors: Skipped,
+    progress: Progress | None = None,
+    pool: RenderPool | None = None,
+) -> Iterator[list[tuple[int, Rendered]]]:
+    """Rendered requests in batches, by `pool`'s workers or here; renders that raise are counted
+    in `errors`."""
+    chunks = _requests(path, interval, errors, progress)
+    if pool is not None:
+        yield from pool.render(chunks, errors)
+        return
+    for chunk in chunks:
+        batch: list[tuple[int, Rendered]] = []
+        for number, request in chunk:
+            try:
+                batch.append((number, renderer.render(request)))
+            except Exception as exc:  # the user's template raising for this request
+                errors.append(render_failure(number, exc))
+        yield batch
 
 
 def _encoded(
@@ -129,22 +151,37 @@ def _encoded(
     interval: float,
     errors: Skipped,
     progress: Progress | None = None,
+    pool: RenderPool | None = None,
     texts_of: Callable[[list[tuple[int, Rendered]]], list[str]] = lambda batch: [r.text for _, r in batch],
 ) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens]]]:
     """Rendered requests in batches with the tokens of `texts_of(batch)` (by default their prompts).
-    A batch is encoded on a second thread while the next one renders: the tokenizer releases the
-    GIL, so rendering (Python) and encoding (Rust, on every core) overlap."""
+    With worker processes rendering, a batch is encoded on a second thread while this one waits for
+    the next: the tokenizer releases the GIL, so parsing, rendering and encoding all overlap. Without
+    them, encoding waits for the render: a render limits the whole process's memory while it runs."""
+    if pool is None:
+        for batch in _batches(path, renderer, interval, errors, progress):
+            yield batch, encoder.encode(texts_of(batch))
+        return
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(1) as pool:
+    with ThreadPoolExecutor(1) as thread:
         pending = None
-        for batch in _batches(path, renderer, interval, errors, progress):
-            job = pool.submit(encoder.encode, texts_of(batch))
+        for batch in _batches(path, renderer, interval, errors, progress, pool):
+            job = thread.submit(encoder.encode, texts_of(batch))
             if pending is not None:
                 yield pending[0], pending[1].result()
             pending = (batch, job)
         if pending is not None:
             yield pending[0], pending[1].result()
+
+
+def _workers(path: str, workers: int | None) -> int:
+    """Render processes: one per core for a log large enough to repay starting them."""
+    import os
+
+    if workers is not None:
+        return workers
+    return (os.cpu_count() or 1) if os.path.getsize(path) >= PARALLEL_BYTES else 1
 
 
 def explain_log(
@@ -161,19 +198,24 @@ def explain_log(
     segments: str | None = None,
     replicas: int | None = None,
     routing: str = "round-robin",
+    workers: int | None = None,
 ) -> LogReport:
     """Simulate the log, cluster its divergences, and re-simulate the top causes moved.
 
     `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
-    the tokenizer allows. If cutting prompts turns out to change their tokens, the run starts over
-    encoding whole prompts."""
-    try:
-        return _explain(
+    the tokenizer allows. `workers`: render processes (default: one per core for a large log).
+    `replicas`: also simulate that many caches behind each routing policy (`routing` runs now)."""
+    import contextlib
+
+    count = _workers(path, workers)
+    with RenderPool(renderer, count) if count > 1 else contextlib.nullcontext() as pool:
+        run = partial(
+            _simulate,
             path,
             renderer,
             tokenizer,
             engines,
-            SegmentEncoder(tokenizer.tokenizer, segments),
+            pool=pool,
             capacity=capacity,
             top=top,
             what_ifs=what_ifs,
@@ -182,30 +224,20 @@ def explain_log(
             replicas=replicas,
             routing=routing,
         )
-    except SegmentMismatch:
-        return _explain(
-            path,
-            renderer,
-            tokenizer,
-            engines,
-            SegmentEncoder(tokenizer.tokenizer, "whole"),
-            capacity=capacity,
-            top=top,
-            what_ifs=what_ifs,
-            interval=interval,
-            progress=progress,
-            replicas=replicas,
-            routing=routing,
-        )
+        try:
+            return run(SegmentEncoder(tokenizer.tokenizer, segments))
+        except SegmentMismatch:  # cutting prompts changed some prompt's tokens: start over, whole
+            return run(SegmentEncoder(tokenizer.tokenizer, "whole"))
 
 
-def _explain(
+def _simulate(
     path: str,
     renderer: Renderer,
     tokenizer: LoadedTokenizer,
     engines: list[Engine],
     encoder: SegmentEncoder,
     *,
+    pool: RenderPool | None,
     capacity: int | None,
     top: int,
     what_ifs: int,
@@ -226,7 +258,7 @@ def _explain(
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
 
     first: tuple[Rendered, Tokens] | None = None
-    for batch, encoded in _encoded(path, renderer, encoder, interval, errors, bar):
+    for batch, encoded in _encoded(path, renderer, encoder, interval, errors, bar, pool):
         for (number, rendered), tokens in zip(batch, encoded, strict=True):
             seq = tokens.ids
             seen: list[Divergence | None] = []
@@ -256,7 +288,7 @@ def _explain(
     primary = engines[0].name
     movable = [c for c in causes if c.tokens_lost > 0 and c.anchor.strip()][:what_ifs]
     if movable:
-        _what_if(path, renderer, encoder, engines, movable, capacity, interval)
+        _what_if(path, renderer, encoder, pool, engines, movable, interval)
     report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, errors.count, errors.first, primary)
     shown = causes[0].example_ids if causes else first[1].id_list() if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
@@ -301,9 +333,9 @@ def _what_if(
     path: str,
     renderer: Renderer,
     encoder: SegmentEncoder,
+    pool: RenderPool | None,
     engines: list[Engine],
     causes: list[Cause],
-    capacity: int | None,
     interval: float,
 ) -> None:
     """One more pass: every cause's span moved to the end of each prompt, all simulated at once.
@@ -315,7 +347,7 @@ def _what_if(
     def moved(batch: list[tuple[int, Rendered]]) -> list[str]:
         return [move_span(r.text, c.anchor) for c in causes for _, r in batch]
 
-    for batch, encodings in _encoded(path, renderer, encoder, interval, Skipped(), texts_of=moved):
+    for batch, encodings in _encoded(path, renderer, encoder, interval, Skipped(), None, pool, moved):
         for k, sim in enumerate(sims):
             for tokens in encodings[k * len(batch) : (k + 1) * len(batch)]:
                 sim.feed(tokens.ids)
