@@ -76,3 +76,25 @@ def test_skipped_lines_are_all_counted_and_only_the_first_few_kept():
     for i in range(1000):
         skipped.append(f"line {i}: bad")
     assert skipped.count == 1000 and skipped.first == [f"line {i}: bad" for i in range(Skipped.KEEP)]
+
+
+def test_what_ifs_chosen_early_or_late_give_the_same_rates(tmp_path, monkeypatch):
+    # Small batches, and provisional causes chosen after 2, 6 or all requests: early choices are
+    # simulated along with the log (their first prompts replayed), a cause that only enters the top
+    # later gets a second pass. Every way, the same what-if rates.
+    from prefixlint.explain import log as log_module
+
+    lines = [{"prompt": f"Request id: {5000 + 7 * i}\n{CATALOGUE}\nQuestion {i}?"} for i in range(4)]
+    lines += [{"prompt": f"Session {20000 + 13 * i}\n{CATALOGUE}\nQuestion {i}?"} for i in range(12)]
+    log = write_log(tmp_path / "log.jsonl", lines)
+    monkeypatch.setattr(log_module, "BATCH", 2)
+    reports = []
+    for provisional in (2, 6, 10**9):
+        monkeypatch.setattr(log_module, "PROVISIONAL", provisional)
+        reports.append(report_json(log, None, workers=1))
+    assert reports[0] == reports[1] == reports[2]
+    causes = json.loads(reports[0])["causes"]
+    # After 2 requests only "Request id" is known; "Session" (12 requests) ranks first at the end.
+    assert [c["anchor"] for c in causes if c["what_if"]] == ["Session", "Request id"]
+    base = json.loads(reports[0])["engines"]["sglang"]["hit_rate"]
+    assert causes[0]["what_if"]["sglang"] > causes[1]["what_if"]["sglang"] > base

@@ -29,6 +29,9 @@ from prefixlint.tokens import LoadedTokenizer
 
 BATCH = 256  # requests per encode_batch call: enough to use every core, little to hold
 PARALLEL_BYTES = 8 << 20  # a log this large (≈1,000 requests) is rendered by worker processes
+# After this many requests, the top causes so far get their what-ifs simulated along with the log
+# (their prompts so far replayed first); only a cause that enters the top later needs a second pass.
+PROVISIONAL = 2048
 
 
 class Progress:
@@ -258,6 +261,8 @@ def _simulate(
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
 
     first: tuple[Rendered, Tokens] | None = None
+    early: list[str] | None = []  # the prompts so far, until the provisional causes are chosen
+    inline: WhatIfs | None = None
     for batch, encoded in _encoded(path, renderer, encoder, interval, errors, bar, pool):
         for (number, rendered), tokens in zip(batch, encoded, strict=True):
             seq = tokens.ids
@@ -282,13 +287,32 @@ def _simulate(
 
             make = partial(_new_cause, key, renderer, rendered, tokens, div, number, decode)
             clusters.add(key, div.lost, make)
+        texts = [r.text for _, r in batch]
+        if inline is not None:
+            inline.feed(encoder, texts)
+        elif early is not None:
+            early.extend(texts)
+            if len(early) >= PROVISIONAL:
+                inline = WhatIfs(engines, [c.anchor for c in _movable(clusters.ranked()[:top], what_ifs)])
+                inline.feed(encoder, early)
+                early = None
         bar.update(sim.requests)
     bar.update(sim.requests, final=True)
     causes = clusters.ranked()[:top]
     primary = engines[0].name
-    movable = [c for c in causes if c.tokens_lost > 0 and c.anchor.strip()][:what_ifs]
-    if movable:
-        _what_if(path, renderer, encoder, pool, engines, movable, interval)
+    movable = _movable(causes, what_ifs)
+    if early is not None:  # a short log: its prompts are all here
+        inline = WhatIfs(engines, [c.anchor for c in movable])
+        inline.feed(encoder, early)
+    rates = inline.rates() if inline is not None else {}
+    missing = [c.anchor for c in movable if c.anchor not in rates]
+    if missing:
+        again = WhatIfs(engines, missing)
+        for batch, _ in _encoded(path, renderer, encoder, interval, Skipped(), None, pool, lambda b: []):
+            again.feed(encoder, [r.text for _, r in batch])
+        rates.update(again.rates())
+    for cause in movable:
+        cause.what_if = rates[cause.anchor]
     report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, errors.count, errors.first, primary)
     shown = causes[0].example_ids if causes else first[1].id_list() if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
@@ -329,30 +353,35 @@ def key_char_line(rendered: Rendered, tokens: Tokens, div: Divergence) -> tuple[
     return char, rendered.template_line(char)
 
 
-def _what_if(
-    path: str,
-    renderer: Renderer,
-    encoder: SegmentEncoder,
-    pool: RenderPool | None,
-    engines: list[Engine],
-    causes: list[Cause],
-    interval: float,
-) -> None:
-    """One more pass: every cause's span moved to the end of each prompt, all simulated at once.
-    The moved prompts share their segments with the originals: few are encoded again."""
-    from prefixlint.explain.whatif import move_span
+def _movable(causes: list[Cause], what_ifs: int) -> list[Cause]:
+    """The top causes that lose tokens and have a span to move."""
+    return [c for c in causes if c.tokens_lost > 0 and c.anchor.strip()][:what_ifs]
 
-    sims = [Simulation(engines) for _ in causes]
 
-    def moved(batch: list[tuple[int, Rendered]]) -> list[str]:
-        return [move_span(r.text, c.anchor) for c in causes for _, r in batch]
+class WhatIfs:
+    """Each anchor's what-if: every prompt with that cause's span moved to the end, simulated. The
+    moved prompts share their segments with the originals: few are encoded again."""
 
-    for batch, encodings in _encoded(path, renderer, encoder, interval, Skipped(), None, pool, moved):
-        for k, sim in enumerate(sims):
-            for tokens in encodings[k * len(batch) : (k + 1) * len(batch)]:
+    def __init__(self, engines: list[Engine], anchors: list[str]) -> None:
+        self.anchors = list(dict.fromkeys(anchors))
+        self.sims = [Simulation(engines) for _ in self.anchors]
+
+    def feed(self, encoder: SegmentEncoder, texts: list[str]) -> None:
+        """The next prompts of the log, in order."""
+        from prefixlint.explain.whatif import move_span
+
+        if not self.anchors or not texts:
+            return
+        encodings = encoder.encode([move_span(t, anchor) for anchor in self.anchors for t in texts])
+        for k, sim in enumerate(self.sims):
+            for tokens in encodings[k * len(texts) : (k + 1) * len(texts)]:
                 sim.feed(tokens.ids)
-    for cause, sim in zip(causes, sims, strict=True):
-        cause.what_if = {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
+
+    def rates(self) -> dict[str, dict[str, float]]:
+        return {
+            anchor: {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
+            for anchor, sim in zip(self.anchors, self.sims, strict=True)
+        }
 
 
 def _representative(
