@@ -1,7 +1,7 @@
 """Throughput and peak memory of `prefixlint explain --log` next to raw `tokenizers` `encode_batch`
 of the same prompts, on a generated log of N requests (default 100,000).
 
-    python bench/explain_throughput.py [--requests 100000] [--raw-every 1] [--keep LOG]
+    python bench/explain_throughput.py [--requests 100000] [--raw-every 1] [--keep LOG] [--progress]
 
 The log is written here by `build_log`, with the shapes of a production log: four applications
 (a support bot with the time at the head of its system prompt, a coding assistant with tools and
@@ -14,7 +14,7 @@ Two phases, each in a fresh process so that its peak RSS is its own:
 - raw: render every request (not timed), then time only `encode_batch` on the prompts, 256 at a
   time. `--raw-every K` times every K-th request only (a million prompts take over an hour to
   encode on two cores; the rate, tokens/s, is what is compared).
-- explain: `explain_log` as the CLI runs it (three engines, top 10 causes, 3 what-if passes).
+- explain: `explain_log` as the CLI runs it (three engines, top 10 causes, 3 what-ifs).
 Not run by the tests.
 """
 
@@ -199,7 +199,7 @@ def phase_raw(log: str, template: str, every: int) -> dict:
     return {"requests": requests, "tokens": tokens, "seconds": seconds}
 
 
-def phase_explain(log: str, template: str) -> dict:
+def phase_explain(log: str, template: str, progress: bool) -> dict:
     from prefixlint.engines import load_engines
     from prefixlint.explain.log import explain_log
     from prefixlint.tokens import load_tokenizer
@@ -207,7 +207,7 @@ def phase_explain(log: str, template: str) -> dict:
     engines = [load_engines()[n] for n in ("vllm", "sglang", "openai")]
     renderer = _renderer(template)
     start = time.perf_counter()
-    report = explain_log(log, renderer, load_tokenizer(None), engines, progress=False)
+    report = explain_log(log, renderer, load_tokenizer(None), engines, progress=progress)
     seconds = time.perf_counter() - start
     return {
         "requests": report.requests,
@@ -226,8 +226,10 @@ def child(args: argparse.Namespace) -> None:
     if args.phase == "raw":
         result = phase_raw(args.log, args.template, args.raw_every)
     else:
-        result = phase_explain(args.log, args.template)
+        result = phase_explain(args.log, args.template, args.progress)
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # The render workers (their own processes): the largest one's peak.
+    result["worker_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(json.dumps(result))
 
 
@@ -238,6 +240,7 @@ def main() -> None:
         "--raw-every", type=int, default=1, help="time raw encode_batch on every K-th request"
     )
     parser.add_argument("--keep", help="write the log here and keep it (reused if it exists)")
+    parser.add_argument("--progress", action="store_true", help="explain's progress bar on stderr")
     parser.add_argument("--phase", choices=["raw", "explain"])
     parser.add_argument("--log")
     parser.add_argument("--template")
@@ -258,9 +261,10 @@ def main() -> None:
         for phase in ("explain", "raw"):
             start = time.perf_counter()
             cmd = [sys.executable, __file__, "--phase", phase, "--log", str(log), "--template", str(template)]
-            out = subprocess.run([*cmd, "--raw-every", str(args.raw_every)], capture_output=True, text=True)
+            cmd += ["--raw-every", str(args.raw_every)] + (["--progress"] if args.progress else [])
+            out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)  # stderr: the progress bar
             if out.returncode:
-                sys.exit(f"{phase} failed:\n{out.stderr}")
+                sys.exit(f"{phase} failed")
             results[phase] = json.loads(out.stdout.strip().splitlines()[-1])
             results[phase]["wall"] = time.perf_counter() - start
         raw, ex = results["raw"], results["explain"]
