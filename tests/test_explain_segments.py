@@ -152,3 +152,25 @@ def test_ids_are_packed_as_the_simulation_reads_them() -> None:
     tokenizer = load_tokenizer(None).tokenizer
     (tokens,) = SegmentEncoder(tokenizer).encode(["Hello\nworld"])
     assert tokens.ids == array("I", tokenizer.encode("Hello\nworld", add_special_tokens=False).ids).tobytes()
+
+
+def test_a_tokenizer_saved_with_truncation_or_padding_counts_every_token(tmp_path: Path) -> None:
+    # gpt2's tokenizer.json on the Hub is saved truncating at 50 tokens: a server does not cut a
+    # prompt there, and neither may the counts (nor the whole-prompt check of the segments).
+    spec = {
+        "version": "1.0",
+        "truncation": {"direction": "Right", "max_length": 2, "strategy": "LongestFirst", "stride": 0},
+        "padding": {
+            "strategy": {"Fixed": 8},
+            "direction": "Right",
+            "pad_to_multiple_of": None,
+            "pad_id": 0,
+            "pad_type_id": 0,
+            "pad_token": "[UNK]",
+        },
+        "pre_tokenizer": {"type": "WhitespaceSplit"},
+        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "a": 1, "b": 2}, "unk_token": "[UNK]"},
+    }
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    assert load_backend(str(path)).encode("a b a", add_special_tokens=False).ids == [1, 2, 1]
