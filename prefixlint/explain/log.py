@@ -308,7 +308,7 @@ def _simulate(
     missing = [c.anchor for c in movable if c.anchor not in rates]
     if missing:
         again = WhatIfs(engines, missing)
-        for batch, _ in _encoded(path, renderer, encoder, interval, Skipped(), None, pool, lambda b: []):
+        for batch in _batches(path, renderer, interval, Skipped(), None, pool):
             again.feed(encoder, [r.text for _, r in batch])
         rates.update(again.rates())
     for cause in movable:
