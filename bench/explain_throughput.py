@@ -11,7 +11,7 @@ from a 3,000-word vocabulary (no two user turns alike). Prompts are rendered thr
 template that writes the tools into the system turn, and tokenized by the bundled tokenizer.
 
 Two phases, each in a fresh process so that its peak RSS is its own:
-- raw: render every request (not timed), then time only `encode_batch` on the prompts, 256 at a
+- raw: render the requests (not timed), then time only `encode_batch` on the prompts, 256 at a
   time. `--raw-every K` times every K-th request only (a million prompts take over an hour to
   encode on two cores; the rate, tokens/s, is what is compared).
 - explain: `explain_log` as the CLI runs it (three engines, top 10 causes, 3 what-ifs).
@@ -174,11 +174,12 @@ def _renderer(template: str):  # noqa: ANN202 - a Renderer
 
 
 def phase_raw(log: str, template: str, every: int) -> dict:
-    """Render every request (not timed), then time only `encode_batch` on the prompts."""
-    from prefixlint.explain.log import BATCH, Skipped, _batches
+    """Render the sampled requests (not timed), then time only `encode_batch` on their prompts."""
+    from prefixlint.explain.log import BATCH, Skipped, _requests
     from prefixlint.tokens import load_tokenizer
 
     tok = load_tokenizer(None).tokenizer
+    renderer = _renderer(template)
     seconds, tokens, requests, texts = 0.0, 0, 0, []
 
     def encode() -> None:
@@ -190,8 +191,8 @@ def phase_raw(log: str, template: str, every: int) -> dict:
         requests += len(texts)
         texts.clear()
 
-    for batch in _batches(log, _renderer(template), 1.0, Skipped()):
-        texts.extend(r.text for number, r in batch if number % every == 0)
+    for chunk in _requests(log, 1.0, Skipped()):
+        texts.extend(renderer.render(request).text for number, request in chunk if number % every == 0)
         if len(texts) >= BATCH:
             encode()
     if texts:
