@@ -98,3 +98,13 @@ def test_what_ifs_chosen_early_or_late_give_the_same_rates(tmp_path, monkeypatch
     assert [c["anchor"] for c in causes if c["what_if"]] == ["Session", "Request id"]
     base = json.loads(reports[0])["engines"]["sglang"]["hit_rate"]
     assert causes[0]["what_if"]["sglang"] > causes[1]["what_if"]["sglang"] > base
+
+
+def test_the_progress_bar_outlives_the_log_file(tmp_path, capsys):
+    # With render workers the last batches are simulated after the reader has closed the log: the
+    # bar shows the position the reader last reported, and ends at 100%.
+    log = mixed_log(tmp_path)
+    report_json(log, HEAD, workers=2, progress=True)
+    err = capsys.readouterr().err
+    assert err.rstrip().endswith("100.0% 16 requests")
+    assert "   0.0%" not in err  # the reader's position, not a closed file's

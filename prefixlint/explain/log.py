@@ -35,10 +35,12 @@ PROVISIONAL = 2048
 
 
 class Progress:
-    """A progress bar on stderr, only when stderr is a terminal; driven by the raw file position."""
+    """A progress bar on stderr, only when stderr is a terminal; driven by the position in the raw
+    file that the reader last reported (requests are still in flight after the file is closed)."""
 
-    def __init__(self, raw: Any, total: int, enabled: bool | None = None) -> None:
-        self.raw, self.total = raw, max(total, 1)
+    def __init__(self, total: int, enabled: bool | None = None) -> None:
+        self.total = max(total, 1)
+        self.position = 0
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.last = 0.0
 
@@ -49,7 +51,7 @@ class Progress:
         if not final and now - self.last < 0.2:
             return
         self.last = now
-        done = min(self.raw.tell() / self.total, 1.0) if not final else 1.0
+        done = min(self.position / self.total, 1.0) if not final else 1.0
         bar = "#" * int(done * 30)
         sys.stderr.write(f"\rexplain [{bar:<30}] {done:6.1%} {requests:,} requests")
         if final:
@@ -105,8 +107,6 @@ def _requests(
     """The log's requests in chunks of BATCH; unusable lines are counted in `errors`."""
     lines, raw = open_log(path)
     try:
-        if progress is not None:
-            progress.raw = raw
         chunk: list[tuple[int, Request]] = []
         for number, item in iter_log(lines, interval):
             if isinstance(item, RequestError):
@@ -114,9 +114,13 @@ def _requests(
                 continue
             chunk.append((number, item))
             if len(chunk) >= BATCH:
+                if progress is not None:
+                    progress.position = raw.tell()
                 yield chunk
                 chunk = []
         if chunk:
+            if progress is not None:
+                progress.position = raw.tell()
             yield chunk
     finally:
         lines.close()
@@ -255,7 +259,7 @@ def _simulate(
     router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     clusters = Clusters()
     errors = Skipped()
-    bar = Progress(None, os.path.getsize(path), progress)
+    bar = Progress(os.path.getsize(path), progress)
 
     def decode(ids: list[int]) -> str:
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
