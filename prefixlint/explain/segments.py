@@ -99,7 +99,7 @@ class SegmentEncoder:
 
     def _probe(self) -> str:
         """The strongest mode whose cuts give the whole texts' ids on the probe texts."""
-        specials = sorted(self._safe_specials())[:8]
+        specials = sorted(self._special.tokens)[:8] if self._special is not None else []
         joined = [f"{s}system\nYou are kind.{s}\n{s}user\nHi there{s} x {s}" for s in specials]
         for mode in ("lines", "special"):
             texts = list(_PROBE_LINES) + joined if mode == "lines" else joined
@@ -108,9 +108,6 @@ class SegmentEncoder:
             if all(self._cut_ids(t, mode) == self._whole_ids(t) for t in texts):
                 return mode
         return "whole"
-
-    def _safe_specials(self) -> list[str]:
-        return [t.content for t in self.tokenizer.get_added_tokens_decoder().values() if _safe(t)]
 
     def _whole_ids(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
