@@ -277,13 +277,14 @@ def main() -> None:
             f"({raw['seconds']:.1f} s encoding, render untimed)"
         )
         print(
-            f"explain --log (render + tokenize + 3-engine simulation + causes + what-if passes): "
+            f"explain --log (render + tokenize + 3-engine simulation + causes + 3 what-ifs): "
             f"{ex_rate:,.0f} tokens/s, {ex['requests'] / ex['seconds']:,.0f} requests/s "
             f"({ex['seconds']:.1f} s, {ex['wall']:.0f} s wall)"
         )
         print(f"explain / raw encode_batch throughput: {ex_rate / raw_rate:.2f}x")
         print(
-            f"peak RSS: explain {ex['peak_rss_mb']:,.0f} MB, raw-encode process {raw['peak_rss_mb']:,.0f} MB"
+            f"peak RSS: explain {ex['peak_rss_mb']:,.0f} MB (each render worker at most "
+            f"{ex['worker_peak_rss_mb']:,.0f} MB), raw-encode process {raw['peak_rss_mb']:,.0f} MB"
         )
         print(f"hit rates: {ex['hit_rate']}")
         print(f"top causes: {ex['causes']}")
