@@ -635,6 +635,19 @@ def rule_cmd(code: str) -> None:
     show_default=True,
     help="Seconds between requests that carry no timestamp (the clock templates read).",
 )
+@click.option(
+    "--replicas",
+    type=click.IntRange(min=1),
+    help="Replicas behind a router: each policy's hit rate as a what-if.",
+)
+@click.option(
+    "--routing",
+    # The names of prefixlint.explain.routing.POLICIES, not imported here: the CLI loads fast.
+    type=click.Choice(["round-robin", "random", "session", "prefix-aware"]),
+    default="round-robin",
+    show_default=True,
+    help="The router the replicas run now (with --replicas).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML page.")
 @click.option(

@@ -240,12 +240,18 @@ def load_backend(path: str) -> Tokenizer:
                 data = fh.read(MAX_TOKENIZER_BYTES + 1)  # a gzip bomb stops at the limit
             if len(data) > MAX_TOKENIZER_BYTES:
                 raise InputError(f"too large once decompressed: over {MAX_TOKENIZER_BYTES >> 20} MB")
-            return Tokenizer.from_str(data.decode("utf-8"))
-        return Tokenizer.from_file(str(p))
+            backend = Tokenizer.from_str(data.decode("utf-8"))
+        else:
+            backend = Tokenizer.from_file(str(p))
     except Exception as exc:  # tokenizers raises plain Exceptions for malformed files
         raise TokenizerError(
             f"{path}: not a loadable tokenizer.json ({str(exc).splitlines()[0][:160]})"
         ) from exc
+    # A saved truncation (gpt2's tokenizer.json cuts at 50 tokens) or padding is not what a server
+    # applies to a prompt: transformers drops both unless asked, and so do we.
+    backend.no_truncation()
+    backend.no_padding()
+    return backend
 
 
 # Loaded once per run, by file path. A failed load is not kept: asked again, it fails again.

@@ -14,7 +14,6 @@ from conftest import run_prefixlint
 
 from prefixlint.cli import cli
 from prefixlint.explain.reading import LogFile, LogLimits, Reading, decode_json, json_depth_over
-from prefixlint.tokens import LoadedTokenizer
 
 
 def explain(*args: str) -> tuple[int, dict | str, str]:
@@ -95,14 +94,16 @@ def test_depth_scan_counts_only_brackets_outside_strings():
 def test_a_prompt_at_the_request_limit_reaches_the_tokenizer_and_one_byte_over_never_does(
     tmp_path, monkeypatch
 ):
-    seen: list[int] = []
-    real = LoadedTokenizer.encode_many
+    from prefixlint.explain.segments import SegmentEncoder
 
-    def spy(self, texts):  # the real tokenizer runs; only the sizes it is given are noted
+    seen: list[int] = []
+    real = SegmentEncoder.encode
+
+    def spy(self, texts):  # the real encoder runs; only the sizes of the prompts it is given are noted
         seen.extend(len(t.encode("utf-8")) for t in texts)
         return real(self, texts)
 
-    monkeypatch.setattr(LoadedTokenizer, "encode_many", spy)
+    monkeypatch.setattr(SegmentEncoder, "encode", spy)
     at = "é" * 500  # 1,000 UTF-8 bytes in 500 characters: the limit is in bytes
     over = "é" * 500 + "x"
     log = write(tmp_path / "log.jsonl", [prompt(at), prompt(over), prompt("z" * 5_000_000)])

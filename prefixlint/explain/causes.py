@@ -9,6 +9,7 @@ fall back into step, the requests simply differ from there on (their own content
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,11 +140,12 @@ def volatile_span(text: str, start: int, end: int) -> Span:
     return Span(s, e, text[s:e], shape, anchor, max(len(covering), 1))
 
 
-def divergence_span(text: str, offsets: list[tuple[int, int]], div: Divergence) -> Span:
-    """The volatile span of a request's prompt at its divergence (token character `offsets`)."""
-    start = offsets[div.token_index][0]
+def divergence_span(text: str, char_at: Callable[[int], int], tokens: int, div: Divergence) -> Span:
+    """The volatile span of a request's prompt at its divergence (`char_at(i)`: where token `i` of
+    the prompt's `tokens` starts)."""
+    start = char_at(div.token_index)
     back = div.token_index + div.skip_a if div.skip_a is not None else None
-    end = offsets[back][0] if back is not None and back < len(offsets) else start + 1
+    end = char_at(back) if back is not None and back < tokens else start + 1
     return volatile_span(text, start, end)
 
 

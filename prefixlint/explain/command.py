@@ -135,6 +135,8 @@ def run(
     max_request_bytes: int | None = None,
     max_messages: int | None = None,
     limit: tuple[str, ...] = (),
+    replicas: int | None = None,
+    routing: str = "round-robin",
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
     (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
@@ -208,6 +210,8 @@ def run(
             interval=interval,
             reading=Reading(limits, log_format=log_format),
             observations=observations,
+            replicas=replicas,
+            routing=routing,
         )
     except LogLimitError as exc:
         raise ExplainError(str(exc)) from exc

@@ -22,27 +22,35 @@ from prefixlint.explain.causes import (
     example_texts,
 )
 from prefixlint.explain.reading import Reading, Skip, utf8_len
+from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
-from prefixlint.explain.simulate import Simulation, pack
+from prefixlint.explain.routing import Routing, fallback_key
+from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
+from prefixlint.explain.simulate import REFERENCE_TOKENS, Simulation, pack
 from prefixlint.tokens import LoadedTokenizer
 
 if TYPE_CHECKING:
     from prefixlint.explain.observed import LogObservations
 
-KEPT_ERRORS = 5  # unusable lines quoted in the report (all are counted by reason)
 BATCH = 256  # requests per encode_batch call: enough to use every core, little to hold
-# ...and at most this many UTF-8 bytes of prompts (or one prompt): a tokenizer holds ~400 bytes per
-# token, and a prompt has at most one token per byte, so a batch stays well under 1 GB.
+PARALLEL_BYTES = 8 << 20  # a log this large (≈1,000 requests) is rendered by worker processes
+# After this many requests, the top causes so far get their what-ifs simulated along with the log
+# (their prompts so far replayed first); only a cause that enters the top later needs a second pass.
+PROVISIONAL = 2048
+# At most this many UTF-8 bytes of prompts are encoded at once (or one prompt): a tokenizer holds
+# ~400 bytes per token, and a prompt has at most one token per byte, so a batch stays under 1 GB.
 BATCH_BYTES = 1_000_000
 TRIM_AFTER_CHARS = 200_000  # a batch this large is followed by a malloc_trim (see _release_if_large)
 EXAMPLE_TOKENS = 8_192  # tokens kept of each cause's example prompt (the page's representative)
 
 
 class Progress:
-    """A progress bar on stderr, only when stderr is a terminal; driven by the raw file position."""
+    """A progress bar on stderr, only when stderr is a terminal; driven by the position in the raw
+    file that the reader last reported (requests are still in flight after the file is closed)."""
 
-    def __init__(self, raw: Any, total: int, enabled: bool | None = None) -> None:
-        self.raw, self.total = raw, max(total, 1)
+    def __init__(self, total: int, enabled: bool | None = None) -> None:
+        self.total = max(total, 1)
+        self.position = 0
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
         self.last = 0.0
 
@@ -53,7 +61,7 @@ class Progress:
         if not final and now - self.last < 0.2:
             return
         self.last = now
-        done = min(self.raw.tell() / self.total, 1.0) if not final else 1.0
+        done = min(self.position / self.total, 1.0) if not final else 1.0
         bar = "#" * int(done * 30)
         sys.stderr.write(f"\rexplain [{bar:<30}] {done:6.1%} {requests:,} requests")
         if final:
@@ -71,6 +79,7 @@ class LogReport:
     skip_reasons: list[str]
     primary: str
     representative: dict[str, Any] = field(default_factory=dict)
+    routing: dict[str, dict[str, object]] | None = None  # per policy, with --replicas
     log_format: str | None = None
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     sample: dict[str, int] | None = None  # set when --max-requests stopped the reading
@@ -87,43 +96,116 @@ class LogReport:
             "sample": self.sample,
             "engine": self.primary,
             "engines": self.engines,
+            "routing": self.routing,
             "causes": [c.to_json(self.requests, self.primary) for c in self.causes],
         }
 
 
-def _batches(
-    path: str, renderer: Renderer, interval: float, reading: Reading, progress: Progress | None = None
-) -> Iterator[list[tuple[int, Rendered]]]:
-    """Rendered requests in batches; unusable lines are counted in `reading.skips` by reason."""
+def _requests(
+    path: str, interval: float, reading: Reading, progress: Progress | None = None
+) -> Iterator[list[tuple[int, Request]]]:
+    """The log's requests in chunks of BATCH, read within `reading`'s limits; unusable lines are
+    counted in `reading.skips` by reason."""
     lines, raw = open_log(path, reading)
-    skips = reading.skips
     try:
-        if progress is not None:
-            progress.raw = raw
-        batch: list[tuple[int, Rendered]] = []
-        size = 0
+        chunk: list[tuple[int, Request]] = []
         for number, item in iter_log(lines, interval):
             if isinstance(item, RequestError):
-                skips.add(number, Skip(item.reason, str(item)))
+                reading.skips.add(number, Skip(item.reason, str(item)))
                 continue
-            try:
-                rendered = renderer.render(item)
-            except RequestError as exc:  # the template raised, or the prompt is over a limit
-                skips.add(number, Skip(exc.reason, str(exc)))
-                continue
-            text_size = utf8_len(rendered.text)
-            if batch and size + text_size > BATCH_BYTES:
-                yield batch
-                batch, size = [], 0
-            batch.append((number, rendered))
-            size += text_size
-            if len(batch) >= BATCH:
-                yield batch
-                batch, size = [], 0
-        if batch:
-            yield batch
+            chunk.append((number, item))
+            if len(chunk) >= BATCH:
+                if progress is not None:
+                    progress.position = raw.tell()
+                yield chunk
+                chunk = []
+        if chunk:
+            if progress is not None:
+                progress.position = raw.tell()
+            yield chunk
     finally:
         lines.close()
+        raw.close()
+
+
+def _batches(
+    path: str,
+    renderer: Renderer,
+    interval: float,
+    reading: Reading,
+    progress: Progress | None = None,
+    pool: RenderPool | None = None,
+) -> Iterator[list[tuple[int, Rendered]]]:
+    """Rendered requests in batches of at most BATCH_BYTES of prompt text, by `pool`'s workers or
+    here; a render that raises, or a prompt over a limit, is counted in `reading.skips`."""
+    chunks = _requests(path, interval, reading, progress)
+    if pool is not None:
+        for batch in pool.render(chunks, reading.skips):
+            yield from _by_bytes(batch)
+        return
+    for chunk in chunks:
+        batch: list[tuple[int, Rendered]] = []
+        for number, request in chunk:
+            try:
+                batch.append((number, renderer.render(request)))
+            except RequestError as exc:  # the template raised, or the prompt is over a limit
+                reading.skips.add(number, Skip(exc.reason, str(exc)))
+        yield from _by_bytes(batch)
+
+
+def _by_bytes(batch: list[tuple[int, Rendered]]) -> Iterator[list[tuple[int, Rendered]]]:
+    """`batch` cut so that no piece holds more than BATCH_BYTES of prompt text (or one prompt)."""
+    piece: list[tuple[int, Rendered]] = []
+    size = 0
+    for item in batch:
+        text_size = utf8_len(item[1].text)
+        if piece and size + text_size > BATCH_BYTES:
+            yield piece
+            piece, size = [], 0
+        piece.append(item)
+        size += text_size
+    if piece:
+        yield piece
+
+
+def _encoded(
+    path: str,
+    renderer: Renderer,
+    encoder: SegmentEncoder,
+    interval: float,
+    reading: Reading,
+    progress: Progress | None = None,
+    pool: RenderPool | None = None,
+    texts_of: Callable[[list[tuple[int, Rendered]]], list[str]] = lambda batch: [r.text for _, r in batch],
+) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens]]]:
+    """Rendered requests in batches with the tokens of `texts_of(batch)` (by default their prompts).
+    With worker processes rendering, a batch is encoded on a second thread while this one waits for
+    the next: the tokenizer releases the GIL, so parsing, rendering and encoding all overlap. Without
+    them, encoding waits for the render: a render limits the whole process's memory while it runs."""
+    if pool is None:
+        for batch in _batches(path, renderer, interval, reading, progress):
+            yield batch, encoder.encode(texts_of(batch))
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as thread:
+        pending = None
+        for batch in _batches(path, renderer, interval, reading, progress, pool):
+            job = thread.submit(encoder.encode, texts_of(batch))
+            if pending is not None:
+                yield pending[0], pending[1].result()
+            pending = (batch, job)
+        if pending is not None:
+            yield pending[0], pending[1].result()
+
+
+def _workers(path: str, workers: int | None) -> int:
+    """Render processes: one per core for a log large enough to repay starting them."""
+    import os
+
+    if workers is not None:
+        return workers
+    return (os.cpu_count() or 1) if os.path.getsize(path) >= PARALLEL_BYTES else 1
 
 
 def explain_log(
@@ -137,63 +219,143 @@ def explain_log(
     what_ifs: int = 3,
     interval: float = 1.0,
     progress: bool | None = None,
+    segments: str | None = None,
+    replicas: int | None = None,
+    routing: str = "round-robin",
+    workers: int | None = None,
     reading: Reading | None = None,
     observations: LogObservations | None = None,
 ) -> LogReport:
     """Simulate the log, cluster its divergences, and re-simulate the top causes moved. The log is
-    read within `reading`'s limits (LogLimitError when a whole-file limit is crossed)."""
+    read within `reading`'s limits (LogLimitError when a whole-file limit is crossed); what the log
+    says the server did is gathered in `observations`.
+
+    `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
+    the tokenizer allows. `workers`: render processes (default: one per core for a large log).
+    `replicas`: also simulate that many caches behind each routing policy (`routing` runs now)."""
+    import contextlib
+
+    reading = reading or Reading()
+    count = _workers(path, workers)
+    with RenderPool(renderer, count) if count > 1 else contextlib.nullcontext() as pool:
+        run = partial(
+            _simulate,
+            path,
+            renderer,
+            tokenizer,
+            engines,
+            pool=pool,
+            capacity=capacity,
+            top=top,
+            what_ifs=what_ifs,
+            interval=interval,
+            progress=progress,
+            replicas=replicas,
+            routing=routing,
+        )
+        try:
+            return run(SegmentEncoder(tokenizer.tokenizer, segments), reading, observations)
+        except SegmentMismatch:  # cutting prompts changed some prompt's tokens: start over, whole
+            if observations is not None:
+                observations.reset()
+            return run(SegmentEncoder(tokenizer.tokenizer, "whole"), reading.again(), observations)
+
+
+def _simulate(
+    path: str,
+    renderer: Renderer,
+    tokenizer: LoadedTokenizer,
+    engines: list[Engine],
+    encoder: SegmentEncoder,
+    reading: Reading,
+    observations: LogObservations | None,
+    *,
+    pool: RenderPool | None,
+    capacity: int | None,
+    top: int,
+    what_ifs: int,
+    interval: float,
+    progress: bool | None,
+    replicas: int | None,
+    routing: str,
+) -> LogReport:
     import os
 
     sim = Simulation(engines, capacity, counts=True)
+    router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     clusters = Clusters()
-    reading = reading or Reading()
-    bar = Progress(None, os.path.getsize(path), progress)
+    bar = Progress(os.path.getsize(path), progress)
 
     def decode(ids: list[int]) -> str:
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
 
-    first: tuple[Rendered, list[int]] | None = None
-    for batch in _batches(path, renderer, interval, reading, bar):
-        encodings = tokenizer.encode_many([r.text for _, r in batch])
-        for (number, rendered), enc in zip(batch, encodings, strict=True):
-            seq = pack(enc.ids)
+    first: tuple[Rendered, Tokens] | None = None
+    early: list[Rendered] | None = []  # the prompts so far, until the provisional causes are chosen
+    inline: WhatIfs | None = None
+    for batch, encoded in _encoded(path, renderer, encoder, interval, reading, bar, pool):
+        for (number, rendered), tokens in zip(batch, encoded, strict=True):
+            seq = tokens.ids
             seen: list[Divergence | None] = []
             match = sim.feed(
                 seq,
                 lambda found, seq=seq, seen=seen: seen.append(
-                    diverge(seq, found.length, sim.unbounded, found)
+                    diverge(seq, found.length, sim.reference, found)
                 ),
             )
             if observations is not None:
                 observations.add(rendered.request, seq, match.length)
+            if router is not None:
+                request = rendered.request
+                router.feed(seq, request.session or fallback_key(request.messages, request.prompt))
             if first is None:
-                first = (rendered, enc.ids[:EXAMPLE_TOKENS])
+                first = (rendered, tokens)
             div = seen[0]
             if div is None:
                 continue
-            char, line = key_char_line(rendered, enc, div)
-            span = divergence_span(rendered.text, enc.offsets, div)
+            char, line = key_char_line(rendered, tokens, div)
+            span = divergence_span(rendered.text, tokens.char_at, len(tokens), div)
             key = (line if line is not None else rendered.request.prompt is None, span.anchor)
 
-            make = partial(_new_cause, key, renderer, rendered, enc, seq, div, number, decode, span)
+            make = partial(_new_cause, key, renderer, rendered, tokens, div, number, decode, span)
             clusters.add(key, div.lost, make)
-        del encodings, enc  # before the next batch is encoded, not after
+        rendered_batch = [r for _, r in batch]
+        if inline is not None:
+            inline.feed(encoder, rendered_batch)
+        elif early is not None:
+            early.extend(rendered_batch)
+            if len(early) >= PROVISIONAL:
+                inline = WhatIfs(engines, _patterns(_movable(clusters.ranked()[:top], what_ifs)))
+                inline.feed(encoder, early)
+                early = None
+        del encoded
         _release_if_large(batch)
         bar.update(sim.requests)
     bar.update(sim.requests, final=True)
     causes = clusters.ranked()[:top]
     primary = engines[0].name
-    movable = [c for c in causes if c.tokens_lost > 0 and c.span and c.span.pattern()][:what_ifs]
-    if movable:
-        _what_if(path, renderer, tokenizer, engines, movable, capacity, interval, reading.again())
+    movable = _movable(causes, what_ifs)
+    if early is not None:  # a short log: its prompts are all here
+        inline = WhatIfs(engines, _patterns(movable))
+        inline.feed(encoder, early)
+    rates = inline.rates() if inline is not None else {}
+    missing = [p for p in _patterns(movable) if p not in rates]
+    if missing:
+        again = WhatIfs(engines, missing)
+        for batch in _batches(path, renderer, interval, reading.again(), None, pool):
+            again.feed(encoder, [r for _, r in batch])
+            _release_if_large(batch)
+        rates.update(again.rates())
+    for cause in movable:
+        cause.what_if = rates[cause.span.pattern()]  # type: ignore[union-attr, index]
     skips = reading.skips
     report = LogReport(sim.requests, sim.tokens, sim.summary(), causes, skips.total, skips.examples, primary)
     report.log_format = reading.log_format
     report.skipped_by_reason = skips.counts()
     if reading.stopped_at is not None:
         report.sample = {"max_requests": reading.limits.requests, "stopped_at_line": reading.stopped_at}
-    shown = causes[0].example_ids if causes else first[1] if first else []
+    shown = causes[0].example_ids if causes else first[1].id_list()[:EXAMPLE_TOKENS] if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
+    report.routing = router.summary() if router is not None else None
     return report
 
 
@@ -201,16 +363,15 @@ def _new_cause(
     key: tuple[Any, ...],
     renderer: Renderer,
     rendered: Rendered,
-    enc: Any,
-    seq: bytes,
+    tokens: Tokens,
     div: Divergence,
     number: int,
     decode: Callable[[list[int]], str],
     span: Span,
 ) -> Cause:
     """A cluster's first member becomes its example (sections and lines are worked out only here)."""
-    char, line = key_char_line(rendered, enc, div)
-    a, b = example_texts(decode, seq, div)
+    char, line = key_char_line(rendered, tokens, div)
+    a, b = example_texts(decode, tokens.ids, div)
     return Cause(
         key=key,
         anchor=key[1],
@@ -223,38 +384,49 @@ def _new_cause(
         example_b=b,
         kind=classify(a, b),
         request=number,
-        example_ids=enc.ids[:EXAMPLE_TOKENS],
+        example_ids=tokens.id_list()[:EXAMPLE_TOKENS],
         span=span,
     )
 
 
-def key_char_line(rendered: Rendered, enc: Any, div: Divergence) -> tuple[int, int | None]:
-    char = enc.offsets[div.token_index][0]
+def key_char_line(rendered: Rendered, tokens: Tokens, div: Divergence) -> tuple[int, int | None]:
+    char = tokens.char_at(div.token_index)
     return char, rendered.template_line(char)
 
 
-def _what_if(
-    path: str,
-    renderer: Renderer,
-    tokenizer: LoadedTokenizer,
-    engines: list[Engine],
-    causes: list[Cause],
-    capacity: int | None,
-    interval: float,
-    reading: Reading,
-) -> None:
-    """One more pass: every cause's span moved to the end of each prompt, all simulated at once."""
-    from prefixlint.explain.whatif import move_span
+def _movable(causes: list[Cause], what_ifs: int) -> list[Cause]:
+    """The top causes that lose tokens and have a span that can be found in any prompt."""
+    return [c for c in causes if c.tokens_lost > 0 and c.span and c.span.pattern()][:what_ifs]
 
-    sims = [Simulation(engines) for _ in causes]
-    for batch in _batches(path, renderer, interval, reading):
-        for cause, sim in zip(causes, sims, strict=True):  # one batch's worth of text at a time
-            pattern = cause.span.pattern()  # type: ignore[union-attr]
-            for enc in tokenizer.encode_many([move_span(r, pattern) for _, r in batch]):  # type: ignore[arg-type]
-                sim.feed(enc.ids)
-        _release_if_large(batch)
-    for cause, sim in zip(causes, sims, strict=True):
-        cause.what_if = {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
+
+def _patterns(causes: list[Cause]) -> list[str]:
+    return [c.span.pattern() for c in causes]  # type: ignore[misc, union-attr]
+
+
+class WhatIfs:
+    """Each span pattern's what-if: every prompt with that cause's span moved to the end of its
+    message, simulated. The moved prompts share their segments with the originals: few are
+    encoded again."""
+
+    def __init__(self, engines: list[Engine], patterns: list[str]) -> None:
+        self.patterns = list(dict.fromkeys(patterns))
+        self.sims = [Simulation(engines) for _ in self.patterns]
+
+    def feed(self, encoder: SegmentEncoder, prompts: list[Rendered]) -> None:
+        """The next prompts of the log, in order; one pattern's worth of text encoded at a time."""
+        from prefixlint.explain.whatif import move_span
+
+        if not self.patterns or not prompts:
+            return
+        for pattern, sim in zip(self.patterns, self.sims, strict=True):
+            for tokens in encoder.encode([move_span(r, pattern) for r in prompts]):
+                sim.feed(tokens.ids)
+
+    def rates(self) -> dict[str, dict[str, float]]:
+        return {
+            pattern: {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
+            for pattern, sim in zip(self.patterns, self.sims, strict=True)
+        }
 
 
 def _release_if_large(batch: list[tuple[int, Rendered]]) -> None:
@@ -280,7 +452,7 @@ def _representative(
     sim: Simulation, ids: list[int], decode: Callable[[list[int]], str], cause: Cause | None
 ) -> dict[str, Any]:
     """One prompt as tokens with how many requests shared the prefix up to each, for the page."""
-    counts = sim.unbounded.counts_along(pack(ids))
+    counts = sim.reference.counts_along(pack(ids))
     return {
         "tokens": [decode([t]) for t in ids],
         "shared_by": counts,
@@ -311,6 +483,13 @@ def log_text(report: LogReport) -> str:
         if isinstance(lru, dict):
             line += f"; LRU {lru['capacity_tokens']:,} tokens: {lru['hit_rate']:.2%}"
         out.append(line)
+    if report.routing:
+        policies = ", ".join(
+            f"{name} {float(v['hit_rate']):.2%}" + (" (now)" if v["current"] else "")  # type: ignore[arg-type]
+            for name, v in report.routing.items()
+        )
+        replicas = next(iter(report.routing.values()))["replicas"]
+        out.append(f"  {report.primary} over {replicas} replicas, by routing: {policies}")
     if not report.causes:
         out.append("No request diverges from an earlier one: nothing to explain.")
     for rank, c in enumerate(report.causes, 1):

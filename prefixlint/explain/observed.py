@@ -50,6 +50,11 @@ class LogObservations:
     salts: dict[str, int] = field(default_factory=dict)
     _salted: RadixCache | None = None
 
+    def reset(self) -> None:
+        """Forget every request seen (the log is simulated again from its start)."""
+        fresh = LogObservations(self.engine, self.baseline)
+        self.__dict__.update(fresh.__dict__)
+
     def add(self, request: Request, seq: bytes, shared: int) -> None:
         """One request (packed token ids `seq`) that shares `shared` tokens with earlier ones."""
         n = len(seq) // 4

@@ -19,6 +19,7 @@ from prefixlint.explain.reading import (
     size_text,
     utf8_size_over,
 )
+from prefixlint.explain.routing import session_key
 from prefixlint.jinja.inputs import BASE_TIME
 from prefixlint.jinja.template import ChatTemplate
 
@@ -58,6 +59,7 @@ class Request:
     observed_cached_tokens: int | None = None
     ttft: float | None = None
     cache_salt: str | None = None
+    session: str | None = None  # the session/user/conversation id a session router would use
 
 
 def _text_of(content: Any) -> Any:
@@ -198,8 +200,9 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
         raise RequestError("`body` is not a JSON object", "body-not-an-object")
     stamp = stamp if stamp is not None else body.get("created")
     now = _parse_time(stamp) or BASE_TIME + timedelta(seconds=index * interval)
+    session = session_key(body, data)
     if isinstance(body.get("prompt"), str):
-        return Request(prompt=body["prompt"], now=now)
+        return Request(prompt=body["prompt"], now=now, session=session)
     if "messages" not in body and is_responses_body(body):
         body = _responses_as_chat(body)
     if not isinstance(body.get("messages"), list):
@@ -225,11 +228,13 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
                 else t
                 for t in tools
             ]
-        return Request(messages, tools, kwargs=dict(kwargs), now=now, system_field=system_field)
+        return Request(
+            messages, tools, kwargs=dict(kwargs), now=now, system_field=system_field, session=session
+        )
     messages = [
         {**m, "content": _text_of(m.get("content"))} if isinstance(m, dict) else m for m in body["messages"]
     ]
-    return Request(messages, tools, kwargs=dict(kwargs), now=now)
+    return Request(messages, tools, kwargs=dict(kwargs), now=now, session=session)
 
 
 def read_request_file(path: str, limits: Any = DEFAULT_LIMITS) -> Request:

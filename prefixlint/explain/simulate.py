@@ -9,15 +9,17 @@ OpenAI) applied to the longest prefix it shares with the cache.
 For vLLM this equals chained block hashing: a block's hash covers every token before it, so the
 cached blocks a request finds are exactly the whole blocks of its longest common prefix with some
 earlier request. With a capacity (LRU by tokens), the least recently used leaves are evicted first,
-as SGLang evicts radix leaves and vLLM frees a sequence's tail blocks before its head.
+as SGLang evicts radix leaves and vLLM frees a sequence's tail blocks before its head. Every cache
+here has a capacity (the reference one a large default), so memory stays flat as the log grows.
 """
 
 from __future__ import annotations
 
+import heapq
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from prefixlint.engines import Engine
 
@@ -50,13 +52,14 @@ def common_bytes_prefix(a: bytes, b: bytes, start: int = 0) -> int:
 
 
 class _Node:
-    __slots__ = ("edges", "count", "parent", "key")
+    __slots__ = ("edges", "count", "parent", "key", "stamp")
 
     def __init__(self, parent: _Node | None = None, key: bytes = b"") -> None:
         self.edges: dict[bytes, tuple[bytes, _Node]] = {}  # first packed id -> (label, child)
         self.count = 0  # requests whose prompt passed through this node
-        self.parent = parent
+        self.parent = parent  # None once evicted
         self.key = key
+        self.stamp = 0  # the last request that passed through it
 
 
 @dataclass
@@ -68,6 +71,19 @@ class Match:
     label_rest: bytes  # the rest of that edge it stopped inside (empty at a node)
 
 
+class PrefixCache(Protocol):
+    """What the simulation asks of an engine's cache model (a radix tree here; a slot cache fits
+    too): how much of a request it holds, then the request itself, in arrival order."""
+
+    tokens: int  # tokens held now
+
+    def lookup(self, seq: bytes) -> int:
+        """Tokens of packed `seq`'s longest prefix the cache holds."""
+        ...
+
+    def insert(self, seq: bytes) -> None: ...
+
+
 class RadixCache:
     """Token sequences sharing prefixes; optional capacity in tokens with LRU eviction of leaves."""
 
@@ -76,7 +92,15 @@ class RadixCache:
         self.capacity = capacity
         self.tokens = 0  # tokens held
         self.counts = counts
-        self._leaves: OrderedDict[int, _Node] = OrderedDict()  # LRU order (only with a capacity)
+        self._clock = 0
+        self._nodes = 0
+        # Leaves by last use, oldest first, as (stamp, tie-break, node); an entry whose node was used
+        # since, grew children or left the tree is stale and skipped. Only with a capacity.
+        self._lru: list[tuple[int, int, _Node]] = []
+        self._pushes = 0
+
+    def lookup(self, seq: bytes) -> int:
+        return self.match(seq).length
 
     def match(self, seq: bytes) -> Match:
         node, pos = self.root, 0
@@ -104,7 +128,10 @@ class RadixCache:
         return b"".join(parts)[: limit * _W]
 
     def insert(self, seq: bytes) -> None:
+        self._clock += 1
+        stamp = self._clock
         node, pos = self.root, 0
+        node.stamp = stamp
         if self.counts:
             node.count += 1
         while pos < len(seq):
@@ -114,7 +141,9 @@ class RadixCache:
                 child = _Node(node, key)
                 node.edges[key] = (seq[pos:], child)
                 self.tokens += (len(seq) - pos) // _W
+                self._nodes += 1
                 node = child
+                node.stamp = stamp
                 if self.counts:
                     node.count += 1
                 break
@@ -122,41 +151,50 @@ class RadixCache:
             k = common_bytes_prefix(label, seq, pos)
             if k * _W < len(label):  # split the edge where the sequence leaves it
                 middle = _Node(node, key)
-                middle.count = child.count
+                middle.count, middle.stamp = child.count, child.stamp
                 rest = label[k * _W :]
                 middle.edges[rest[:_W]] = (rest, child)
                 child.parent, child.key = middle, rest[:_W]
                 node.edges[key] = (label[: k * _W], middle)
+                self._nodes += 1
                 child = middle
             pos += k * _W
             node = child
+            node.stamp = stamp
             if self.counts:
                 node.count += 1
         if self.capacity is not None:
-            self._touch(node)
+            if not node.edges and node is not self.root:
+                self._push(node)
             self._evict()
 
-    def _touch(self, node: _Node) -> None:
-        # The sequence's leaf becomes the most recent. Inner nodes are never evicted before their
-        # descendants, and a node's last use is its newest descendant's, so leaves carry the order.
-        if node is self.root or node.edges:
-            return
-        self._leaves.pop(id(node), None)
-        self._leaves[id(node)] = node
+    def _push(self, node: _Node) -> None:
+        self._pushes += 1
+        heapq.heappush(self._lru, (node.stamp, self._pushes, node))
+        if len(self._lru) > 2 * self._nodes + 64:  # drop stale entries: the heap stays as small as the tree
+            self._lru = [e for e in self._lru if self._live(e)]
+            heapq.heapify(self._lru)
+
+    @staticmethod
+    def _live(entry: tuple[int, int, _Node]) -> bool:
+        stamp, _, node = entry
+        return node.stamp == stamp and node.parent is not None and not node.edges
 
     def _evict(self) -> None:
         assert self.capacity is not None
-        while self.tokens > self.capacity and self._leaves:
-            _, leaf = self._leaves.popitem(last=False)
-            parent = leaf.parent
-            if parent is None or leaf.edges:
+        while self.tokens > self.capacity and self._lru:
+            entry = heapq.heappop(self._lru)
+            if not self._live(entry):
                 continue
+            leaf = entry[2]
+            parent = leaf.parent
+            assert parent is not None
             label, _ = parent.edges.pop(leaf.key)
             self.tokens -= len(label) // _W
+            self._nodes -= 1
+            leaf.parent = None
             if parent is not self.root and not parent.edges:
-                # Its last child was the least recently used leaf, so it is now the oldest.
-                self._leaves[id(parent)] = parent
-                self._leaves.move_to_end(id(parent), last=False)
+                self._push(parent)  # a leaf now, as old as its own last use
 
     def counts_along(self, seq: bytes) -> list[int]:
         """For each token of `seq`, how many requests shared the prefix up to and including it."""
@@ -194,10 +232,16 @@ class EngineTally:
         return hit
 
 
+# The reference cache holds this many of the most recently used tokens (≈32 MB of ids here; the
+# KV cache of a large model over several GPUs). Bounded so that memory stays flat however long the
+# log: a log shorter than this sees an unbounded cache. `--cache-tokens` adds the server's own size.
+REFERENCE_TOKENS = 8_000_000
+
+
 class Simulation:
-    """Replays requests through an unbounded cache (shared by every engine: each applies its own
+    """Replays requests through a reference cache (shared by every engine: each applies its own
     rule to the same longest prefix) and, given a capacity, one LRU cache per engine (an engine
-    keeps only what it can reuse: whole blocks)."""
+    keeps only what it can reuse: whole blocks), each built by `cache_model(capacity)`."""
 
     def __init__(
         self,
@@ -205,12 +249,14 @@ class Simulation:
         capacity: int | None = None,
         counts: bool = False,
         keep_hits: bool = False,
+        cache_model: Callable[[int], PrefixCache] = RadixCache,
+        reference_tokens: int = REFERENCE_TOKENS,
     ) -> None:
-        self.unbounded = RadixCache(counts=counts)
+        self.reference = RadixCache(reference_tokens, counts=counts)
         self.engines = engines
         self.tallies = {e.name: EngineTally(e) for e in engines}
-        self.lru = (
-            {e.name: (RadixCache(capacity), EngineTally(e, capacity)) for e in engines} if capacity else {}
+        self.lru: dict[str, tuple[PrefixCache, EngineTally]] = (
+            {e.name: (cache_model(capacity), EngineTally(e, capacity)) for e in engines} if capacity else {}
         )
         self.requests = 0
         self.tokens = 0
@@ -223,7 +269,7 @@ class Simulation:
         `inspect` sees that match while the cache still holds only earlier requests."""
         seq = ids if isinstance(ids, bytes) else pack(ids)
         n = len(seq) // _W
-        found = self.unbounded.match(seq)
+        found = self.reference.match(seq)
         if inspect is not None:
             inspect(found)
         for name, tally in self.tallies.items():
@@ -231,11 +277,11 @@ class Simulation:
             tally.record(found.length if server is None else server.feed(seq), n, self.keep_hits)
         for cache, tally in self.lru.values():
             # An engine with blocks only ever holds (and so only matches) whole blocks.
-            shared = cache.match(seq).length
+            shared = cache.lookup(seq)
             tally.record(shared, n, self.keep_hits)
             size = tally.engine.block_size
             cache.insert(seq[: n // size * size * _W])
-        self.unbounded.insert(seq)
+        self.reference.insert(seq)
         self.requests += 1
         self.tokens += n
         return found
