@@ -1,6 +1,16 @@
 """`prefixlint explain`: why two requests, or a whole request log, miss the prefix cache.
 
-requests.py parses request bodies and renders them; simulate.py replays token sequences through
-per-engine cache models; causes.py clusters divergence points; whatif.py re-simulates with a cause
-moved; log.py/pair.py/narrate.py drive them; html.py writes the self-contained page.
+A log flows through these modules, in order:
+- reading.py: the file within limits (gzip, line and JSON-depth bounds, skips counted by reason);
+- formats.py: each record of a detected log format (OpenAI/Anthropic bodies, LiteLLM, OTel GenAI
+  spans, vLLM log lines) as a Request; requests.py: the Request shape and its rendering;
+- render_pool.py: rendering in worker processes for a large log;
+- segments.py: tokenizing each distinct prompt segment once;
+- simulate.py: per-engine cache models (llamacpp.py: llama-server's slots and host-memory cache);
+  routing.py: replicas behind a router;
+- causes.py: divergence points clustered by their volatile span; whatif.py: that span moved;
+- observed.py: what the log says the server did (cached tokens, TTFT), against the simulation;
+  server.py (over server_inputs.py's bounded readers): `--server-args` and `--metrics`.
+log.py drives a log, pair.py two requests, narrate.py a template; command.py holds the command's
+logic; html.py writes the self-contained page.
 """
