@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prefixlint.ollama import PREFIX as OLLAMA_PREFIX  # a model in the local Ollama store
+
 if TYPE_CHECKING:  # its regexes cost ~5 ms to compile: only for runs that classify
     from prefixlint.jinja.classify import Classification
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2")
-OLLAMA_PREFIX = "ollama:"  # a model in the local Ollama store (prefixlint/ollama.py)
 
 # Below this many sources to analyse, a process pool costs more (start, a tokenizer per worker) than
 # it saves; above it, every core works.

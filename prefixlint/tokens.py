@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file, read_limited
+from prefixlint.ollama import PREFIX as OLLAMA_PREFIX
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from prefixlint.tokenizer_process import Encoded, TokenizerProcess
 
 EMBEDDED_NAME = "deepseek (embedded default)"
-OLLAMA_PREFIX = "ollama:"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.json.gz")
 
 
@@ -363,7 +363,9 @@ def load_tokenizer(spec: str | None, wait: bool = True) -> LoadedTokenizer:
 
 def carries_tokenizer(source_path: str) -> bool:
     """A GGUF model (a `.gguf` file, an `ollama:` name) holds its own tokenizer."""
-    return source_path.endswith(".gguf") or source_path.startswith(OLLAMA_PREFIX)
+    from prefixlint.sources import source_kind
+
+    return source_kind(source_path) == "gguf"
 
 
 def choose_tokenizer(
