@@ -20,7 +20,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
+from prefixlint.model import Diagnostic, Edit, Evidence, Fix, Severity, SourceResult, Span
 from prefixlint.runmemo import package_stamp, stamp
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from prefixlint.sources import Source
 
 CACHE_DIR_NAME = ".prefixlint_cache"
-FORMAT = "v1"
+FORMAT = "v2"
 # Options that only filter results; everything else on Options is assumed to change the analysis.
 _FILTER_OPTIONS = frozenset(
     {
@@ -80,11 +80,15 @@ def _result_from_json(data: dict[str, Any]) -> SourceResult:
     diagnostics = []
     for d in data.pop("diagnostics"):
         evidence = d.pop("evidence")
+        fix = d.pop("fix", None)
+        if fix is not None:
+            fix = Fix(**{**fix, "edits": tuple(Edit(**e) for e in fix["edits"])})
         diagnostics.append(
             Diagnostic(
                 span=Span(**d.pop("span")),
                 severity=Severity(d.pop("severity")),
                 evidence=Evidence(**evidence) if evidence is not None else None,
+                fix=fix,
                 **d,
             )
         )

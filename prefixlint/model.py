@@ -50,6 +50,41 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Edit:
+    """Replace the text from (start_line, start_column) up to, not including, (end_line,
+    end_column) of `path` with `replacement`; lines and columns 1-based, columns in characters.
+    An insertion has start == end."""
+
+    path: str
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A change that makes a finding go away (JSON contract: these field names). `applicability`:
+    "safe" (meaning kept: `sorted()` around a set) or "unsafe" (the prompt changes: a value moved
+    later). `verified`: the fixed text was analysed again, the way `check --fix` leaves it, and the
+    finding was gone with nothing new at warning or above; only verified fixes are attached."""
+
+    applicability: str
+    message: str
+    edits: tuple[Edit, ...]
+    verified: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "applicability": self.applicability,
+            "verified": self.verified,
+            "message": self.message,
+            "edits": [asdict(e) for e in self.edits],
+        }
+
+
+@dataclass(frozen=True)
 class Diagnostic:
     code: str
     span: Span
@@ -57,6 +92,7 @@ class Diagnostic:
     severity: Severity
     hint: str = ""
     evidence: Evidence | None = None
+    fix: Fix | None = None
 
     @property
     def name(self) -> str:
@@ -81,6 +117,8 @@ class Diagnostic:
             out["hint"] = self.hint
         if self.evidence is not None:
             out["evidence"] = asdict(self.evidence)
+        if self.fix is not None:
+            out["fix"] = self.fix.to_json()
         return out
 
 
