@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from prefixlint.sources import Source
 
 CACHE_DIR_NAME = ".prefixlint_cache"
-FORMAT = "v2"
+FORMAT = "v1"
 # Options that only filter results; everything else on Options is assumed to change the analysis.
 _FILTER_OPTIONS = frozenset(
     {
