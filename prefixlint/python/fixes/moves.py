@@ -1,0 +1,389 @@
+"""Unsafe fixes that move a volatile value later in the request, keeping the sentence it is in:
+to the end of the last user message when the same call or list builds the messages, else to the
+end of its own text; a whole item to the end of the list joined into the text, or a `yield` after
+the others."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from prefixlint.python.fixes.flows import InList, InStatements, InText, flows, role_of
+from prefixlint.python.fixes.source import Source
+from prefixlint.python.fixes.strings import Atom, shown
+from prefixlint.python.fixes.text import Change, Piece, append, build, cut, has_literal, removal, sentences
+
+# What a fix says and changes.
+Candidate = tuple[str, list[Change]]
+
+_SYSTEM = {"system", "developer"}
+_USER = {"user", "human"}
+_TURN = [Atom("text", "\n\n", "", -1, -1)]  # between a user's text and what is appended to it
+
+
+def candidates(
+    src: Source, anchor: cst.CSTNode, label: str, start: InText | None = None, depth: int = 0
+) -> Iterator[Candidate]:
+    """The moves of the value at `anchor` (or of atom `start` of a text), in order of preference."""
+    if depth > 3:
+        return
+    for flow in [start] if start is not None else flows(src, anchor):
+        if isinstance(flow, InText):
+            yield from _text_moves(src, flow, label, depth)
+        elif isinstance(flow, InList):
+            yield from _list_moves(src, flow, label)
+        else:
+            yield from _statement_moves(src, flow, label)
+
+
+def _text_moves(src: Source, flow: InText, label: str, depth: int) -> Iterator[Candidate]:
+    root, atoms = flow.root, flow.root.all_atoms()
+    if not has_literal(root):
+        return
+    cuts = sentences(atoms)
+    mine = next((k for k, (s, e) in enumerate(cuts) if s <= flow.index < e), None)
+    if mine is None:
+        return
+    value = atoms[flow.index]
+    if value.kind != "placeholder" and any(
+        a.raw == value.raw and a is not value and a.kind == value.kind for a in atoms
+    ):
+        return  # written twice in this text: moving one would leave the other in front
+    own = _wrapped(atoms, cuts, mine, mine)
+    block = _volatile_block(src, atoms, cuts, mine)
+    spans = [own] + ([block] if block != own else [])
+    yield from _sentence_moves(src, flow, label, own, spans)
+    if cut(atoms, *block) is None and all(a.is_space for a in atoms[: block[0]]):
+        # the whole text varies (or is this sentence): the text itself can move
+        yield from candidates(src, root.node, label, depth=depth + 1)
+
+
+def _sentence_moves(
+    src: Source, flow: InText, label: str, own: tuple[int, int], spans: list[tuple[int, int]]
+) -> Iterator[Candidate]:
+    """Sentences [s, e) (the value's own, then it with those beside it) to the end of the last user
+    message, or of their own text."""
+    root, atoms = flow.root, flow.root.all_atoms()
+    start, end = own
+    for s, e in spans:
+        if cut(atoms, s, e) is None:
+            continue  # at the end of its text already
+        moved = atoms[s:e]
+        beside = [_value(a) for a in atoms[s:start] + atoms[end:e] if a.kind in ("field", "operand")]
+        what = f"`{label}`" + (f", with `{'`, `'.join(beside)}` beside it," if beside else "")
+        if not flow.template:
+            user = _user_content(src, root.node)
+            if user is not None:
+                changes = _move(src, root, atoms, s, e, build(src, user, _is_template(root)), to_user=True)
+                if changes is not None:
+                    yield (
+                        f"move {what} to the end of the last user message (the text `{shown(moved)}`)",
+                        changes,
+                    )
+        changes = _move(src, root, atoms, s, e, None, to_user=False)
+        if changes is not None:
+            yield f"move {what} to the end of the text it is in (the text `{shown(moved)}`)", changes
+
+
+def _value(atom: Atom) -> str:
+    """A value as a reader knows it: its code, without the braces of a replacement field."""
+    return atom.raw[1:-1].strip() if atom.kind == "field" else atom.raw
+
+
+def _move(
+    src: Source, root: Piece, atoms: list[Atom], s: int, e: int, target: Piece | None, to_user: bool
+) -> list[Change] | None:
+    """Take atoms [s, e) out of `root` and write them at the end of `target` (the user message)
+    or of `root` itself."""
+    found = cut(atoms, s, e)
+    if found is None or (to_user and target is None):
+        return None
+    taken, sep = found
+    gone = {id(atoms[k]) for k in taken}
+    removed = removal(src, root, gone)
+    if removed is None:
+        return None
+    added = append(src, target if to_user else root, (_TURN if to_user else sep) + atoms[s:e])  # type: ignore[arg-type]
+    return None if added is None else removed + added
+
+
+def _is_template(root: Piece) -> bool:
+    return any(a.kind == "placeholder" for a in root.all_atoms())
+
+
+def _volatile_block(
+    src: Source, atoms: list[Atom], cuts: list[tuple[int, int]], mine: int
+) -> tuple[int, int]:
+    """The sentences around sentence `mine` that each hold a value other than a module constant:
+    moved together when moving one alone would leave the next one ahead of the static text."""
+
+    def varies(k: int) -> bool:
+        s, e = cuts[k]
+        return any(
+            a.kind == "operand"
+            and not src.is_module_constant(a.node)  # type: ignore[arg-type]
+            or a.kind == "field"
+            and not src.is_module_constant(a.node.expression)  # type: ignore[union-attr]
+            for a in atoms[s:e]
+        )
+
+    first = last = mine
+    while first > 0 and varies(first - 1):
+        first -= 1
+    while last + 1 < len(cuts) and varies(last + 1):
+        last += 1
+    return _wrapped(atoms, cuts, first, last)
+
+
+_OPEN_TAG = re.compile(r"<([A-Za-z][\w:.-]*)(?:\s[^<>]*)?>")
+
+
+def _wrapped(atoms: list[Atom], cuts: list[tuple[int, int]], first: int, last: int) -> tuple[int, int]:
+    """Sentences first..last as an atom range, with the lines of the markup tags around them
+    (`<user_query>` ... `</user_query>`): what a value is inside of moves with it."""
+
+    def line(k: int) -> str | None:
+        s, e = cuts[k]
+        return None if any(a.kind != "text" for a in atoms[s:e]) else "".join(a.text for a in atoms[s:e])
+
+    while first > 0 and last + 1 < len(cuts):
+        opening, closing = line(first - 1), line(last + 1)
+        m = _OPEN_TAG.fullmatch(opening or "")
+        if m is None or closing != f"</{m.group(1)}>":
+            break
+        first, last = first - 1, last + 1
+    return cuts[first][0], cuts[last][1]
+
+
+# --- the last user message ------------------------------------------------------------------------
+def _user_content(src: Source, node: cst.CSTNode, depth: int = 0) -> cst.BaseExpression | None:
+    """The content of the last user message of the list or call the system text `node` goes to."""
+    parent = src.parent(node)
+    if depth > 4 or parent is None:
+        return None
+    if isinstance(parent, cst.DictElement) and parent.value is node and _key(parent) == "content":
+        message = src.parent(parent)
+        return _last_user(src, message) if _role(message) in _SYSTEM else None
+    if isinstance(parent, cst.Element) and isinstance(pair := src.parent(parent), cst.Tuple):
+        if (
+            len(pair.elements) == 2
+            and pair.elements[1] is parent
+            and role_of(pair.elements[0].value) in _SYSTEM
+        ):
+            return _last_user(src, pair)
+        return None
+    if (
+        isinstance(parent, cst.Arg)
+        and parent.keyword is not None
+        and parent.keyword.value in ("system", "instructions")
+    ):
+        call = src.parent(parent)
+        for arg in call.args if isinstance(call, cst.Call) else ():
+            if arg.keyword is not None and arg.keyword.value in ("messages", "input"):
+                seq = src.assigned(arg.value) if isinstance(arg.value, cst.Name) else arg.value
+                if isinstance(seq, cst.List):
+                    return _last_user_after(seq, -1)
+        return None
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
+        targets = [parent.target] if isinstance(parent, cst.AnnAssign) else [t.target for t in parent.targets]
+        for target in targets:
+            if isinstance(target, cst.Name):
+                for ref in src.references(target):
+                    if (found := _user_content(src, ref, depth + 1)) is not None:
+                        return found
+    return None
+
+
+def _key(element: cst.DictElement) -> str | None:
+    key = element.key
+    return key.evaluated_value if isinstance(key, cst.SimpleString) else None  # type: ignore[return-value]
+
+
+def _role(message: cst.CSTNode | None) -> str | None:
+    if isinstance(message, cst.Dict):
+        for el in message.elements:
+            if isinstance(el, cst.DictElement) and _key(el) == "role":
+                return role_of(el.value)
+    if isinstance(message, cst.Tuple) and len(message.elements) == 2:
+        return role_of(message.elements[0].value)
+    return None
+
+
+def _content(message: cst.CSTNode) -> cst.BaseExpression | None:
+    if isinstance(message, cst.Dict):
+        return next(
+            (
+                el.value
+                for el in message.elements
+                if isinstance(el, cst.DictElement) and _key(el) == "content"
+            ),
+            None,
+        )
+    if isinstance(message, cst.Tuple):
+        return message.elements[1].value
+    return None
+
+
+def _last_user(src: Source, message: cst.CSTNode) -> cst.BaseExpression | None:
+    element = src.parent(message)
+    seq = src.parent(element) if isinstance(element, cst.Element) else None
+    if not isinstance(seq, (cst.List, cst.Tuple)):
+        return None
+    return _last_user_after(seq, list(seq.elements).index(element))
+
+
+def _last_user_after(seq: cst.List | cst.Tuple, index: int) -> cst.BaseExpression | None:
+    """The content of the last user message after element `index`, if nothing unknown (`*history`)
+    comes after it."""
+    elements = list(seq.elements)
+    for k in range(len(elements) - 1, index, -1):
+        el = elements[k]
+        if isinstance(el, cst.StarredElement):
+            return None
+        if _role(el.value) in _USER:
+            return _content(el.value)
+    return None
+
+
+# --- items of a list, yields ----------------------------------------------------------------------
+def _list_moves(src: Source, flow: InList, label: str) -> Iterator[Candidate]:
+    seq, element = flow.seq, flow.element
+    elements = list(seq.elements)
+    if _role(element.value) in _SYSTEM:
+        if flow.whole:  # a message that is all this value, not a system prompt with it inside
+            yield from _message_moves(src, flow, label)
+        return
+    if (
+        element is elements[-1]
+        or not _joined(src, seq)
+        or any(isinstance(e, cst.StarredElement) for e in elements)
+    ):
+        return
+    changes = _item_to_end(src, elements, element)
+    if changes is not None:
+        item = src.code(element.value)
+        yield f"move `{label}` to the end of the list joined into the text (the item `{item}`)", changes
+
+
+def _message_moves(src: Source, flow: InList, label: str) -> Iterator[Candidate]:
+    """A system message that is all volatile: its content to the end of the last user message, the
+    message itself gone."""
+    content = _content(flow.element.value)
+    elements = list(flow.seq.elements)
+    user = _last_user_after(flow.seq, elements.index(flow.element))
+    if content is None or user is None:
+        return
+    moved = build(src, content)
+    target = build(src, user)
+    if moved is None or target is None:
+        return
+    added = append(src, target, _TURN + moved.all_atoms())
+    gone = _item_removal(src, elements, flow.element)
+    if added is not None and gone is not None:
+        yield f"move `{label}` to the end of the last user message (its system message removed)", gone + added
+
+
+def _joined(src: Source, seq: cst.CSTNode) -> bool:
+    """Whether the list is joined into text: `"".join([...])`, or assigned to a name joined so."""
+    parent = src.parent(seq)
+    if isinstance(parent, cst.Arg):
+        call = src.parent(parent)
+        return (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "join"
+        )
+    if (
+        isinstance(parent, cst.Assign)
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0].target, cst.Name)
+    ):
+        return any(_joined(src, ref) for ref in src.references(parent.targets[0].target))
+    return False
+
+
+def _multiline(src: Source, elements: list[cst.BaseElement]) -> bool | None:
+    """True when each item is alone on its lines, False when all are on one line, None otherwise."""
+    spans = [_item_span(src, e) for e in elements]
+    if all(src.alone_on_lines(s, e) for s, e in spans):
+        return True
+    first, last = spans[0][0], spans[-1][1]
+    return False if "\n" not in src.text[first:last] and "\r" not in src.text[first:last] else None
+
+
+def _item_span(src: Source, element: cst.BaseElement) -> tuple[int, int]:
+    start, end = src.span(element.value)
+    if isinstance(element.comma, cst.Comma):
+        end = src.text.index(",", end) + 1
+    return start, end
+
+
+def _item_removal(
+    src: Source, elements: list[cst.BaseElement], element: cst.BaseElement
+) -> list[Change] | None:
+    layout = _multiline(src, elements)
+    k = elements.index(element)
+    start, end = _item_span(src, element)
+    if layout is True:
+        return [(src.line_start(start), src.line_end(end), "")]
+    if layout is False and k + 1 < len(elements):
+        return [(start, src.span(elements[k + 1].value)[0], "")]
+    if layout is False and k > 0:
+        return [(_item_span(src, elements[k - 1])[1] - 1, src.span(element.value)[1], "")]
+    return None
+
+
+def _item_to_end(
+    src: Source, elements: list[cst.BaseElement], element: cst.BaseElement
+) -> list[Change] | None:
+    """Move one item of a list to its end, written as the list is laid out."""
+    layout = _multiline(src, elements)
+    start, end = _item_span(src, element)
+    last_start, last_end = _item_span(src, elements[-1])
+    gone = _item_removal(src, elements, element)
+    if gone is None:
+        return None
+    code = src.code(element.value)
+    if layout is True:
+        line = src.text[src.line_start(start) : src.line_end(end)]
+        comma = [] if isinstance(elements[-1].comma, cst.Comma) else [(last_end, last_end, ",")]
+        return gone + comma + [(src.line_end(last_end), src.line_end(last_end), line)]
+    value_end = src.span(elements[-1].value)[1]
+    return gone + [(value_end, value_end, ", " + code)]
+
+
+def _statement_moves(src: Source, flow: InStatements, label: str) -> Iterator[Candidate]:
+    """A `yield` statement moved after the yields that follow it in its block."""
+    stmt = flow.stmt
+    block = src.parent(stmt)
+    body = list(getattr(block, "body", ()))
+    if stmt not in body:
+        return
+    k = body.index(stmt)
+    last = k
+    while last + 1 < len(body) and _is_yield(body[last + 1]):
+        last += 1
+    if last == k:
+        return
+    start, end = src.inner(stmt)
+    after = src.inner(body[last])[1]
+    if not (src.alone_on_lines(start, end) and src.alone_on_lines(src.inner(body[last])[0], after)):
+        return
+    line = src.text[src.line_start(start) : src.line_end(end)]
+    changes = [
+        (src.line_start(start), src.line_end(end), ""),
+        (src.line_end(after), src.line_end(after), line),
+    ]
+    moved, after_it = src.code(stmt.body[0]).strip(), src.code(body[last].body[0]).strip()
+    yield f"move `{label}` after the values yielded after it (`{moved}` after `{after_it}`)", changes
+
+
+def _is_yield(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, cst.Yield)
+    )

@@ -1,0 +1,175 @@
+"""The checked file as the fixers see it: libcst's tree (parsed, never run) with parents, scopes
+and positions, and conversions between nodes, text offsets and `Edit` coordinates."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import libcst as cst
+import libcst.metadata as meta
+
+from prefixlint.model import Edit
+
+# Line breaks as Python's tokenizer (and libcst) count them: Edit lines are these lines.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass
+class Source:
+    path: str
+    text: str
+    module: cst.Module
+    positions: Mapping[cst.CSTNode, meta.CodeRange]
+    parents: Mapping[cst.CSTNode, cst.CSTNode]
+    scopes: Mapping[cst.CSTNode, meta.Scope | None]
+    names: Mapping[cst.CSTNode, Any]  # qualified names, or a LazyValue giving them
+    line_starts: list[int]
+    _starting: dict[tuple[int, int], list[cst.CSTNode]] | None = field(default=None, repr=False)
+
+    # --- positions ---------------------------------------------------------------------------
+    def offset(self, line: int, column: int) -> int:
+        """The text offset of a libcst position (1-based line, 0-based column)."""
+        return self.line_starts[line - 1] + column
+
+    def edit(self, start: int, end: int, replacement: str) -> Edit:
+        (l1, c1), (l2, c2) = self._point(start), self._point(end)
+        return Edit(self.path, l1, c1, l2, c2, replacement)
+
+    def _point(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.line_starts, offset)
+        return line, offset - self.line_starts[line - 1] + 1
+
+    def inner(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Where the node is written, without the parentheses around it."""
+        r = self.positions[node]
+        return self.offset(r.start.line, r.start.column), self.offset(r.end.line, r.end.column)
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """Where the node is written, with its parentheses."""
+        start, end = self.inner(node)
+        for paren in getattr(node, "lpar", ()):
+            start -= len(self.code(paren))
+        for paren in getattr(node, "rpar", ()):
+            end += len(self.code(paren))
+        return start, end
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def line_start(self, offset: int) -> int:
+        return self.line_starts[bisect.bisect_right(self.line_starts, offset) - 1]
+
+    def line_end(self, offset: int) -> int:
+        """The offset just after the line break that ends the line `offset` is on."""
+        m = _LINE_BREAK.search(self.text, offset)
+        return m.end() if m else len(self.text)
+
+    def break_at(self, offset: int) -> int:
+        """The offset of the line break that ends the line `offset` is on."""
+        m = _LINE_BREAK.search(self.text, offset)
+        return m.start() if m else len(self.text)
+
+    def alone_on_lines(self, start: int, end: int) -> bool:
+        """Whether [start, end) is all that is written on its lines, apart from indentation and a
+        trailing comment."""
+        before = self.text[self.line_start(start) : start]
+        after = self.text[end : self.line_end(end)]
+        return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+
+    # --- the tree ----------------------------------------------------------------------------
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.parents.get(node)
+
+    def ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        while (node := self.parents.get(node)) is not None:  # type: ignore[assignment]
+            yield node
+
+    def starting_at(self, line: int, column: int) -> list[cst.CSTNode]:
+        """The nodes written from (line, 1-based column), the largest first."""
+        if self._starting is None:
+            self._starting = {}
+            for node, r in self.positions.items():
+                self._starting.setdefault((r.start.line, r.start.column + 1), []).append(node)
+            for nodes in self._starting.values():
+                nodes.sort(key=lambda n: -self.inner(n)[1])
+        return self._starting.get((line, column), [])
+
+    def is_before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+        return self.inner(a)[0] < self.inner(b)[0]
+
+    # --- names -------------------------------------------------------------------------------
+    def references(self, target: cst.Name | cst.FunctionDef | cst.ClassDef) -> list[cst.Name]:
+        """The names that read what `target` binds (an assignment's name, a def), in source order."""
+        scope = self.scopes.get(target)
+        if scope is None:
+            return []
+        found: list[cst.Name] = []
+        name = target.value if isinstance(target, cst.Name) else target.name.value
+        for assignment in scope.assignments[name]:
+            if getattr(assignment, "node", None) is target:
+                found += [a.node for a in assignment.references if isinstance(a.node, cst.Name)]
+        return sorted(found, key=lambda n: self.inner(n)[0])
+
+    def bindings(self, name: cst.Name) -> list[cst.CSTNode]:
+        """The nodes that bind what the name `name` reads (assignment targets, defs, imports)."""
+        scope = self.scopes.get(name)
+        if scope is None:
+            return []
+        out = []
+        for access in scope.accesses[name.value]:
+            if access.node is name:
+                out += [getattr(r, "node", None) for r in access.referents]
+        return [n for n in out if n is not None]
+
+    def assigned(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The value of the one plain assignment `name = value` that `name` reads, if it is one."""
+        bound = self.bindings(name)
+        if len(bound) != 1 or not isinstance(bound[0], cst.Name):
+            return None
+        stmt = self.parent(bound[0])
+        if isinstance(stmt, cst.AssignTarget) and isinstance(assign := self.parent(stmt), cst.Assign):
+            return assign.value if len(assign.targets) == 1 else None
+        if isinstance(stmt, cst.AnnAssign) and stmt.target is bound[0]:
+            return stmt.value
+        return None
+
+    def qualified(self, node: cst.CSTNode) -> set[str]:
+        """The dotted names a name or attribute stands for through the imports (`dt.now` after
+        `from datetime import datetime as dt`: `datetime.datetime.now`)."""
+        found = self.names.get(node, ())
+        if callable(found):  # libcst computes qualified names lazily
+            found = found()
+        return {q.name for q in found}
+
+    def is_module_constant(self, node: cst.CSTNode) -> bool:
+        """A name bound once, at module level, by a plain assignment (`RULES = "..."`)."""
+        if not isinstance(node, cst.Name):
+            return False
+        bound = self.bindings(node)
+        return (
+            len(bound) == 1
+            and isinstance(self.scopes.get(bound[0]), meta.GlobalScope)
+            and self.assigned(node) is not None
+        )
+
+
+@lru_cache(maxsize=8)
+def load(path: str, text: str) -> Source | None:
+    """The file parsed with its metadata; None when libcst cannot read it (a syntax error is the
+    frontend's finding, not a fix's)."""
+    try:
+        module = cst.parse_module(text)
+        wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
+        positions = wrapper.resolve(meta.PositionProvider)
+        parents = wrapper.resolve(meta.ParentNodeProvider)
+        scopes = wrapper.resolve(meta.ScopeProvider)
+        names = wrapper.resolve(meta.QualifiedNameProvider)
+    except Exception:  # libcst raises several kinds of error on input it cannot take
+        return None
+    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+    return Source(path, text, module, positions, parents, scopes, names, starts)
