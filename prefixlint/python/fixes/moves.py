@@ -72,7 +72,12 @@ def _sentence_moves(
             continue  # at the end of its text already
         moved = atoms[s:e]
         beside = [_value(a) for a in atoms[s:start] + atoms[end:e] if a.kind in ("field", "operand")]
-        what = f"`{label}`" + (f", with `{'`, `'.join(beside)}` beside it," if beside else "")
+        named = (
+            ", ".join(f"`{b}`" for b in beside[:-1])
+            + (" and " if len(beside) > 1 else "")
+            + (f"`{beside[-1]}`" if beside else "")
+        )
+        what = f"`{label}`" + (f", with {named} beside it," if beside else "")
         if not flow.template:
             user = _user_content(src, root.node)
             if user is not None:
@@ -116,18 +121,17 @@ def _is_template(root: Piece) -> bool:
 def _volatile_block(
     src: Source, atoms: list[Atom], cuts: list[tuple[int, int]], mine: int
 ) -> tuple[int, int]:
-    """The sentences around sentence `mine` that each hold a value other than a module constant:
+    """The sentences around sentence `mine` that each hold a value that does not look static:
     moved together when moving one alone would leave the next one ahead of the static text."""
 
     def varies(k: int) -> bool:
         s, e = cuts[k]
-        return any(
-            a.kind == "operand"
-            and not src.is_module_constant(a.node)  # type: ignore[arg-type]
-            or a.kind == "field"
-            and not src.is_module_constant(a.node.expression)  # type: ignore[union-attr]
+        values = [
+            a.node.expression if a.kind == "field" else a.node
             for a in atoms[s:e]
-        )
+            if a.kind in ("field", "operand")
+        ]
+        return any(not src.looks_static(v) for v in values)  # type: ignore[union-attr,arg-type]
 
     first = last = mine
     while first > 0 and varies(first - 1):

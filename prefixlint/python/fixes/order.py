@@ -54,7 +54,7 @@ def candidates(src: Source, anchor: cst.CSTNode) -> Iterator[Candidate]:
         line = src.edit(*src.span(dumps), "").start_line
         yield (
             safe,
-            f"add `sort_keys=True` to `json.dumps(...)` (line {line}){caution}",
+            f"add `sort_keys=True` to the `json.dumps(...)` of line {line}{caution}",
             [(end, end, ", sort_keys=True")],
         )
 

@@ -146,16 +146,22 @@ class Source:
             found = found()
         return {q.name for q in found}
 
-    def is_module_constant(self, node: cst.CSTNode) -> bool:
-        """A name bound once, at module level, by a plain assignment (`RULES = "..."`)."""
+    def looks_static(self, node: cst.CSTNode) -> bool:
+        """A value that reads like the same text on every request: a name bound at module level
+        (`RULES = "..."`, an import) or not bound here at all, an attribute of an imported module,
+        a literal. Parameters, locals and calls are not."""
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            return True
+        if isinstance(node, cst.Attribute):
+            return isinstance(node.value, cst.Name) and self._imported(node.value)
         if not isinstance(node, cst.Name):
             return False
         bound = self.bindings(node)
-        return (
-            len(bound) == 1
-            and isinstance(self.scopes.get(bound[0]), meta.GlobalScope)
-            and self.assigned(node) is not None
-        )
+        return not bound or all(isinstance(self.scopes.get(b), meta.GlobalScope) for b in bound)
+
+    def _imported(self, name: cst.Name) -> bool:
+        bound = self.bindings(name)
+        return bool(bound) and all(isinstance(b, (cst.Import, cst.ImportFrom)) for b in bound)
 
 
 @lru_cache(maxsize=8)
