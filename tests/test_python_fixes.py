@@ -141,7 +141,7 @@ ANTHROPIC = """\
             + INSTRUCTIONS
         )
         return client.messages.create(system=system, messages=[{"role": "user", "content": diff}])
-    """
+    """  # noqa: E501
 
 
 def test_a_literal_left_empty_goes_with_its_line_and_comment() -> None:
@@ -158,9 +158,12 @@ def test_a_literal_left_empty_goes_with_its_line_and_comment() -> None:
                 + INSTRUCTIONS
             )
             return client.messages.create(system=system, messages=[{"role": "user", "content": diff + f"\\n\\nHost: {socket.gethostname()}"}])
-        """
+        """  # noqa: E501
     )
-    assert fixed(ANTHROPIC, to_end).splitlines()[6] == '        + INSTRUCTIONS + f"\\nHost: {socket.gethostname()}"'
+    assert (
+        fixed(ANTHROPIC, to_end).splitlines()[6]
+        == '        + INSTRUCTIONS + f"\\nHost: {socket.gethostname()}"'
+    )
     # Then with the other value beside it, which would be left in front of the instructions.
     assert block_to_user.message.startswith("move `socket.gethostname()`, with `os.getcwd()` beside it,")
     assert fixed(ANTHROPIC, block_to_end).splitlines()[4:7] == [
@@ -182,7 +185,10 @@ FEWSHOT = """\
 
 def test_an_operand_moves_to_the_end_of_its_plus_chain() -> None:
     [fix] = fixes_for(FEWSHOT, "PFX103", "random.shuffle(examples)")
-    assert fix.edits == (Edit(PATH, 6, 12, 6, 45, ""), Edit(PATH, 6, 49, 6, 49, ' + "\\n\\n" + "\\n\\n".join(examples)'))
+    assert fix.edits == (
+        Edit(PATH, 6, 12, 6, 45, ""),
+        Edit(PATH, 6, 49, 6, 49, ' + "\\n\\n" + "\\n\\n".join(examples)'),
+    )
     assert fixed(FEWSHOT, fix).splitlines()[5] == '    return TASK + "\\n\\n" + "\\n\\n".join(examples)'
 
 
@@ -196,7 +202,10 @@ BUILD = '''\
 
 def test_a_format_template_sentence_moves_inside_the_template() -> None:
     [fix] = fixes_for(BUILD, "PFX101", "time.time()")
-    assert fix.edits == (Edit(PATH, 3, 19, 4, 1, ""), Edit(PATH, 4, 15, 4, 15, "\nBuild started at {started}."))
+    assert fix.edits == (
+        Edit(PATH, 3, 19, 4, 1, ""),
+        Edit(PATH, 4, 15, 4, 15, "\nBuild started at {started}."),
+    )
     assert fixed(BUILD, fix).splitlines()[2:4] == [
         'BUILD_PROMPT = """{instructions}',
         'Build started at {started}.""".format(started=int(time.time()), instructions=INSTRUCTIONS)',
@@ -237,7 +246,10 @@ LANGCHAIN = """\
 
 def test_a_placeholder_moves_into_the_human_template() -> None:
     to_user, to_end = fixes_for(LANGCHAIN, "PFX101", '"Today', label="{current_date}")
-    assert to_user.edits == (Edit(PATH, 3, 21, 3, 47, ""), Edit(PATH, 4, 30, 4, 30, "\\n\\nToday is {current_date}."))
+    assert to_user.edits == (
+        Edit(PATH, 3, 21, 3, 47, ""),
+        Edit(PATH, 4, 30, 4, 30, "\\n\\nToday is {current_date}."),
+    )
     lines = fixed(LANGCHAIN, to_user).splitlines()
     assert lines[2:4] == [
         '        ("system", "You are a travel agent. Quote prices in EUR."),',
@@ -278,7 +290,7 @@ REQUEST = """\
             + GUIDE
         )
         return completion(messages=[{"role": "system", "content": prompt}, {"role": "user", "content": message}])
-    """
+    """  # noqa: E501
 
 
 def test_the_values_beside_it_move_together_as_a_later_candidate() -> None:
@@ -344,7 +356,8 @@ HELPERS = """\
 def test_a_helpers_value_moves_to_the_end_of_the_joined_list() -> None:
     one_line, multi_line = fixes_for(HELPERS, "PFX101", 'time.strftime("%Y-%m-%d")')
     assert one_line.message == (
-        'move `time.strftime("%Y-%m-%d")` to the end of the list joined into the text (the item `_date_line()`)'
+        'move `time.strftime("%Y-%m-%d")` to the end of the list joined into the text '
+        "(the item `_date_line()`)"
     )
     assert one_line.edits == (Edit(PATH, 7, 14, 7, 28, ""), Edit(PATH, 7, 49, 7, 49, ", _date_line()"))
     assert fixed(HELPERS, one_line).splitlines()[6] == "    parts = [_persona(name), TOOLS, _date_line()]"
@@ -374,7 +387,8 @@ YIELDS = """\
 def test_a_yield_moves_after_the_yields_that_follow_it() -> None:
     [fix] = fixes_for(YIELDS, "PFX104", "Path.cwd()")
     assert fix.message == (
-        "move `Path.cwd()` after the values yielded after it (`yield from workspace()` after `yield from today()`)"
+        "move `Path.cwd()` after the values yielded after it "
+        "(`yield from workspace()` after `yield from today()`)"
     )
     assert fix.edits == (Edit(PATH, 8, 1, 9, 1, ""), Edit(PATH, 11, 1, 11, 1, "    yield from workspace()\n"))
 
@@ -392,7 +406,10 @@ TIME_MESSAGE = """\
 
 def test_a_system_message_that_is_only_the_value_goes_into_the_user_message() -> None:
     to_user, precision = fixes_for(TIME_MESSAGE, "PFX101", "time.strftime('%c')")
-    assert to_user.message == "move `time.strftime('%c')` to the end of the last user message (its system message removed)"
+    assert (
+        to_user.message
+        == "move `time.strftime('%c')` to the end of the last user message (its system message removed)"
+    )
     assert fixed(TIME_MESSAGE, to_user).splitlines()[2:6] == [
         "MESSAGES = [",
         '    {"role": "system", "content": RULES},',
@@ -400,6 +417,70 @@ def test_a_system_message_that_is_only_the_value_goes_into_the_user_message() ->
         "]",
     ]
     assert precision.edits == (Edit(PATH, 4, 64, 4, 68, "'%x'"),)
+
+
+CONSTRUCTORS = """\
+    import time
+
+    def context(prompt, memory, question):
+        with_user = [
+            SystemMessage(content=prompt),
+            SystemMessage(content=f"The current time and date is {time.strftime('%c')}"),
+            HumanMessage(content=question),
+        ]
+        without = [
+            SystemMessage(content=prompt),
+            SystemMessage(f"The current time and date is {time.strftime('%c')}"),
+            SystemMessage(content=f"Remember:\\n{memory}"),
+        ]
+    """
+
+
+def test_message_constructors_move_like_message_dicts() -> None:
+    to_user, _ = fixes_for(CONSTRUCTORS, "PFX101", "time.strftime('%c')")
+    assert fixed(CONSTRUCTORS, to_user).splitlines()[3:7] == [
+        "    with_user = [",
+        "        SystemMessage(content=prompt),",
+        "        HumanMessage(content=question + "
+        """f"\\n\\nThe current time and date is {time.strftime('%c')}"),""",
+        "    ]",
+    ]
+    # No user message after it: the message goes to the end of the list.
+    to_end, _ = fixes_for(CONSTRUCTORS, "PFX101", "time.strftime('%c')", nth=1)
+    assert to_end.message.startswith("move `time.strftime('%c')` to the end of the message list")
+    assert fixed(CONSTRUCTORS, to_end).splitlines()[8:12] == [
+        "    without = [",
+        "        SystemMessage(content=prompt),",
+        '        SystemMessage(content=f"Remember:\\n{memory}"),',
+        """        SystemMessage(f"The current time and date is {time.strftime('%c')}"),""",
+    ]
+
+
+WRAPPED = '''\
+    PROMPT = """We are solving an issue in this repository. Here is the issue text:
+    --- BEGIN ISSUE ---
+    {problem_statement}
+    --- END ISSUE ---
+
+    Localize the bug, then write the edit as a SEARCH/REPLACE block.
+    """
+    '''
+
+
+def test_begin_and_end_markers_and_the_line_that_introduces_them_move_with_the_value() -> None:
+    [fix] = fixes_for(WRAPPED, "PFX105", '"""We', label="{problem_statement}")
+    assert fixed(WRAPPED, fix) == textwrap.dedent(
+        '''\
+        PROMPT = """We are solving an issue in this repository.
+
+        Localize the bug, then write the edit as a SEARCH/REPLACE block.
+        Here is the issue text:
+        --- BEGIN ISSUE ---
+        {problem_statement}
+        --- END ISSUE ---
+        """
+        '''
+    )
 
 
 # --- order ------------------------------------------------------------------------------------------
@@ -443,10 +524,22 @@ def test_sort_keys_for_json_of_a_dict_built_from_a_set() -> None:
 
 def test_items_of_unknown_type_are_an_unsafe_sort() -> None:
     [fix] = fixes_for(SETS, "PFX201", "set(names)", label="a set")
-    assert fix.applicability == "unsafe" and "sorted() raises on items that do not compare" in fix.message
+    assert fix.applicability == "unsafe" and "sorting raises on items that do not compare" in fix.message
     assert '", ".join(sorted(set(names)))' in fixed(SETS, fix)
     [tuples] = fixes_for(SETS, "PFX201", '{(1, "a")', label="a set")
     assert tuples.applicability == "unsafe"
+
+
+def test_dict_items_sort_by_their_keys() -> None:
+    source = """\
+        TOOLS = {name: f"- {name}" for name in {"search", "calculator"}}
+
+        def prompt() -> str:
+            return "\\n".join(line for _, line in TOOLS.items()) + "\\nCall one tool per turn."
+        """
+    [fix] = fixes_for(source, "PFX201", "TOOLS.items()")
+    assert fix.applicability == "safe"
+    assert "for _, line in sorted(TOOLS.items()))" in fixed(source, fix)
 
 
 def test_no_sort_for_items_that_cannot_compare_or_order_that_does_not_reach_text() -> None:
@@ -489,8 +582,12 @@ def test_a_datetime_keeps_its_date(nth: int, edit: Edit) -> None:
 
 
 def test_time_strftime_keeps_its_date_and_an_hour_has_no_date_to_keep() -> None:
-    assert fixes_for(PRECISION, "PFX101", 'time.strftime("%Y-%m-%d %H:%M")')[-1].edits == (Edit(PATH, 7, 29, 7, 45, '"%Y-%m-%d"'),)
-    assert not any(f.message.startswith("keep") for f in fixes_for(PRECISION, "PFX101", "datetime.now()", nth=3))
+    assert fixes_for(PRECISION, "PFX101", 'time.strftime("%Y-%m-%d %H:%M")')[-1].edits == (
+        Edit(PATH, 7, 29, 7, 45, '"%Y-%m-%d"'),
+    )
+    assert not any(
+        f.message.startswith("keep") for f in fixes_for(PRECISION, "PFX101", "datetime.now()", nth=3)
+    )
 
 
 @pytest.mark.parametrize(
@@ -517,11 +614,14 @@ def test_a_value_from_another_module_or_a_prompt_file_gets_nothing() -> None:
     elsewhere = Diagnostic(
         "PFX101",
         Span(PATH, 2, 12),
-        "the current date/time (`today_line()`, `datetime.now()` in assistant/clock.py:7) is ahead of 36 static tokens",
+        "the current date/time (`today_line()`, `datetime.now()` in assistant/clock.py:7) is ahead of "
+        "36 static tokens",
         Severity.ERROR,
     )
     assert list(fixes.candidates(PATH, source, elsewhere)) == []
-    in_prompt_file = Diagnostic("PFX101", Span("prompts/system.j2", 1, 10), "`today` is named like a date", Severity.WARNING)
+    in_prompt_file = Diagnostic(
+        "PFX101", Span("prompts/system.j2", 1, 10), "`today` is named like a date", Severity.WARNING
+    )
     assert list(fixes.candidates(PATH, source, in_prompt_file)) == []
 
 
@@ -531,7 +631,11 @@ def test_a_value_from_another_module_or_a_prompt_file_gets_nothing() -> None:
         # already the end of its text, and what follows is built elsewhere
         ('task.description += f"\\n\\nCurrent Date: {datetime.now():%Y-%m-%d}"\n', "datetime.now()", None),
         # the same value twice: moving one would leave the other in front
-        ('cwd = os.getcwd()\nP = f"Run {cwd}/a.py first.\\nThen {cwd}/b.py.\\nBe careful."\n', "os.getcwd()", None),
+        (
+            'cwd = os.getcwd()\nP = f"Run {cwd}/a.py first.\\nThen {cwd}/b.py.\\nBe careful."\n',
+            "os.getcwd()",
+            None,
+        ),
         # a placeholder written twice
         ('T = "Ticket {ticket_id}\\nSee {ticket_id}.\\nClassify it."\n', '"Ticket', "{ticket_id}"),
         # bytes are not prompt text
@@ -559,7 +663,14 @@ def test_codes_without_python_fixes_get_nothing() -> None:
     text = textwrap.dedent(AGENT)
     for code in ("PFX003", "PFX302", "PFX401"):
         diagnostic = finding(text, "PFX101", "datetime.date.today()")
-        assert list(fixes.candidates(PATH, text, Diagnostic(code, diagnostic.span, diagnostic.message, Severity.ERROR))) == []
+        assert (
+            list(
+                fixes.candidates(
+                    PATH, text, Diagnostic(code, diagnostic.span, diagnostic.message, Severity.ERROR)
+                )
+            )
+            == []
+        )
 
 
 # --- the oracle on the fixtures ------------------------------------------------------------------------
@@ -571,17 +682,38 @@ def _key(d: Diagnostic) -> tuple[str, str]:
     return d.code, m.group(1) if m else ""
 
 
+def _offset(text: str, line: int, column: int) -> int:
+    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+    return starts[line - 1] + column - 1
+
+
+def _moved_to(text: str, edits: tuple[Edit, ...], offset: int) -> int | None:
+    """Where text at `offset` is after the edits; None when an edit takes it out."""
+    shift = 0
+    for e in edits:
+        start, end = _offset(text, e.start_line, e.start_column), _offset(text, e.end_line, e.end_column)
+        if start <= offset < end:
+            return None
+        if end <= offset and not (start == end == offset):
+            shift += len(e.replacement) - (end - start)
+    return offset + shift
+
+
 def holds(path: Path, text: str, diagnostic: Diagnostic, fix: Fix) -> bool:
-    """The fixed text, analysed again: the finding is gone, nothing new at warning or above, and
-    the value is still in the code."""
+    """The fixed text, analysed again: the finding is gone (neither where the value was, nor named
+    as it was), nothing new at warning or above, and the value is still in the code."""
     after_text = apply(text, fix.edits)
     before = analyze_python(str(path), text, options(path)).diagnostics
     after = analyze_python(str(path), after_text, options(path)).diagnostics
-    gone = Counter(map(_key, after))[_key(diagnostic)] < Counter(map(_key, before))[_key(diagnostic)]
+    there = _moved_to(text, fix.edits, _offset(text, diagnostic.span.line, diagnostic.span.column))
+    stays = any(
+        d.code == diagnostic.code and _offset(after_text, d.span.line, d.span.column) == there for d in after
+    )
+    named = Counter(map(_key, after))[_key(diagnostic)] >= Counter(map(_key, before))[_key(diagnostic)]
     loud = lambda ds: Counter((_key(d), d.severity) for d in ds if d.severity >= Severity.WARNING)  # noqa: E731
     label = _key(diagnostic)[1]
     kept = label == "a set" or label.strip("{}") in after_text
-    return gone and not (loud(after) - loud(before)) and kept
+    return not stays and not named and not (loud(after) - loud(before)) and kept
 
 
 PROJECT = FIXTURES / "python_project"
@@ -592,6 +724,7 @@ def options(path: Path) -> Options:
     """As `check` runs: the multi-file fixture's root is its folder, where its imports resolve."""
     return Options(project_root=str(PROJECT)) if PROJECT in path.parents else Options()
 
+
 # The first candidate that holds, for every fixture finding of the codes with Python fixes; None:
 # nothing holds (why, beside each).
 FIRST_THAT_HOLDS = {
@@ -601,14 +734,27 @@ FIRST_THAT_HOLDS = {
     ("agent_wrappers.py", 23, "PFX101"): None,
     ("agent_wrappers.py", 27, "PFX101"): "move `time.time()` to the end of the text it is in",
     ("agent_wrappers.py", 43, "PFX101"): "move `datetime.date.today()` to the end of the text it is in",
-    ("anthropic_system_env.py", 13, "PFX104"): "move `socket.gethostname()` to the end of the last user message",
-    ("anthropic_system_env.py", 14, "PFX104"): "move `operating_system.getcwd()`, with `socket.gethostname()` beside it, to the end of the last user message",
+    (
+        "anthropic_system_env.py",
+        13,
+        "PFX104",
+    ): "move `socket.gethostname()` to the end of the last user message",
+    (
+        "anthropic_system_env.py",
+        14,
+        "PFX104",
+    ): "move `operating_system.getcwd()`, with `socket.gethostname()` beside it, to the end of the last user "
+    "message",
     # Appended to a task description another module turns into a prompt: the end of what this file
     # writes already, and a date already.
     ("attribute_append.py", 9, "PFX101"): None,
     # A Jinja template in a Python string: the Jinja fixes' job.
     ("embedded_jinja.py", 6, "PFX101"): None,
-    ("helpers_and_constants.py", 17, "PFX101"): 'move `time.strftime("%Y-%m-%d")` to the end of the list joined into the text',
+    (
+        "helpers_and_constants.py",
+        17,
+        "PFX101",
+    ): 'move `time.strftime("%Y-%m-%d")` to the end of the list joined into the text',
     ("langchain_templates.py", 6, "PFX102"): "move `{ticket_id}` to the end of the text it is in",
     ("langchain_templates.py", 12, "PFX101"): "move `{current_date}` to the end of the last user message",
     ("message_generators.py", 14, "PFX104"): "move `Path.cwd()` after the values yielded after it",
@@ -616,7 +762,11 @@ FIRST_THAT_HOLDS = {
     ("random_fewshot.py", 17, "PFX103"): "move `random.shuffle(examples)` to the end of the text it is in",
     ("random_fewshot.py", 22, "PFX103"): "move `pick(EXAMPLES, 2)` to the end of the text it is in",
     # Moving the date alone would leave the session and trace ids ahead of the guide: they move with it.
-    ("request_inputs.py", 16, "PFX105"): "move `date`, with `session_id` and `uuid.uuid4()` beside it, to the end of the last user message",
+    (
+        "request_inputs.py",
+        16,
+        "PFX105",
+    ): "move `date`, with `session_id` and `uuid.uuid4()` beside it, to the end of the last user message",
     ("set_tools.py", 5, "PFX201"): "sort `TOOL_NAMES` where it is iterated",
     ("set_tools.py", 15, "PFX201"): "sort `enabled` where it is iterated",
     # The clock is read in assistant/clock.py: the fix belongs there.
@@ -640,7 +790,9 @@ def _fixture_findings() -> list[tuple[Path, Diagnostic]]:
     for path in PY_FIXTURES:
         text = path.read_text(encoding="utf-8")
         for d in analyze_python(str(path), text, options(path)).diagnostics:
-            if d.code in ("PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201") and d.span.path == str(path):
+            if d.code in ("PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201") and d.span.path == str(
+                path
+            ):
                 out.append((path, d))
     return out
 
@@ -652,10 +804,14 @@ def test_the_table_names_every_fixture_finding() -> None:
     assert {(p.name, d.span.line, d.code) for p, d in FINDINGS} == set(FIRST_THAT_HOLDS)
 
 
-@pytest.mark.parametrize(("path", "diagnostic"), FINDINGS, ids=lambda x: getattr(x, "name", None) or f"{x.code}:{x.span.line}")
+@pytest.mark.parametrize(
+    ("path", "diagnostic"), FINDINGS, ids=lambda x: getattr(x, "name", None) or f"{x.code}:{x.span.line}"
+)
 def test_first_candidate_that_holds_on_the_fixtures(path: Path, diagnostic: Diagnostic) -> None:
     text = path.read_text(encoding="utf-8")
-    first = next((f for f in fixes.candidates(str(path), text, diagnostic) if holds(path, text, diagnostic, f)), None)
+    first = next(
+        (f for f in fixes.candidates(str(path), text, diagnostic) if holds(path, text, diagnostic, f)), None
+    )
     expected = FIRST_THAT_HOLDS[(path.name, diagnostic.span.line, diagnostic.code)]
     assert (first.message if first else None) == expected or (
         first is not None and expected is not None and first.message.startswith(expected)
@@ -672,7 +828,9 @@ def _corpus_and_fixtures() -> list[Path]:
     return found
 
 
-def test_no_candidate_builder_raises_and_candidates_are_deterministic(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_candidate_builder_raises_and_candidates_are_deterministic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """`candidates` swallows a builder's error (odd input is never a traceback); here they must
     not happen at all on real code."""
     monkeypatch.setattr(fixes, "_guarded", lambda found: found)

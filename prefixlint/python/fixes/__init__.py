@@ -60,8 +60,10 @@ def candidates(path: str, text: str, diagnostic: Diagnostic) -> Iterator[Fix]:
 
 def _all(src: Source, diagnostic: Diagnostic, label: str) -> Iterator[tuple[str, str, list[Change]]]:
     nodes = src.starting_at(diagnostic.span.line, diagnostic.span.column)
-    if diagnostic.code == "PFX201":
-        anchor = next((n for n in nodes if _is_collection(n)), None)
+    if diagnostic.code == "PFX201":  # named by its code (`TOOLS.keys()`), or as "a set"
+        anchor = next((n for n in nodes if _label(src, n) == label), None) or next(
+            (n for n in nodes if _is_collection(n)), None
+        )
         if anchor is not None:
             yield from order.candidates(src, anchor)
         return

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from prefixlint.python.fixes import messages
 from prefixlint.python.fixes.source import Source
 from prefixlint.python.fixes.text import Piece, build, outermost
 
@@ -80,19 +81,17 @@ def _flows(src: Source, node: cst.CSTNode, seen: set[int], depth: int, whole: bo
             for call in calls_of(src, parent):
                 yield from _flows(src, call, seen, depth + 1, whole)
             return
+        if (message := messages.holding(child, parent, src.parent(parent))) is not None:
+            if not whole:
+                return  # one value among a message's text: the message cannot move for it
+            child, parent = message, src.parent(message)
+            continue
         if isinstance(parent, cst.Element) and isinstance(seq := src.parent(parent), (cst.List, cst.Tuple)):
-            if _is_message_tuple(seq):  # ("system", text): the message as a whole
-                if not whole:
-                    return
-                child, parent = seq, src.parent(seq)
-                continue
             yield InList(seq, parent, whole)
             return
         if isinstance(parent, (cst.Yield, cst.From)):
             yield from _yielded(src, parent, seen, depth, whole)
             return
-        if isinstance(parent, cst.DictElement) and not whole:
-            return  # one value in a message's content: the message cannot move for it
         carried = _carries(parent, child)
         if carried is None:
             return
@@ -121,11 +120,9 @@ def _carries(parent: cst.CSTNode, child: cst.CSTNode) -> bool | None:
         return child is func or name in _WHOLE_CALLS
     if isinstance(parent, (cst.Attribute, cst.Subscript)):
         return True if child is parent.value else None
-    if isinstance(parent, cst.DictElement):
-        return True if child is parent.value else None
     if isinstance(parent, cst.CompFor):
         return False if child is parent.iter else None
-    if isinstance(parent, (cst.Dict, cst.IfExp, cst.BooleanOperation, cst.Await, cst.StarredElement)):
+    if isinstance(parent, (cst.IfExp, cst.BooleanOperation, cst.Await, cst.StarredElement)):
         return True
     if isinstance(parent, (cst.GeneratorExp, cst.ListComp, cst.BinaryOperation, cst.UnaryOperation)):
         return False
@@ -259,21 +256,3 @@ def _yielded(
     if isinstance(node, cst.Yield):
         for call in calls_of(src, node):
             yield from _flows(src, call, seen, depth + 1, whole)
-
-
-def _is_message_tuple(seq: cst.CSTNode) -> bool:
-    return (
-        isinstance(seq, cst.Tuple) and len(seq.elements) == 2 and role_of(seq.elements[0].value) is not None
-    )
-
-
-def role_of(node: cst.CSTNode) -> str | None:
-    """The role a literal names ("system", "user", ...), lower-case."""
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        if isinstance(value, str) and value.lower() in _ROLES:
-            return value.lower()
-    return None
-
-
-_ROLES = {"system", "developer", "user", "human", "assistant", "ai", "tool", "function", "model"}

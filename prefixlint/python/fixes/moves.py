@@ -10,7 +10,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from prefixlint.python.fixes.flows import InList, InStatements, InText, flows, role_of
+from prefixlint.python.fixes import messages
+from prefixlint.python.fixes.flows import InList, InStatements, InText, flows
+from prefixlint.python.fixes.messages import SYSTEM, USER, content, role
 from prefixlint.python.fixes.source import Source
 from prefixlint.python.fixes.strings import Atom, shown
 from prefixlint.python.fixes.text import Change, Piece, append, build, cut, has_literal, removal, sentences
@@ -18,8 +20,6 @@ from prefixlint.python.fixes.text import Change, Piece, append, build, cut, has_
 # What a fix says and changes.
 Candidate = tuple[str, list[Change]]
 
-_SYSTEM = {"system", "developer"}
-_USER = {"user", "human"}
 _TURN = [Atom("text", "\n\n", "", -1, -1)]  # between a user's text and what is appended to it
 
 
@@ -144,20 +144,36 @@ def _volatile_block(
 _OPEN_TAG = re.compile(r"<([A-Za-z][\w:.-]*)(?:\s[^<>]*)?>")
 
 
+def _closes(opening: str, closing: str) -> bool:
+    """Whether two lines wrap what is between them: `<tag>` and `</tag>`, `--- BEGIN X ---` and
+    `--- END X ---`, a code fence and its end, or the same rule line (`---`) twice."""
+    if (m := _OPEN_TAG.fullmatch(opening)) is not None:
+        return closing == f"</{m.group(1)}>"
+    if re.search(r"\bBEGIN\b", opening, re.IGNORECASE):
+        return closing.lower() == re.sub(r"\bBEGIN\b", "END", opening, flags=re.IGNORECASE).lower()
+    if opening.startswith("```"):
+        return closing == "```"
+    return opening == closing and bool(opening) and not any(ch.isalnum() for ch in opening)
+
+
 def _wrapped(atoms: list[Atom], cuts: list[tuple[int, int]], first: int, last: int) -> tuple[int, int]:
-    """Sentences first..last as an atom range, with the lines of the markup tags around them
+    """Sentences first..last as an atom range, with the lines around them that wrap them
     (`<user_query>` ... `</user_query>`): what a value is inside of moves with it."""
 
     def line(k: int) -> str | None:
         s, e = cuts[k]
-        return None if any(a.kind != "text" for a in atoms[s:e]) else "".join(a.text for a in atoms[s:e])
+        return (
+            None if any(a.kind != "text" for a in atoms[s:e]) else "".join(a.text for a in atoms[s:e]).strip()
+        )
 
+    wrapped = False
     while first > 0 and last + 1 < len(cuts):
         opening, closing = line(first - 1), line(last + 1)
-        m = _OPEN_TAG.fullmatch(opening or "")
-        if m is None or closing != f"</{m.group(1)}>":
+        if opening is None or closing is None or not _closes(opening, closing):
             break
-        first, last = first - 1, last + 1
+        first, last, wrapped = first - 1, last + 1, True
+    if wrapped and first > 0 and (line(first - 1) or "").endswith(":"):
+        first -= 1  # "Here is the issue text:" introduces what is wrapped
     return cuts[first][0], cuts[last][1]
 
 
@@ -167,17 +183,9 @@ def _user_content(src: Source, node: cst.CSTNode, depth: int = 0) -> cst.BaseExp
     parent = src.parent(node)
     if depth > 4 or parent is None:
         return None
-    if isinstance(parent, cst.DictElement) and parent.value is node and _key(parent) == "content":
-        message = src.parent(parent)
-        return _last_user(src, message) if _role(message) in _SYSTEM else None
-    if isinstance(parent, cst.Element) and isinstance(pair := src.parent(parent), cst.Tuple):
-        if (
-            len(pair.elements) == 2
-            and pair.elements[1] is parent
-            and role_of(pair.elements[0].value) in _SYSTEM
-        ):
-            return _last_user(src, pair)
-        return None
+    message = messages.holding(node, parent, src.parent(parent))
+    if message is not None:
+        return _last_user(src, message) if role(message) in SYSTEM else None
     if (
         isinstance(parent, cst.Arg)
         and parent.keyword is not None
@@ -200,36 +208,6 @@ def _user_content(src: Source, node: cst.CSTNode, depth: int = 0) -> cst.BaseExp
     return None
 
 
-def _key(element: cst.DictElement) -> str | None:
-    key = element.key
-    return key.evaluated_value if isinstance(key, cst.SimpleString) else None  # type: ignore[return-value]
-
-
-def _role(message: cst.CSTNode | None) -> str | None:
-    if isinstance(message, cst.Dict):
-        for el in message.elements:
-            if isinstance(el, cst.DictElement) and _key(el) == "role":
-                return role_of(el.value)
-    if isinstance(message, cst.Tuple) and len(message.elements) == 2:
-        return role_of(message.elements[0].value)
-    return None
-
-
-def _content(message: cst.CSTNode) -> cst.BaseExpression | None:
-    if isinstance(message, cst.Dict):
-        return next(
-            (
-                el.value
-                for el in message.elements
-                if isinstance(el, cst.DictElement) and _key(el) == "content"
-            ),
-            None,
-        )
-    if isinstance(message, cst.Tuple):
-        return message.elements[1].value
-    return None
-
-
 def _last_user(src: Source, message: cst.CSTNode) -> cst.BaseExpression | None:
     element = src.parent(message)
     seq = src.parent(element) if isinstance(element, cst.Element) else None
@@ -246,8 +224,8 @@ def _last_user_after(seq: cst.List | cst.Tuple, index: int) -> cst.BaseExpressio
         el = elements[k]
         if isinstance(el, cst.StarredElement):
             return None
-        if _role(el.value) in _USER:
-            return _content(el.value)
+        if role(el.value) in USER:
+            return content(el.value)
     return None
 
 
@@ -255,31 +233,40 @@ def _last_user_after(seq: cst.List | cst.Tuple, index: int) -> cst.BaseExpressio
 def _list_moves(src: Source, flow: InList, label: str) -> Iterator[Candidate]:
     seq, element = flow.seq, flow.element
     elements = list(seq.elements)
-    if _role(element.value) in _SYSTEM:
-        if flow.whole:  # a message that is all this value, not a system prompt with it inside
+    kind = role(element.value)
+    if kind is not None and (kind not in SYSTEM or not flow.whole):
+        return  # a system prompt with the value inside stays where it is, and so do other turns
+    if kind is not None:
+        if _last_user_after(seq, elements.index(element)) is not None:
             yield from _message_moves(src, flow, label)
+            return  # after the user's message it would be a turn of its own
+    elif not _joined(src, seq):
         return
-    if (
-        element is elements[-1]
-        or not _joined(src, seq)
-        or any(isinstance(e, cst.StarredElement) for e in elements)
-    ):
+    if element is elements[-1] or any(isinstance(e, cst.StarredElement) for e in elements):
         return
     changes = _item_to_end(src, elements, element)
     if changes is not None:
-        item = src.code(element.value)
-        yield f"move `{label}` to the end of the list joined into the text (the item `{item}`)", changes
+        where = "message list" if kind is not None else "list joined into the text"
+        yield (
+            f"move `{label}` to the end of the {where} (the item `{_short(src.code(element.value))}`)",
+            changes,
+        )
+
+
+def _short(code: str) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= 60 else code[:57] + "..."
 
 
 def _message_moves(src: Source, flow: InList, label: str) -> Iterator[Candidate]:
     """A system message that is all volatile: its content to the end of the last user message, the
     message itself gone."""
-    content = _content(flow.element.value)
+    text = content(flow.element.value)
     elements = list(flow.seq.elements)
     user = _last_user_after(flow.seq, elements.index(flow.element))
-    if content is None or user is None:
+    if text is None or user is None:
         return
-    moved = build(src, content)
+    moved = build(src, text)
     target = build(src, user)
     if moved is None or target is None:
         return

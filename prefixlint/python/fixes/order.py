@@ -29,34 +29,42 @@ _STR_METHODS = {
 
 
 def candidates(src: Source, anchor: cst.CSTNode) -> Iterator[Candidate]:
+    """`sorted()` where the collection `anchor` is iterated, then `sort_keys=True` on the JSON
+    of a dict built in its order."""
     sites = _iterations(src, anchor)
-    if not sites:
-        return
-    kind = items(src, anchor)
-    if kind == "unorderable":
-        return
-    safe = "safe" if kind in ("str", "number") else "unsafe"
-    caution = (
-        ""
-        if safe == "safe"
-        else " (unsafe: the items' type is not known here, and sorted() raises on items that do not compare)"
-    )
-    shown = src.code(sites[0]).strip()
-    where = ", ".join(str(src.edit(*src.span(s), "").start_line) for s in sites)
-    changes: list[Change] = []
-    for site in sites:
-        start, end = src.span(site)
-        changes += [(start, start, "sorted("), (end, end, ")")]
-    yield safe, f"sort `{shown}` where it is iterated (line {where}): `sorted({shown})`{caution}", changes
-    for dumps in _dumps_of(src, sites):
-        last = dumps.args[-1]
-        end = src.span(last.value)[1]
-        line = src.edit(*src.span(dumps), "").start_line
+    if sites and (sort := _applicability(items(src, anchor))) is not None:
+        shown = src.code(sites[0]).strip()
+        where = ", ".join(str(src.edit(*src.span(s), "").start_line) for s in sites)
+        changes: list[Change] = []
+        for site in sites:
+            start, end = src.span(site)
+            changes += [(start, start, "sorted("), (end, end, ")")]
         yield (
-            safe,
-            f"add `sort_keys=True` to the `json.dumps(...)` of line {line}{caution}",
-            [(end, end, ", sort_keys=True")],
+            sort[0],
+            f"sort `{shown}` where it is iterated (line {where}): `sorted({shown})`{sort[1]}",
+            changes,
         )
+    for d, dumps in _dumps_of(src, _dicts(src, anchor, sites)):
+        keys = _applicability(items(src, d))
+        if keys is None:
+            continue
+        end = src.span(dumps.args[-1].value)[1]
+        line = src.edit(*src.span(dumps), "").start_line
+        message = f"add `sort_keys=True` to the `json.dumps(...)` of line {line}{keys[1]}"
+        yield keys[0], message, [(end, end, ", sort_keys=True")]
+
+
+def _applicability(kind: str) -> tuple[str, str] | None:
+    """Safe for items that compare; unsafe, said why, when their type is unknown; None when
+    they cannot be sorted (dicts, lists)."""
+    if kind == "unorderable":
+        return None
+    if kind in ("str", "number"):
+        return "safe", ""
+    return (
+        "unsafe",
+        " (unsafe: the items' type is not known here, and sorting raises on items that do not compare)",
+    )
 
 
 def _iterations(src: Source, anchor: cst.CSTNode) -> list[cst.CSTNode]:
@@ -92,15 +100,22 @@ def _iterated(src: Source, node: cst.CSTNode) -> bool:
     return False
 
 
-def _dumps_of(src: Source, sites: list[cst.CSTNode]) -> list[cst.Call]:
-    """`json.dumps` calls of a dict comprehension that iterates one of the sites (directly or
-    through the name it is assigned to), not already given `sort_keys`."""
-    out: list[cst.Call] = []
+def _dicts(src: Source, anchor: cst.CSTNode, sites: list[cst.CSTNode]) -> list[cst.CSTNode]:
+    """The dicts built in the collection's order: comprehensions that iterate one of the sites,
+    and the collection itself when it is a dict."""
+    out = [anchor] if isinstance(anchor, (cst.Dict, cst.DictComp)) else []
     for site in sites:
         comp = src.parent(site)
-        d = src.parent(comp) if isinstance(comp, cst.CompFor) else None
-        if not isinstance(d, cst.DictComp):
-            continue
+        if isinstance(comp, cst.CompFor) and isinstance(d := src.parent(comp), cst.DictComp):
+            out.append(d)
+    return out
+
+
+def _dumps_of(src: Source, dicts: list[cst.CSTNode]) -> list[tuple[cst.CSTNode, cst.Call]]:
+    """`json.dumps` calls of each dict (written there, or through the name it is assigned to)
+    not already given `sort_keys`."""
+    out: list[tuple[cst.CSTNode, cst.Call]] = []
+    for d in dicts:
         uses: list[cst.CSTNode] = [d]
         parent = src.parent(d)
         if (
@@ -115,21 +130,16 @@ def _dumps_of(src: Source, sites: list[cst.CSTNode]) -> list[cst.Call]:
             if (
                 isinstance(call, cst.Call)
                 and call.args[0] is arg
-                and _is_json_dumps(call.func)
+                and _is_json_dumps(src, call.func)
                 and not any(a.keyword is not None and a.keyword.value == "sort_keys" for a in call.args)
-                and call not in out
+                and all(call is not c for _, c in out)
             ):
-                out.append(call)
+                out.append((d, call))
     return out
 
 
-def _is_json_dumps(func: cst.BaseExpression) -> bool:
-    return (
-        isinstance(func, cst.Attribute)
-        and func.attr.value == "dumps"
-        and isinstance(func.value, cst.Name)
-        and func.value.value == "json"
-    )
+def _is_json_dumps(src: Source, func: cst.BaseExpression) -> bool:
+    return "json.dumps" in src.qualified(func)
 
 
 def items(src: Source, node: cst.CSTNode, depth: int = 0) -> str:
@@ -154,7 +164,8 @@ def items(src: Source, node: cst.CSTNode, depth: int = 0) -> str:
         func = node.func
         if isinstance(func, cst.Name) and func.value in ("set", "frozenset", "list", "tuple", "sorted"):
             return items(src, node.args[0].value, deeper) if node.args else "str"  # empty: nothing to compare
-        if isinstance(func, cst.Attribute) and func.attr.value == "keys" and not node.args:
+        if isinstance(func, cst.Attribute) and func.attr.value in ("keys", "items") and not node.args:
+            # (key, value) pairs sort by their keys, which differ: the values are never compared
             return items(src, func.value, deeper)
     if isinstance(node, cst.Name) and (value := src.assigned(node)) is not None:
         return items(src, value, deeper)

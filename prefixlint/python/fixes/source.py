@@ -124,7 +124,9 @@ class Source:
         for access in scope.accesses[name.value]:
             if access.node is name:
                 out += [getattr(r, "node", None) for r in access.referents]
-        return [n for n in out if n is not None]
+        return sorted(
+            (n for n in out if n is not None and n in self.positions), key=lambda n: self.inner(n)[0]
+        )
 
     def assigned(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the one plain assignment `name = value` that `name` reads, if it is one."""

@@ -158,10 +158,11 @@ def cut(atoms: list[Atom], start: int, end: int) -> tuple[list[int], list[Atom]]
         taken, sep = list(range(start, after)), atoms[end:after]
     else:
         taken, sep = list(range(before, end)), atoms[before:start]
-    if not sep:
-        sep = [Atom("text", " ", " ", -1, -1)]
+    between = "".join(a.text for a in sep) or " "
+    if "\n" not in between and any(a.kind == "text" and "\n" in a.text for a in atoms[start:end]):
+        between = "\n"  # lines that move are lines where they land
     # Only the white space itself moves, not where it was written.
-    return taken, [Atom("text", "".join(a.text for a in sep), "", -1, -1)]
+    return taken, [Atom("text", between, "", -1, -1)]
 
 
 # --- edits --------------------------------------------------------------------------------------
