@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
+from prefixlint.python.candidates import find_candidates
 from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics, prefix_numbers
 from prefixlint.python.project import Project, parsed_module
 from prefixlint.python.scopes import index_module
-from prefixlint.python.sinks import find_prompts
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -74,7 +74,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     tokenizer = _LazyTokenizer(path, options)
     engine = options.engine_profile()
     block_size = engine.block_size if engine is not None else 1
-    prompts = find_prompts(index, evaluator, options.python_sinks)
+    prompts = find_candidates(index, evaluator, options.python_sinks)
     found = diagnostics(path, prompts, tokenizer.count, block_size)
     from prefixlint.python.embedded import embedded_template_diagnostics
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from prefixlint.python.frameworks import ConfigModel
 from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope
 from prefixlint.python.segments import (
     EMPTY,
@@ -28,6 +29,7 @@ from prefixlint.python.segments import (
     concat,
     first_volatile,
     holes,
+    is_constant,
     is_static,
     join,
     map_holes,
@@ -81,6 +83,7 @@ _SEEDABLE = {"random.Random", "numpy.random.default_rng", "numpy.random.RandomSt
 _OPAQUE = {"len", "bool", "isinstance", "hasattr", "getattr", "type", "id", "print"}
 # Builtins whose result is their argument in another form: `int(time.time())` is still the clock.
 _CONVERSIONS = {"int", "float", "round", "abs"}
+_CONSTRUCTORS = {"__init__", "__post_init__", "model_post_init", "__attrs_post_init__"}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 
 
@@ -92,6 +95,9 @@ class Env:
     shadow: dict[str, Value] = field(default_factory=dict)
     depth: int = 0
     template: bool = False  # string literals are templates whose `{placeholders}` are filled later
+    # The function whose summary is being made (summaries.py): its parameters stay parameters, not
+    # what the calls in this module pass.
+    summary: cst.CSTNode | None = None
 
     def deeper(self, **changes: object) -> Env:
         fields = {
@@ -99,6 +105,7 @@ class Env:
             "shadow": self.shadow,
             "depth": self.depth + 1,
             "template": self.template,
+            "summary": self.summary,
         }
         return Env(**{**fields, **changes})
 
@@ -184,7 +191,18 @@ class Evaluator:
         line, column = self.index.pos(node)
         if label is None:  # generating a node's code is costly: only volatile holes are ever shown
             label = self.label(node) if provenance.volatile else ""
-        return (Hole(provenance, line, column, label, by_name, self.path, weak=weak),)
+        timing = self.timing(node) if provenance.volatile else "call"
+        return (Hole(provenance, line, column, label, by_name, self.path, weak=weak, timing=timing),)
+
+    def timing(self, node: cst.CSTNode) -> str:
+        """When the expression at `node` runs: "import" (module or class level), "construction"
+        (in `__init__` and the like: once per object), else "call"."""
+        owner = self.index.scope_for(node).node
+        if isinstance(owner, (cst.Module, cst.ClassDef)):
+            return "import"
+        if isinstance(owner, cst.FunctionDef) and owner.name.value in _CONSTRUCTORS:
+            return "construction"
+        return "call"
 
     def anchor(self, value: Value, node: cst.CSTNode) -> Value:
         """A value computed in another module, placed at `node` of this one (where it enters the
@@ -359,6 +377,8 @@ class Evaluator:
             for h in holes(value):
                 if h.provenance.volatile and not h.by_name:
                     return (h,)
+        if values and len(values) == len(node.elements) and all(is_constant(v) for v in values):
+            return (Open(self.index.pos(node)[0]),)  # constant data: its rendering is the same every time
         return self.unknown(node)
 
     # --- calls ---------------------------------------------------------------------------------
@@ -368,6 +388,8 @@ class Evaluator:
             return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
         if (prov := qualified_provenance(qnames)) is not None:
             return self.hole(prov, node)
+        if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
+            return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
         name = func_name(node.func)
         deeper = env.deeper(template=False)  # a call's arguments are not the template
         args = [a for a in node.args if a.keyword is None and not a.star]
@@ -474,7 +496,7 @@ class Evaluator:
             for h in holes(part):
                 if h.provenance.volatile and not h.by_name:
                     return (h,)
-        if parts and all(is_static(p) for p in parts) or says_prompt(name):
+        if parts and all(is_constant(p) for p in parts) or says_prompt(name):
             return (Open(self.index.pos(node)[0]),)
         return self.unknown(node)
 
@@ -531,7 +553,7 @@ class Evaluator:
             args[fn] = bound
         elif call is not None:
             args[fn] = self.bind_arguments(fn, call, env)
-        inner = Env(args=args, depth=env.depth + 1)
+        inner = Env(args=args, depth=env.depth + 1, summary=env.summary)
         self.active.append(fn)
         try:
             body = self.index.bodies[fn]
@@ -645,7 +667,7 @@ class Evaluator:
         """A name not bound earlier in its function: a parameter, or a module-level name."""
         if name in scope.params:
             if scope.node not in env.args:  # the function judged on its own: its caller is unknown
-                return self.parameter(name, scope, node)
+                return self.parameter(name, scope, node, env)
             bound = env.args[scope.node]
             if name in bound:
                 return bound[name]
@@ -661,25 +683,30 @@ class Evaluator:
                 return self.binding_value(name, module, bindings[-1], Env(args=env.args, depth=env.depth + 1))
         return None
 
-    def parameter(self, name: str, scope: Scope, node: cst.CSTNode) -> Value:
+    def parameter(self, name: str, scope: Scope, node: cst.CSTNode, env: Env) -> Value:
         """A parameter whose caller we do not follow: its annotation (a `random.Random`) or its name
-        decides; a constructor's parameters configure the object and are static."""
+        decides; a constructor's parameters configure the object and are static. Each such hole
+        says which parameter it is, so that a call can put what it passes in its place."""
         fn = scope.node
+        param = (id(fn), name)
         if isinstance(fn, cst.FunctionDef):
             if fn.name.value == "__init__":
-                return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
-            passed = self.passed_by_callers(fn, name)
-            if passed is not None:
-                return passed
+                (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+                return (replace(hole, param=param),)
+            if env.summary is not fn:
+                passed = self.passed_by_callers(fn, name)
+                if passed is not None:
+                    return passed
             where = f"{PARAMETER_OF} `{fn.name.value}()`"
         else:
             where = ""
         found = parameter_provenance(name)
         if found is None:
-            return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+            (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+            return (replace(hole, param=param),)
         prov, weak = found
         (hole,) = self.hole(prov, node, name, by_name=True, weak=weak)
-        return (replace(hole, via=where),)
+        return (replace(hole, via=where, param=param),)
 
     def passed_by_callers(self, fn: cst.FunctionDef, name: str) -> Value | None:
         """What the calls of `fn` in this module pass for parameter `name` (its default where a call

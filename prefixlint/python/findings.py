@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from prefixlint.model import Diagnostic, Severity, Span
+from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Text, expand
-from prefixlint.python.sinks import Prompt
 from prefixlint.rules import RULES
 
 _WHAT = {

@@ -1,12 +1,16 @@
-"""Prompt sinks: the places in a module where a string or a message list becomes (part of) a prompt."""
+"""Prompt candidates: text that looks like a prompt by its shape (a message dict, a constant or a
+function named like a prompt, an agent's first argument, a `system=` keyword of any call).
+
+A shape is only a candidate: what it builds is prompt text for sure when it reaches a modelled
+sink (prefixlint/python/sinks.py), and a finding on a candidate that reaches none is at most
+info (prefixlint/python/findings.py)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import libcst as cst
 
 from prefixlint.python.evaluate import Env, Evaluator, _message_role, _role_of, func_name
+from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import Value, concat, static_text
 from prefixlint.python.volatile import says_prompt, says_prompt_attribute
@@ -32,17 +36,6 @@ PROMPT_METHODS = {
 MIN_RENDERED_TEXT = 80
 
 
-@dataclass(frozen=True)
-class Prompt:
-    """A prompt (or part of one) built at `line`. `open_tail`: more text, possibly static, is appended
-    to it elsewhere (e.g. it is stored on another module's object)."""
-
-    value: Value
-    line: int
-    what: str
-    open_tail: bool = False
-
-
 def _is_message_literal(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Dict):
         return any(
@@ -58,7 +51,7 @@ def _is_message_literal(node: cst.BaseExpression) -> bool:
     return False
 
 
-class _SinkFinder:
+class _CandidateFinder:
     """visit_/leave_ methods replayed over the index's recorded nodes (ModuleIndex.replay)."""
 
     def __init__(
@@ -243,7 +236,7 @@ def _holds_message(node: cst.BaseExpression) -> bool:
     return _is_message_literal(node)
 
 
-def find_prompts(index: ModuleIndex, evaluator: Evaluator, declared: tuple[str, ...] = ()) -> list[Prompt]:
-    finder = _SinkFinder(index, evaluator, frozenset(declared))
+def find_candidates(index: ModuleIndex, evaluator: Evaluator, declared: tuple[str, ...] = ()) -> list[Prompt]:
+    finder = _CandidateFinder(index, evaluator, frozenset(declared))
     index.replay(finder)
     return finder.prompts
