@@ -44,7 +44,7 @@ _KEYS: dict[str, str] = {
 # `template-kinds` values: what a matching .jinja/.j2 file is (prefixlint/jinja/classify.py).
 TEMPLATE_KINDS = ("chat", "prompt", "not-prompt")
 _VARIABLE_KEYS = ("static", "dynamic")
-_PYTHON_KEYS = ("sinks",)
+_PYTHON_KEYS = ("sinks", "guess-severity")
 
 
 class ConfigError(Exception):
@@ -71,6 +71,8 @@ class Config:
     template_search_path: tuple[str, ...] = ()  # absolute folders
     # `[tool.prefixlint.python] sinks`: the project's own prompt builders (qualified or bare names)
     python_sinks: tuple[str, ...] = ()
+    # `[tool.prefixlint.python] guess-severity`: the most a value known only by its name may be
+    python_guess_severity: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     # Every config file path looked for, found or not: a recorded run (runmemo) depends on them all.
     consulted: tuple[str, ...] = field(default=(), compare=False)
@@ -178,6 +180,12 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
                         f"{where}: unknown key `{name}.{sub}`; known keys: {', '.join(_PYTHON_KEYS)}"
                     )
             values["python-sinks"] = _strings(value.get("sinks", []), f"{name}.sinks", where)
+            guess = value.get("guess-severity")
+            if guess is not None and guess not in SEVERITIES:
+                raise ConfigError(
+                    f"{where}: `{name}.guess-severity` must be one of {', '.join(SEVERITIES)}, got {guess!r}"
+                )
+            values["python-guess-severity"] = guess
         else:  # variables
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: `{name}` must be a table with `static` and `dynamic` lists")
@@ -223,6 +231,7 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
         dynamic_variables=values.get("dynamic", ()),
         template_kinds=values.get("template-kinds", ()),
         python_sinks=values.get("python-sinks", ()),
+        python_guess_severity=values.get("python-guess-severity"),
         template_search_path=tuple(
             str((path.parent / folder).resolve()) for folder in values.get("template-search-path", ())
         ),
@@ -311,6 +320,7 @@ def build_options(
         template_kinds=config.template_kinds,
         template_search_path=config.template_search_path,
         python_sinks=config.python_sinks,
+        python_guess_severity=config.python_guess_severity or "info",
         project_root=str(root) if config.path is not None else None,
         template_vars=dict(template_vars or {}),
         block_size=block_size,

@@ -63,10 +63,18 @@ def test_clean_file_is_silent() -> None:
     assert found(FIXTURES / "python" / "clean.py") == set()
 
 
-def test_unknown_follower_is_a_warning() -> None:
+def test_unknown_follower_no_model_is_seen_to_receive_is_info() -> None:
     path = FIXTURES / "python" / "attribute_append.py"
     [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
-    assert diag.severity is Severity.WARNING and "built elsewhere" in diag.message
+    assert diag.severity is Severity.INFO and "built elsewhere" in diag.message
+    assert "no call that sends it to a model was found" in diag.message
+
+
+def test_close_values_are_one_finding_at_the_first() -> None:
+    path = FIXTURES / "python" / "anthropic_system_env.py"
+    [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX104", 15, Severity.ERROR)
+    assert "`operating_system.getcwd()` right after it parts the requests too: both must move" in diag.message
 
 
 def test_message_counts_static_tokens_after_the_hole() -> None:
@@ -156,11 +164,20 @@ def test_findings_from_another_module_name_where_the_value_comes_from() -> None:
     assert "datetime.now()" in clock[0].message and "assistant/clock.py:7" in clock[0].message
 
 
-def test_a_name_alone_is_at_most_a_warning() -> None:
+@pytest.mark.parametrize(("guess", "want"), [("info", Severity.INFO), ("warning", Severity.WARNING)])
+def test_a_name_alone_is_at_most_the_guess_severity(guess: str, want: Severity) -> None:
+    path = FIXTURES / "python" / "langchain_templates.py"  # `{current_date}` in a ChatPromptTemplate
+    options = Options(python_guess_severity=guess)
+    result = analyze_python(str(path), path.read_text(encoding="utf-8"), options)
+    (finding,) = [d for d in result.diagnostics if d.code == "PFX101"]
+    assert finding.severity == want and "named like a date" in finding.message
+
+
+def test_a_name_alone_in_text_no_model_receives_is_info_whatever_the_guess_severity() -> None:
     path = PROJECT / "assistant" / "placeholders.py"
-    result = analyze_python(str(path), path.read_text(encoding="utf-8"), Options(project_root=str(PROJECT)))
-    (finding,) = result.diagnostics
-    assert finding.severity == Severity.WARNING and "named like a date" in finding.message
+    options = Options(project_root=str(PROJECT), python_guess_severity="warning")
+    (finding,) = analyze_python(str(path), path.read_text(encoding="utf-8"), options).diagnostics
+    assert finding.severity == Severity.INFO and "named like a date" in finding.message
 
 
 def test_static_calls_on_constants_are_static_text() -> None:

@@ -372,12 +372,19 @@ class Evaluator:
                 return self.value(entries[key], env.deeper())
         # Any other dict (a tool schema, an API payload): a value in it that is volatile by its
         # source makes its text volatile; one only named so (`"tool_call_id": call_id`) does not.
-        values = [self.value(e.value, env.deeper()) for e in node.elements if isinstance(e, cst.DictElement)]
+        config = self.project.frameworks.not_prompt  # `"authorization": ...` configures, it is no text
+        kept = [
+            e
+            for e in node.elements
+            if isinstance(e, cst.DictElement)
+            and not (isinstance(e.key, cst.SimpleString) and e.key.evaluated_value in config)
+        ]
+        values = [self.value(e.value, env.deeper()) for e in kept]
         for value in values:
             for h in holes(value):
                 if h.provenance.volatile and not h.by_name:
                     return (h,)
-        if values and len(values) == len(node.elements) and all(is_constant(v) for v in values):
+        if values and len(kept) == len(node.elements) and all(is_constant(v) for v in values):
             return (Open(self.index.pos(node)[0]),)  # constant data: its rendering is the same every time
         return self.unknown(node)
 
@@ -464,17 +471,23 @@ class Evaluator:
                 return self.propagate(node, [receiver])
             if (h := first_volatile(receiver)) is not None and h.by_name:
                 return (h,)  # `timestamp.astimezone().strftime(...)`: the value itself, transformed
-            parts = [receiver] + [self.value(a.value, deeper) for a in node.args]
+            parts = [receiver] + [self.value(a.value, deeper) for a in self.text_arguments(node)]
             return self._opaque(node, name, parts)
         if name.endswith("Template") and (args or kwargs):
             # `PromptTemplate("...")`, `PromptTemplate(template="...")`: the text, formatted later
             source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
             if source is not None:
                 return self._template_source(source, env)
-        parts = [self.value(a.value, deeper) for a in node.args]
+        parts = [self.value(a.value, deeper) for a in self.text_arguments(node)]
         if not any(first_volatile(p) for p in parts) and (prov := call_name_provenance(name)) is not None:
             return self.hole(prov, node, f"{name}()", by_name=True)
         return self._opaque(node, name, parts)
+
+    def text_arguments(self, call: cst.Call) -> list[cst.Arg]:
+        """The arguments of a call that may end up in its result's text: not the ones that only
+        configure it (`api_key=`, `headers=`, `timeout=`: the table's `not_prompt` keywords)."""
+        config = self.project.frameworks.not_prompt
+        return [a for a in call.args if a.keyword is None or a.keyword.value not in config]
 
     def _template_source(self, source: cst.BaseExpression, env: Env) -> Value:
         """The text of `Template(...)`: a string, or a file named by a path (`Path("agent.jinja")`)."""
@@ -582,7 +595,7 @@ class Evaluator:
 
     def bind_arguments(self, fn: cst.FunctionDef, call: cst.Call, env: Env) -> dict[str, Value]:
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-        if fn in self.index.class_of and params and params[0] in ("self", "cls"):
+        if params and params[0] in ("self", "cls"):  # a method (of this module's class or another's)
             params = params[1:]
         bound: dict[str, Value] = {}
         positional = [a for a in call.args if a.keyword is None]
@@ -1029,7 +1042,8 @@ class Evaluator:
     def placeholder(self, name: str, where: cst.CSTNode) -> Value:
         """A placeholder nobody in the checked code fills: a hole named after it."""
         prov = placeholder_provenance(name) if _IDENT.match(name.replace(".", "_")) else None
-        return self.hole(prov or Provenance.UNKNOWN, where, "{" + name + "}", by_name=True)
+        (hole,) = self.hole(prov or Provenance.UNKNOWN, where, "{" + name + "}", by_name=True)
+        return (replace(hole, timing="call"),)  # filled when the template is, not where it is written
 
     def placeholders(self, value: Value, where: cst.CSTNode) -> Value:
         """Double-brace placeholders (`{{ name }}`, `{{time.date}}`: Jinja, Handlebars, Semantic

@@ -20,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from prefixlint.python.scopes import ModuleIndex
 
 # The parts of a request in the order a chat request puts them (tools and system first, OpenAI's,
-# Anthropic's and the chat templates' order), then a whole prompt and a template filled later.
-PARTS = ("tools", "system", "messages", "user", "prompt", "template")
+# Anthropic's and the chat templates' order), then a whole prompt (completion style).
+PARTS = ("tools", "system", "messages", "user", "prompt")
 # When a sink's arguments are evaluated: on every call, or once when the object is constructed.
 WHEN = ("request", "construction")
 
@@ -48,6 +48,8 @@ class SinkModel:
     arguments: dict[str, str] = field(default_factory=dict)  # keyword or position ("0") -> part
     returns: str = ""  # the part a decorated function's return value becomes
     when: str = "request"
+    # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
+    templates: bool = False
     # The call sends a whole request (nothing else follows what it is given), as an API call does;
     # a message or template object is one piece of a request assembled elsewhere.
     whole_request: bool = True
@@ -88,9 +90,12 @@ class _Pattern:
 class Frameworks:
     """The table, indexed by the last name of each pattern so that a call costs a dict lookup."""
 
-    def __init__(self, sinks: list[SinkModel], configs: list[ConfigModel]) -> None:
+    def __init__(
+        self, sinks: list[SinkModel], configs: list[ConfigModel], not_prompt: frozenset[str] = frozenset()
+    ) -> None:
         self.sinks = sinks
         self.configs = configs
+        self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
         for row in [*configs, *sinks]:  # config rows first: `OpenAI(...)` is no sink
@@ -104,7 +109,7 @@ class Frameworks:
         self.needles = re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
-        return Frameworks([*self.sinks, *sinks], self.configs)
+        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt)
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any."""
@@ -183,17 +188,7 @@ def _strings(row: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
     """A `[[sink]]` row as a SinkModel; TableError naming the row and key when it is unusable."""
-    known = {
-        "name",
-        "calls",
-        "decorators",
-        "imports",
-        "arguments",
-        "returns",
-        "when",
-        "whole_request",
-        "examples",
-    }
+    known = {f.name for f in fields(SinkModel)}
     unknown = sorted(set(row) - known)
     if unknown:
         raise TableError(f"{where}: unknown key `{unknown[0]}`")
@@ -223,13 +218,14 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
         arguments=dict(arguments),
         returns=row.get("returns", ""),
         when=when,
+        templates=bool(row.get("templates", False)),
         whole_request=bool(row.get("whole_request", True)),
         examples=dict(row.get("examples", {})),
     )
 
 
 def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
-    unknown = sorted(set(row) - {"name", "calls", "imports", "examples"})
+    unknown = sorted(set(row) - {f.name for f in fields(ConfigModel)})
     if unknown:
         raise TableError(f"{where}: unknown key `{unknown[0]}`")
     name = row.get("name")
@@ -242,11 +238,12 @@ def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
     return ConfigModel(name, calls, imports, dict(row.get("examples", {})))
 
 
-def parse_table(text: str, where: str) -> tuple[list[SinkModel], list[ConfigModel]]:
+def parse_table(text: str, where: str) -> tuple[list[SinkModel], list[ConfigModel], frozenset[str]]:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
     configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
-    return sinks, configs
+    keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
+    return sinks, configs, frozenset(keywords)
 
 
 @cache

@@ -69,6 +69,7 @@ class Project:
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
     frameworks: Frameworks = field(default_factory=builtin)  # the models table (and python.sinks)
+    summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:
