@@ -315,6 +315,10 @@ class Evaluator:
     def _v_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
         left, right = self.value(node.left, env.deeper()), self.value(node.right, env.deeper())
         if isinstance(node.operator, cst.Add):
+            if _is_message_list(node.left, left):  # `[system] + history`: the conversation so far
+                right = self.as_history(right, node.right)
+            elif _is_message_list(node.right, right):
+                left = self.as_history(left, node.left)
             return concat(left, right)
         if isinstance(node.operator, cst.Modulo):
             return self.percent(left, node.right, env, node)
@@ -827,6 +831,12 @@ class Evaluator:
         if binding.kind in ("aug", "append", "extend") and binding.expr is not None:
             before = self.scoped_value(name, scope, binding.pos, binding.expr, deeper, binding.branch)
             added = self.in_loop(binding, self.value(binding.expr, deeper), deeper)
+            if (
+                binding.kind == "extend"
+                or binding.kind == "aug"
+                and any(isinstance(x, Break) for x in before or ())
+            ):
+                added = self.as_history(added, binding.expr)  # `messages.extend(history)`, `+= history`
             return concat(before or EMPTY, added)
         if binding.kind == "shuffle" and binding.expr is not None:
             return self.hole(Provenance.RANDOM, binding.expr)
@@ -849,6 +859,14 @@ class Evaluator:
             return value
         order = first_volatile(self.value(binding.loop_iter, env))
         return (order,) if order is not None else value
+
+    def as_history(self, value: Value, node: cst.BaseExpression) -> Value:
+        """A list of messages spliced into a request that we cannot see, or see empty (state filled
+        as the conversation goes: `self.history = []`), is the conversation so far."""
+        if not value and isinstance(node, (cst.Name, cst.Attribute)):
+            line, column = self.index.pos(node)
+            return (Hole(Provenance.UNKNOWN, line, column, self.label(node), path=self.path, history=True),)
+        return _as_history(value)
 
     # --- classes -------------------------------------------------------------------------------
     def class_attribute(
@@ -932,7 +950,9 @@ class Evaluator:
             for el in node.elements:
                 if isinstance(el, cst.StarredElement):
                     inner = self.items(el.value, env.deeper())
-                    out.extend(inner if inner is not None else [self.value(el.value, env.deeper())])
+                    if not inner:  # `[system, *history, user]`: the conversation so far
+                        inner = [self.as_history(self.value(el.value, env.deeper()), el.value)]
+                    out.extend(_as_history(v) for v in inner)
                 else:
                     out.append(self.value(el.value, env.deeper()))
             return out
@@ -1117,6 +1137,23 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+def _is_message_list(node: cst.BaseExpression, value: Value) -> bool:
+    """A list display, or a value that is messages (it opens with a role)."""
+    return isinstance(node, (cst.List, cst.ListComp)) or bool(value) and isinstance(value[0], Break)
+
+
+def _as_history(value: Value) -> Value:
+    """A list of messages we cannot see spliced into a request (a parameter, `self.history`) is the
+    conversation so far: the same on each turn of one conversation, not per request."""
+    if (
+        len(value) == 1
+        and isinstance(value[0], Hole)
+        and (value[0].by_name or not value[0].provenance.volatile)
+    ):
+        return (replace(value[0], provenance=Provenance.UNKNOWN, history=True, weak=False),)
+    return value
 
 
 def _is_parameter(value: Value) -> bool:

@@ -162,6 +162,8 @@ def _follows(
             if turn_bound:
                 break
             crossed = True
+            if seg.role == "unknown":  # turns replayed with their own roles: the conversation so far
+                history = history or Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
         elif seg.history:
             history = history or seg
         elif seg.provenance.volatile and not seg.weak:
