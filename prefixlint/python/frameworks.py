@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
+from prefixlint.python.volatile import says_prompt_attribute
+
 if TYPE_CHECKING:
     from prefixlint.python.scopes import ModuleIndex
 
@@ -98,9 +100,14 @@ class Frameworks:
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
+        # `*Config`: a class of any module named so, matched only when no named row is
+        self._named_like: list[tuple[str, ConfigModel]] = []
         for row in [*configs, *sinks]:  # config rows first: `OpenAI(...)` is no sink
             for text in row.calls:
-                self._calls.setdefault(_last(text), []).append((_pattern(text), row))
+                if text.startswith("*") and isinstance(row, ConfigModel):
+                    self._named_like.append((text, row))
+                else:
+                    self._calls.setdefault(_last(text), []).append((_pattern(text), row))
         for sink in sinks:
             for text in sink.decorators:
                 self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
@@ -112,8 +119,17 @@ class Frameworks:
         return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt)
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
-        """The row a call is an instance of, if any."""
-        return _match(self._calls, index, call.func)
+        """The row a call is an instance of, if any. A configuration object known only by its name
+        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`)."""
+        found = _match(self._calls, index, call.func)
+        if found is not None or not self._named_like:
+            return found
+        last = written_chain(call.func).rsplit(".", 1)[-1]
+        for pattern, row in self._named_like:
+            if fnmatch.fnmatchcase(last, pattern):
+                keywords = [a.keyword.value for a in call.args if a.keyword is not None]
+                return None if any(says_prompt_attribute(k) for k in keywords) else row
+        return None
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
         node = decorator.decorator
