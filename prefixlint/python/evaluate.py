@@ -707,6 +707,13 @@ class Evaluator:
         fn = scope.node
         param = (id(fn), name)
         if isinstance(fn, cst.FunctionDef):
+            entry = self.project.frameworks.entry_point(self.index, fn)
+            if entry is not None and not isinstance(_default_of(fn, name), cst.Call):
+                # What a route or a handler receives is the request itself, whatever its name (a
+                # default made by a call, `Depends(get_db)`, is wiring, not input).
+                where = f"a parameter of `{fn.name.value}()`, a request entry point ({entry.name})"
+                (hole,) = self.hole(Provenance.REQUEST, node, name, weak=False)
+                return (replace(hole, via=where, param=param),)
             if fn.name.value == "__init__":
                 (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
                 return (replace(hole, param=param),)
@@ -1158,7 +1165,12 @@ def _as_history(value: Value) -> Value:
 
 def _is_parameter(value: Value) -> bool:
     """A value that is just a parameter of the function it was read in."""
-    return len(value) == 1 and isinstance(value[0], Hole) and value[0].via.startswith(PARAMETER_OF)
+    return (
+        len(value) == 1
+        and isinstance(value[0], Hole)
+        and value[0].by_name  # an entry point's parameter is the request, not an unknown caller's value
+        and value[0].via.startswith(PARAMETER_OF)
+    )
 
 
 def _inside(index: ModuleIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:

@@ -74,6 +74,17 @@ class ConfigModel:
     examples: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class EntryModel:
+    """A decorator that makes a function a request entry point (a web route, a chat handler, a
+    tool the model calls): what its parameters receive differs per request, whatever their names."""
+
+    name: str
+    decorators: tuple[str, ...]
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
 class TableError(ValueError):
     """A row of a models table that cannot be used (names the row)."""
 
@@ -93,11 +104,16 @@ class Frameworks:
     """The table, indexed by the last name of each pattern so that a call costs a dict lookup."""
 
     def __init__(
-        self, sinks: list[SinkModel], configs: list[ConfigModel], not_prompt: frozenset[str] = frozenset()
+        self,
+        sinks: list[SinkModel],
+        configs: list[ConfigModel],
+        not_prompt: frozenset[str] = frozenset(),
+        entries: list[EntryModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
+        self.entries = entries or []
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
         # `*Config`: a class of any module named so, matched only when no named row is
@@ -111,12 +127,16 @@ class Frameworks:
         for sink in sinks:
             for text in sink.decorators:
                 self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
+        self._entries: dict[str, list[tuple[_Pattern, EntryModel]]] = {}
+        for entry in self.entries:
+            for text in entry.decorators:
+                self._entries.setdefault(_last(text), []).append((_pattern(text), entry))
         names = sorted({re.escape(_last(t)) for t in [*self._calls, *self._decorators]})
         # A module whose text names none of these cannot call a modelled API.
         self.needles = re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
-        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt)
+        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries)
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any. A configuration object known only by its name
@@ -129,6 +149,15 @@ class Frameworks:
             if fnmatch.fnmatchcase(last, pattern):
                 keywords = [a.keyword.value for a in call.args if a.keyword is not None]
                 return None if any(says_prompt_attribute(k) for k in keywords) else row
+        return None
+
+    def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
+        """The row that makes `fn` a request entry point, if one of its decorators is one."""
+        for decorator in fn.decorators:
+            node = decorator.decorator
+            found = _match(self._entries, index, node.func if isinstance(node, cst.Call) else node)
+            if found is not None:
+                return found
         return None
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
@@ -254,19 +283,33 @@ def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
     return ConfigModel(name, calls, imports, dict(row.get("examples", {})))
 
 
-def parse_table(text: str, where: str) -> tuple[list[SinkModel], list[ConfigModel], frozenset[str]]:
+def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
+    unknown = sorted(set(row) - {f.name for f in fields(EntryModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    decorators = _strings(row, "decorators", f"{where} ({name})")
+    if not decorators:
+        raise TableError(f"{where} ({name}): an entry row needs `decorators`")
+    return EntryModel(name, decorators, _strings(row, "imports", where), dict(row.get("examples", {})))
+
+
+def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
     configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
+    entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return sinks, configs, frozenset(keywords)
+    return Frameworks(sinks, configs, frozenset(keywords), entries)
 
 
 @cache
 def builtin() -> Frameworks:
     """The table shipped with prefixlint (read once per process)."""
     text = resources.files("prefixlint.data").joinpath("frameworks.toml").read_text("utf-8")
-    return Frameworks(*parse_table(text, "frameworks.toml"))
+    return parse_table(text, "frameworks.toml")
 
 
 def declared_sink(name: str) -> SinkModel:
