@@ -110,6 +110,9 @@ TAIL = (
         # Sorted, or at the very end: nothing.
         ("import time\nPROMPT = 'static text first, then ' + time.ctime()\n", set()),
         ("import json\nT = {'a', 'b'}\nPROMPT = json.dumps(sorted(T)) + ' static text follows'\n", set()),
+        # A set of one element has one order; of two, none.
+        ("import json\nR = 'x'\nPROMPT = ', '.join({R}) + ' " + TAIL + "'\n", set()),
+        ("import json\nR = 'x'\nPROMPT = ', '.join({R, 'y'}) + ' " + TAIL + "'\n", {("PFX201", 3)}),
         # A local variable that is not a prompt and never reaches one.
         ("import time\ndef f():\n    label = f'{time.time()} static text follows'\n    return 1\n", set()),
     ],

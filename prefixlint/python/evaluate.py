@@ -333,10 +333,13 @@ class Evaluator:
     def _v_Lambda(self, node: cst.Lambda, env: Env) -> Value:
         return self.value(node.body, env.deeper())  # a default_factory: what calling it gives
 
-    def _v_Set(self, node: cst.CSTNode, env: Env) -> Value:
+    def _v_Set(self, node: cst.Set, env: Env) -> Value:
+        if len(node.elements) == 1 and not isinstance(node.elements[0], cst.StarredElement):
+            return self.value(node.elements[0].value, env.deeper())  # one element has one order
         return self.hole(Provenance.UNORDERED, node, "a set")
 
-    _v_SetComp = _v_Set
+    def _v_SetComp(self, node: cst.SetComp, env: Env) -> Value:
+        return self.hole(Provenance.UNORDERED, node, "a set")
 
     def _v_List(self, node: cst.CSTNode, env: Env) -> Value:
         items = self.items(node, env)
@@ -964,7 +967,7 @@ class Evaluator:
                     out.append(self.value(el.value, env.deeper()))
             return out
         if isinstance(node, (cst.Set, cst.SetComp)):
-            return [self.hole(Provenance.UNORDERED, node, "a set")]
+            return [self.value(node, env)]  # one element keeps its order, more do not
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             shadow = dict(env.shadow)
             order: Hole | None = None
