@@ -243,6 +243,35 @@ def test_configured_sink_is_a_prompt(tmp_path: Path) -> None:
     ]
 
 
+def test_a_project_row_of_the_models_table(tmp_path: Path) -> None:
+    """`[[tool.prefixlint.python.sink]]`: the project's own API, a row of the same table, with
+    which argument is which part of the request."""
+    from prefixlint.config import ConfigError, build_options, load_config
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        '[[tool.prefixlint.python.sink]]\nname = "our gateway"\ncalls = ["gateway.Gateway.ask"]\n'
+        'arguments = { system = "system", question = "user" }\n',
+        encoding="utf-8",
+    )
+    module = tmp_path / "bot.py"
+    module.write_text(
+        "import uuid\nfrom gateway import Gateway\n\n\ndef answer(question):\n"
+        "    return Gateway.ask(\n"
+        "        system=f'Run {uuid.uuid4()}. You answer questions about the opening hours of the city "
+        "library and its branches, in English, citing the web site.',\n"
+        "        question=question,\n    )\n",
+        encoding="utf-8",
+    )
+    options = build_options(load_config(config))
+    found = analyze_python(str(module), module.read_text(encoding="utf-8"), options).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX102", 7, Severity.ERROR)]
+    assert "(our gateway)" in found[0].message
+    config.write_text('[[tool.prefixlint.python.sink]]\nname = "x"\ncalls = ["a.b"]\nwhen = "daily"\n')
+    with pytest.raises(ConfigError, match="python.sink` 1 .x.: `when` is one of"):
+        load_config(config)
+
+
 def test_a_prompt_file_read_in_a_with_block(tmp_path: Path) -> None:
     """`with open(path) as f: f.read()`: the file's text is static text of the prompt."""
     (tmp_path / "rules.txt").write_text(

@@ -322,5 +322,11 @@ def declared_sink(name: str) -> SinkModel:
 
 
 @cache
-def for_project(declared: tuple[str, ...]) -> Frameworks:
-    return builtin().extended([declared_sink(n) for n in declared]) if declared else builtin()
+def for_project(declared: tuple[str, ...], rows: tuple[str, ...] = ()) -> Frameworks:
+    """The table with the project's own rows: `python.sinks` names and `[[python.sink]]` rows (JSON,
+    checked when the config was read)."""
+    import json
+
+    own = [declared_sink(n) for n in declared]
+    own += [sink_from_row(json.loads(row), "config python.sink") for row in rows]
+    return builtin().extended(own) if own else builtin()
