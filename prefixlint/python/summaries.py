@@ -75,16 +75,14 @@ def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[T
             if value:
                 out.append(Template(value, f"`{ev.label(call.func)}()` ({row.name})", row.whole_request))
         elif row is None and depth < MAX_WRAPPER_DEPTH:
-            for value, what, whole in requests_at_call(ev, call, env, depth + 1):
-                out.append(Template(value, what, whole))
+            out += [template for _, template in requests_at_call(ev, call, env, depth + 1)]
     memo[key] = out
     return out
 
 
-def requests_at_call(
-    ev: Evaluator, call: cst.Call, env: Env, depth: int = 0
-) -> list[tuple[Value, str, bool]]:
-    """What a call of a project function or class that wraps a sink sends: (request, what, whole)."""
+def requests_at_call(ev: Evaluator, call: cst.Call, env: Env, depth: int = 0) -> list[tuple[str, Template]]:
+    """What a call of a project function or class that wraps a sink sends: (the wrapper's name, the
+    request with what the call passes in place, described by the modelled API it ends in)."""
     target = _callee(ev, call)
     if target is None:
         return []
@@ -96,7 +94,7 @@ def requests_at_call(
         bound = ev.bind_arguments(fn, call, env)
         value = _put_arguments(ev, callee_ev, template.value, fn, bound, call)
         name = fn.name.value if owner is None else owner.name.value
-        out.append((value, f"the request `{name}()` sends through {template.what}", template.whole))
+        out.append((name, Template(value, template.what, template.whole)))
     return out
 
 
