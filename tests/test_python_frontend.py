@@ -63,10 +63,18 @@ def test_clean_file_is_silent() -> None:
     assert found(FIXTURES / "python" / "clean.py") == set()
 
 
-def test_unknown_follower_is_a_warning() -> None:
+def test_unknown_follower_no_model_is_seen_to_receive_is_info() -> None:
     path = FIXTURES / "python" / "attribute_append.py"
     [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
-    assert diag.severity is Severity.WARNING and "built elsewhere" in diag.message
+    assert diag.severity is Severity.INFO and "built elsewhere" in diag.message
+    assert "no call that sends it to a model was found" in diag.message
+
+
+def test_close_values_are_one_finding_at_the_first() -> None:
+    path = FIXTURES / "python" / "anthropic_system_env.py"
+    [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX104", 15, Severity.ERROR)
+    assert "`operating_system.getcwd()` right after it parts the requests too: both must move" in diag.message
 
 
 def test_message_counts_static_tokens_after_the_hole() -> None:
@@ -102,6 +110,9 @@ TAIL = (
         # Sorted, or at the very end: nothing.
         ("import time\nPROMPT = 'static text first, then ' + time.ctime()\n", set()),
         ("import json\nT = {'a', 'b'}\nPROMPT = json.dumps(sorted(T)) + ' static text follows'\n", set()),
+        # A set of one element has one order; of two, none.
+        ("import json\nR = 'x'\nPROMPT = ', '.join({R}) + ' " + TAIL + "'\n", set()),
+        ("import json\nR = 'x'\nPROMPT = ', '.join({R, 'y'}) + ' " + TAIL + "'\n", {("PFX201", 3)}),
         # A local variable that is not a prompt and never reaches one.
         ("import time\ndef f():\n    label = f'{time.time()} static text follows'\n    return 1\n", set()),
     ],
@@ -156,11 +167,20 @@ def test_findings_from_another_module_name_where_the_value_comes_from() -> None:
     assert "datetime.now()" in clock[0].message and "assistant/clock.py:7" in clock[0].message
 
 
-def test_a_name_alone_is_at_most_a_warning() -> None:
+@pytest.mark.parametrize(("guess", "want"), [("info", Severity.INFO), ("warning", Severity.WARNING)])
+def test_a_name_alone_is_at_most_the_guess_severity(guess: str, want: Severity) -> None:
+    path = FIXTURES / "python" / "langchain_templates.py"  # `{current_date}` in a ChatPromptTemplate
+    options = Options(python_guess_severity=guess)
+    result = analyze_python(str(path), path.read_text(encoding="utf-8"), options)
+    (finding,) = [d for d in result.diagnostics if d.code == "PFX101"]
+    assert finding.severity == want and "named like a date" in finding.message
+
+
+def test_a_name_alone_in_text_no_model_receives_is_info_whatever_the_guess_severity() -> None:
     path = PROJECT / "assistant" / "placeholders.py"
-    result = analyze_python(str(path), path.read_text(encoding="utf-8"), Options(project_root=str(PROJECT)))
-    (finding,) = result.diagnostics
-    assert finding.severity == Severity.WARNING and "named like a date" in finding.message
+    options = Options(project_root=str(PROJECT), python_guess_severity="warning")
+    (finding,) = analyze_python(str(path), path.read_text(encoding="utf-8"), options).diagnostics
+    assert finding.severity == Severity.INFO and "named like a date" in finding.message
 
 
 def test_static_calls_on_constants_are_static_text() -> None:
@@ -221,6 +241,35 @@ def test_configured_sink_is_a_prompt(tmp_path: Path) -> None:
     assert [(d.code, d.span.line) for d in analyze_python(str(module), text, options).diagnostics] == [
         ("PFX101", 5)
     ]
+
+
+def test_a_project_row_of_the_models_table(tmp_path: Path) -> None:
+    """`[[tool.prefixlint.python.sink]]`: the project's own API, a row of the same table, with
+    which argument is which part of the request."""
+    from prefixlint.config import ConfigError, build_options, load_config
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        '[[tool.prefixlint.python.sink]]\nname = "our gateway"\ncalls = ["gateway.Gateway.ask"]\n'
+        'arguments = { system = "system", question = "user" }\n',
+        encoding="utf-8",
+    )
+    module = tmp_path / "bot.py"
+    module.write_text(
+        "import uuid\nfrom gateway import Gateway\n\n\ndef answer(question):\n"
+        "    return Gateway.ask(\n"
+        "        system=f'Run {uuid.uuid4()}. You answer questions about the opening hours of the city "
+        "library and its branches, in English, citing the web site.',\n"
+        "        question=question,\n    )\n",
+        encoding="utf-8",
+    )
+    options = build_options(load_config(config))
+    found = analyze_python(str(module), module.read_text(encoding="utf-8"), options).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX102", 7, Severity.ERROR)]
+    assert "(our gateway)" in found[0].message
+    config.write_text('[[tool.prefixlint.python.sink]]\nname = "x"\ncalls = ["a.b"]\nwhen = "daily"\n')
+    with pytest.raises(ConfigError, match="python.sink` 1 .x.: `when` is one of"):
+        load_config(config)
 
 
 def test_a_prompt_file_read_in_a_with_block(tmp_path: Path) -> None:

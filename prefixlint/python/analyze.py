@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
+from prefixlint.python.candidates import find_candidates
 from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics, prefix_numbers
+from prefixlint.python.frameworks import for_project
 from prefixlint.python.project import Project, parsed_module
 from prefixlint.python.scopes import index_module
-from prefixlint.python.sinks import find_prompts
+from prefixlint.python.sinks import find_sinks
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -73,9 +75,10 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     project.evaluators[os.path.abspath(path)] = evaluator
     tokenizer = _LazyTokenizer(path, options)
     engine = options.engine_profile()
-    block_size = engine.block_size if engine is not None else 1
-    prompts = find_prompts(index, evaluator, options.python_sinks)
-    found = diagnostics(path, prompts, tokenizer.count, block_size)
+    project.frameworks = for_project(options.python_sinks, options.python_sink_rows)
+    prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, options.python_sinks)
+    guess = Severity.parse(options.python_guess_severity)
+    found = diagnostics(path, prompts, tokenizer.count, engine, guess)
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, options)

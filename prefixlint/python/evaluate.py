@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from prefixlint.python.frameworks import ConfigModel
 from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope
 from prefixlint.python.segments import (
     EMPTY,
@@ -28,6 +29,7 @@ from prefixlint.python.segments import (
     concat,
     first_volatile,
     holes,
+    is_constant,
     is_static,
     join,
     map_holes,
@@ -81,6 +83,7 @@ _SEEDABLE = {"random.Random", "numpy.random.default_rng", "numpy.random.RandomSt
 _OPAQUE = {"len", "bool", "isinstance", "hasattr", "getattr", "type", "id", "print"}
 # Builtins whose result is their argument in another form: `int(time.time())` is still the clock.
 _CONVERSIONS = {"int", "float", "round", "abs"}
+_CONSTRUCTORS = {"__init__", "__post_init__", "model_post_init", "__attrs_post_init__"}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 
 
@@ -92,6 +95,9 @@ class Env:
     shadow: dict[str, Value] = field(default_factory=dict)
     depth: int = 0
     template: bool = False  # string literals are templates whose `{placeholders}` are filled later
+    # The function whose summary is being made (summaries.py): its parameters stay parameters, not
+    # what the calls in this module pass.
+    summary: cst.CSTNode | None = None
 
     def deeper(self, **changes: object) -> Env:
         fields = {
@@ -99,6 +105,7 @@ class Env:
             "shadow": self.shadow,
             "depth": self.depth + 1,
             "template": self.template,
+            "summary": self.summary,
         }
         return Env(**{**fields, **changes})
 
@@ -184,7 +191,18 @@ class Evaluator:
         line, column = self.index.pos(node)
         if label is None:  # generating a node's code is costly: only volatile holes are ever shown
             label = self.label(node) if provenance.volatile else ""
-        return (Hole(provenance, line, column, label, by_name, self.path, weak=weak),)
+        timing = self.timing(node) if provenance.volatile else "call"
+        return (Hole(provenance, line, column, label, by_name, self.path, weak=weak, timing=timing),)
+
+    def timing(self, node: cst.CSTNode) -> str:
+        """When the expression at `node` runs: "import" (module or class level), "construction"
+        (in `__init__` and the like: once per object), else "call"."""
+        owner = self.index.scope_for(node).node
+        if isinstance(owner, (cst.Module, cst.ClassDef)):
+            return "import"
+        if isinstance(owner, cst.FunctionDef) and owner.name.value in _CONSTRUCTORS:
+            return "construction"
+        return "call"
 
     def anchor(self, value: Value, node: cst.CSTNode) -> Value:
         """A value computed in another module, placed at `node` of this one (where it enters the
@@ -297,6 +315,10 @@ class Evaluator:
     def _v_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
         left, right = self.value(node.left, env.deeper()), self.value(node.right, env.deeper())
         if isinstance(node.operator, cst.Add):
+            if _is_message_list(node.left, left):  # `[system] + history`: the conversation so far
+                right = self.as_history(right, node.right)
+            elif _is_message_list(node.right, right):
+                left = self.as_history(left, node.left)
             return concat(left, right)
         if isinstance(node.operator, cst.Modulo):
             return self.percent(left, node.right, env, node)
@@ -311,10 +333,13 @@ class Evaluator:
     def _v_Lambda(self, node: cst.Lambda, env: Env) -> Value:
         return self.value(node.body, env.deeper())  # a default_factory: what calling it gives
 
-    def _v_Set(self, node: cst.CSTNode, env: Env) -> Value:
+    def _v_Set(self, node: cst.Set, env: Env) -> Value:
+        if len(node.elements) == 1 and not isinstance(node.elements[0], cst.StarredElement):
+            return self.value(node.elements[0].value, env.deeper())  # one element has one order
         return self.hole(Provenance.UNORDERED, node, "a set")
 
-    _v_SetComp = _v_Set
+    def _v_SetComp(self, node: cst.SetComp, env: Env) -> Value:
+        return self.hole(Provenance.UNORDERED, node, "a set")
 
     def _v_List(self, node: cst.CSTNode, env: Env) -> Value:
         items = self.items(node, env)
@@ -354,11 +379,20 @@ class Evaluator:
                 return self.value(entries[key], env.deeper())
         # Any other dict (a tool schema, an API payload): a value in it that is volatile by its
         # source makes its text volatile; one only named so (`"tool_call_id": call_id`) does not.
-        values = [self.value(e.value, env.deeper()) for e in node.elements if isinstance(e, cst.DictElement)]
+        config = self.project.frameworks.not_prompt  # `"authorization": ...` configures, it is no text
+        kept = [
+            e
+            for e in node.elements
+            if isinstance(e, cst.DictElement)
+            and not (isinstance(e.key, cst.SimpleString) and e.key.evaluated_value in config)
+        ]
+        values = [self.value(e.value, env.deeper()) for e in kept]
         for value in values:
             for h in holes(value):
                 if h.provenance.volatile and not h.by_name:
                     return (h,)
+        if values and len(kept) == len(node.elements) and all(is_constant(v) for v in values):
+            return (Open(self.index.pos(node)[0]),)  # constant data: its rendering is the same every time
         return self.unknown(node)
 
     # --- calls ---------------------------------------------------------------------------------
@@ -368,6 +402,8 @@ class Evaluator:
             return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
         if (prov := qualified_provenance(qnames)) is not None:
             return self.hole(prov, node)
+        if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
+            return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
         name = func_name(node.func)
         deeper = env.deeper(template=False)  # a call's arguments are not the template
         args = [a for a in node.args if a.keyword is None and not a.star]
@@ -442,17 +478,23 @@ class Evaluator:
                 return self.propagate(node, [receiver])
             if (h := first_volatile(receiver)) is not None and h.by_name:
                 return (h,)  # `timestamp.astimezone().strftime(...)`: the value itself, transformed
-            parts = [receiver] + [self.value(a.value, deeper) for a in node.args]
+            parts = [receiver] + [self.value(a.value, deeper) for a in self.text_arguments(node)]
             return self._opaque(node, name, parts)
         if name.endswith("Template") and (args or kwargs):
             # `PromptTemplate("...")`, `PromptTemplate(template="...")`: the text, formatted later
             source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
             if source is not None:
                 return self._template_source(source, env)
-        parts = [self.value(a.value, deeper) for a in node.args]
+        parts = [self.value(a.value, deeper) for a in self.text_arguments(node)]
         if not any(first_volatile(p) for p in parts) and (prov := call_name_provenance(name)) is not None:
             return self.hole(prov, node, f"{name}()", by_name=True)
         return self._opaque(node, name, parts)
+
+    def text_arguments(self, call: cst.Call) -> list[cst.Arg]:
+        """The arguments of a call that may end up in its result's text: not the ones that only
+        configure it (`api_key=`, `headers=`, `timeout=`: the table's `not_prompt` keywords)."""
+        config = self.project.frameworks.not_prompt
+        return [a for a in call.args if a.keyword is None or a.keyword.value not in config]
 
     def _template_source(self, source: cst.BaseExpression, env: Env) -> Value:
         """The text of `Template(...)`: a string, or a file named by a path (`Path("agent.jinja")`)."""
@@ -474,7 +516,7 @@ class Evaluator:
             for h in holes(part):
                 if h.provenance.volatile and not h.by_name:
                     return (h,)
-        if parts and all(is_static(p) for p in parts) or says_prompt(name):
+        if parts and all(is_constant(p) for p in parts) or says_prompt(name):
             return (Open(self.index.pos(node)[0]),)
         return self.unknown(node)
 
@@ -531,7 +573,7 @@ class Evaluator:
             args[fn] = bound
         elif call is not None:
             args[fn] = self.bind_arguments(fn, call, env)
-        inner = Env(args=args, depth=env.depth + 1)
+        inner = Env(args=args, depth=env.depth + 1, summary=env.summary)
         self.active.append(fn)
         try:
             body = self.index.bodies[fn]
@@ -560,7 +602,7 @@ class Evaluator:
 
     def bind_arguments(self, fn: cst.FunctionDef, call: cst.Call, env: Env) -> dict[str, Value]:
         params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-        if fn in self.index.class_of and params and params[0] in ("self", "cls"):
+        if params and params[0] in ("self", "cls"):  # a method (of this module's class or another's)
             params = params[1:]
         bound: dict[str, Value] = {}
         positional = [a for a in call.args if a.keyword is None]
@@ -645,7 +687,7 @@ class Evaluator:
         """A name not bound earlier in its function: a parameter, or a module-level name."""
         if name in scope.params:
             if scope.node not in env.args:  # the function judged on its own: its caller is unknown
-                return self.parameter(name, scope, node)
+                return self.parameter(name, scope, node, env)
             bound = env.args[scope.node]
             if name in bound:
                 return bound[name]
@@ -661,25 +703,37 @@ class Evaluator:
                 return self.binding_value(name, module, bindings[-1], Env(args=env.args, depth=env.depth + 1))
         return None
 
-    def parameter(self, name: str, scope: Scope, node: cst.CSTNode) -> Value:
+    def parameter(self, name: str, scope: Scope, node: cst.CSTNode, env: Env) -> Value:
         """A parameter whose caller we do not follow: its annotation (a `random.Random`) or its name
-        decides; a constructor's parameters configure the object and are static."""
+        decides; a constructor's parameters configure the object and are static. Each such hole
+        says which parameter it is, so that a call can put what it passes in its place."""
         fn = scope.node
+        param = (id(fn), name)
         if isinstance(fn, cst.FunctionDef):
+            entry = self.project.frameworks.entry_point(self.index, fn)
+            if entry is not None and not isinstance(_default_of(fn, name), cst.Call):
+                # What a route or a handler receives is the request itself, whatever its name (a
+                # default made by a call, `Depends(get_db)`, is wiring, not input).
+                where = f"a parameter of `{fn.name.value}()`, a request entry point ({entry.name})"
+                (hole,) = self.hole(Provenance.REQUEST, node, name, weak=False)
+                return (replace(hole, via=where, param=param),)
             if fn.name.value == "__init__":
-                return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
-            passed = self.passed_by_callers(fn, name)
-            if passed is not None:
-                return passed
+                (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+                return (replace(hole, param=param),)
+            if env.summary is not fn:
+                passed = self.passed_by_callers(fn, name)
+                if passed is not None:
+                    return passed
             where = f"{PARAMETER_OF} `{fn.name.value}()`"
         else:
             where = ""
         found = parameter_provenance(name)
         if found is None:
-            return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+            (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+            return (replace(hole, param=param),)
         prov, weak = found
         (hole,) = self.hole(prov, node, name, by_name=True, weak=weak)
-        return (replace(hole, via=where),)
+        return (replace(hole, via=where, param=param),)
 
     def passed_by_callers(self, fn: cst.FunctionDef, name: str) -> Value | None:
         """What the calls of `fn` in this module pass for parameter `name` (its default where a call
@@ -787,6 +841,12 @@ class Evaluator:
         if binding.kind in ("aug", "append", "extend") and binding.expr is not None:
             before = self.scoped_value(name, scope, binding.pos, binding.expr, deeper, binding.branch)
             added = self.in_loop(binding, self.value(binding.expr, deeper), deeper)
+            if (
+                binding.kind == "extend"
+                or binding.kind == "aug"
+                and any(isinstance(x, Break) for x in before or ())
+            ):
+                added = self.as_history(added, binding.expr)  # `messages.extend(history)`, `+= history`
             return concat(before or EMPTY, added)
         if binding.kind == "shuffle" and binding.expr is not None:
             return self.hole(Provenance.RANDOM, binding.expr)
@@ -809,6 +869,14 @@ class Evaluator:
             return value
         order = first_volatile(self.value(binding.loop_iter, env))
         return (order,) if order is not None else value
+
+    def as_history(self, value: Value, node: cst.BaseExpression) -> Value:
+        """A list of messages spliced into a request that we cannot see, or see empty (state filled
+        as the conversation goes: `self.history = []`), is the conversation so far."""
+        if not value and isinstance(node, (cst.Name, cst.Attribute)):
+            line, column = self.index.pos(node)
+            return (Hole(Provenance.UNKNOWN, line, column, self.label(node), path=self.path, history=True),)
+        return _as_history(value)
 
     # --- classes -------------------------------------------------------------------------------
     def class_attribute(
@@ -892,12 +960,14 @@ class Evaluator:
             for el in node.elements:
                 if isinstance(el, cst.StarredElement):
                     inner = self.items(el.value, env.deeper())
-                    out.extend(inner if inner is not None else [self.value(el.value, env.deeper())])
+                    if not inner:  # `[system, *history, user]`: the conversation so far
+                        inner = [self.as_history(self.value(el.value, env.deeper()), el.value)]
+                    out.extend(_as_history(v) for v in inner)
                 else:
                     out.append(self.value(el.value, env.deeper()))
             return out
         if isinstance(node, (cst.Set, cst.SetComp)):
-            return [self.hole(Provenance.UNORDERED, node, "a set")]
+            return [self.value(node, env)]  # one element keeps its order, more do not
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             shadow = dict(env.shadow)
             order: Hole | None = None
@@ -1002,7 +1072,8 @@ class Evaluator:
     def placeholder(self, name: str, where: cst.CSTNode) -> Value:
         """A placeholder nobody in the checked code fills: a hole named after it."""
         prov = placeholder_provenance(name) if _IDENT.match(name.replace(".", "_")) else None
-        return self.hole(prov or Provenance.UNKNOWN, where, "{" + name + "}", by_name=True)
+        (hole,) = self.hole(prov or Provenance.UNKNOWN, where, "{" + name + "}", by_name=True)
+        return (replace(hole, timing="call"),)  # filled when the template is, not where it is written
 
     def placeholders(self, value: Value, where: cst.CSTNode) -> Value:
         """Double-brace placeholders (`{{ name }}`, `{{time.date}}`: Jinja, Handlebars, Semantic
@@ -1078,9 +1149,31 @@ class Evaluator:
         return concat(*out)
 
 
+def _is_message_list(node: cst.BaseExpression, value: Value) -> bool:
+    """A list display, or a value that is messages (it opens with a role)."""
+    return isinstance(node, (cst.List, cst.ListComp)) or bool(value) and isinstance(value[0], Break)
+
+
+def _as_history(value: Value) -> Value:
+    """A list of messages we cannot see spliced into a request (a parameter, `self.history`) is the
+    conversation so far: the same on each turn of one conversation, not per request."""
+    if (
+        len(value) == 1
+        and isinstance(value[0], Hole)
+        and (value[0].by_name or not value[0].provenance.volatile)
+    ):
+        return (replace(value[0], provenance=Provenance.UNKNOWN, history=True, weak=False),)
+    return value
+
+
 def _is_parameter(value: Value) -> bool:
     """A value that is just a parameter of the function it was read in."""
-    return len(value) == 1 and isinstance(value[0], Hole) and value[0].via.startswith(PARAMETER_OF)
+    return (
+        len(value) == 1
+        and isinstance(value[0], Hole)
+        and value[0].by_name  # an entry point's parameter is the request, not an unknown caller's value
+        and value[0].via.startswith(PARAMETER_OF)
+    )
 
 
 def _inside(index: ModuleIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:

@@ -1,16 +1,35 @@
-"""From prompts to diagnostics: a volatile hole is a finding when static content follows it."""
+"""From prompts to diagnostics: what a volatile value costs, counted as the engine loses it.
+
+A request-dependent value (a clock, an id, randomness, a machine value, unordered data, a
+per-request input) parts the requests where it stands. What it costs is the static text after it
+that those requests would otherwise share: literal text, text made from constants by code we
+cannot read (of unseen length: "at least"), the later static messages and tools of the same
+request, up to the next per-request input (after which nothing is shared anyway). Where the
+request carries the conversation so far and the value changes on every turn, the history after
+it is recomputed on every turn too. Two values less than a cache block apart part the requests
+as one: the first is reported and both must move.
+
+The severity follows that loss in the chosen engine's aligned blocks (less than one is info),
+how sure we are that the text reaches a model (a candidate no modelled sink sends is at most
+info; a value known only by its name is at most `guess_severity`), and when the value is made
+(once at import or construction: it splits the cache per process, a lower kind of loss).
+"""
 
 from __future__ import annotations
 
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from prefixlint.model import Diagnostic, Severity, Span
-from prefixlint.python.segments import Break, Hole, Open, Provenance, Text, expand
-from prefixlint.python.sinks import Prompt
+from prefixlint.python.prompt import Prompt
+from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
 from prefixlint.rules import RULES
+
+if TYPE_CHECKING:
+    from prefixlint.engines import Engine
 
 _WHAT = {
     Provenance.CLOCK: "the current date/time",
@@ -28,8 +47,6 @@ _HINT = {
     Provenance.REQUEST: "put per-request data after the static instructions (e.g. in the user message)",
     Provenance.UNORDERED: "sort it (`sorted()`, `json.dumps(sort_keys=True)`) before it reaches the prompt",
 }
-
-
 _NAMED_LIKE = {
     Provenance.CLOCK: "named like a date or time (filled where the checked code does not show)",
     Provenance.ID: "named like an identifier",
@@ -38,76 +55,41 @@ _NAMED_LIKE = {
     Provenance.REQUEST: "a per-request input by its name",
     Provenance.UNORDERED: "named like an unordered collection",
 }
-
-
-@dataclass
-class _Candidate:
-    hole: Hole
-    prompt: Prompt
-    static_after: str  # the static text that follows the hole ("" when only unknown content follows)
-    more_follows: bool = True  # another message or text built elsewhere comes after it
-
-
-def _candidates(prompt: Prompt) -> list[_Candidate]:
-    """Volatile holes followed by static text (or by text built elsewhere), in each form the
-    prompt may take (one per combination of branches)."""
-    out = []
-    for segments in expand(prompt.value):
-        for i, seg in enumerate(segments):
-            if not (isinstance(seg, Hole) and seg.provenance.volatile):
-                continue
-            guess = seg.by_name and seg.provenance in _RECORD_KINDS
-            if _after_request_input(segments[:i], guessed=guess):
-                break  # the prompt already differs per request there: nothing after it is lost to this
-            after = segments[i + 1 :]
-            input_follows = False
-            if seg.provenance is not Provenance.REQUEST:
-                # Static text after a later per-request input is never cached anyway: what this
-                # value costs ends there.
-                cut = next((k for k, s in enumerate(after) if _is_request_input(s)), None)
-                if cut is not None:
-                    after, input_follows = after[:cut], True
-            turn = _turn_role(segments[:i])
-            if turn is not None and seg.by_name and seg.provenance in _RECORD_KINDS:
-                continue  # a name is a guess, and a date or id in a conversation turn a cheap one
-            if turn is not None and seg.provenance in _RECORD_KINDS:
-                # A date or id written into a conversation turn records when or by whom it was
-                # written: what it can cost is the rest of that turn, not the turns after it.
-                end = next((k for k, s in enumerate(after) if isinstance(s, Break)), len(after))
-                after = after[:end]
-            # A request input (meant to vary, often beside other inputs) must be followed by one
-            # stretch of static text long enough to lose; any other volatile value loses all the
-            # static text after it, between other values too.
-            if seg.provenance is Provenance.REQUEST:
-                static = _longest_static_run(after)
-            else:
-                static = "".join(s.text for s in after if isinstance(s, Text))
-            if re.search(r"\w", static):  # trailing punctuation or whitespace is not content
-                more = (
-                    not input_follows
-                    and (turn is None or seg.provenance not in _RECORD_KINDS)
-                    and (prompt.open_tail or any(isinstance(s, (Open, Break)) for s in after))
-                )
-                out.append(_Candidate(seg, prompt, static, more))
-            elif (
-                not (seg.provenance is Provenance.REQUEST or seg.by_name)
-                and not (turn is not None and seg.provenance in _RECORD_KINDS)
-                and (prompt.open_tail or any(isinstance(s, Open) for s in after))
-            ):  # a guess followed by a guess is not a finding
-                out.append(_Candidate(seg, prompt, ""))
-    return out
-
+_TIMING = {
+    "import": "it is computed once, when the module is imported, so it splits the cache per process "
+    "(and per day for a date) rather than per request",
+    "construction": "it is computed once per object (in its constructor), so it splits the cache per "
+    "object and process rather than per request",
+}
 
 # Chat-format markers (`<|eot_id|>`, `<|im_start|>`, `[INST]`, `</s>`) are one special token each in
 # the models that use them, whatever the tokenizer used to count.
 _SPECIAL_MARKER = re.compile(r"<\|[^|<>\s]{1,40}\|>|\[/?INST\]|</?s>")
-
 # Values that, written into a user/assistant/tool turn, record that turn (a timestamp, who sent it).
 _RECORD_KINDS = {Provenance.CLOCK, Provenance.ID, Provenance.ENVIRONMENT}
 _TURN_ROLES = {"user", "assistant", "tool", "function", "human", "ai", "model"}
 
 
-def _turn_role(before: tuple) -> str | None:
+@dataclass
+class _Evidence:
+    """One volatile value in one form of a prompt, and what follows it there."""
+
+    hole: Hole
+    prompt: Prompt
+    before: str  # the static text ahead of it
+    after: str  # the static text after it that the requests would share
+    unseen: bool = False  # text made from constants follows, of a length we cannot see
+    history: Hole | None = None  # the conversation so far follows
+    more_follows: bool = True  # more of the request may be built elsewhere
+    companions: list[Hole] = field(default_factory=list)  # values less than a block later
+
+
+def _is_strong_input(seg: Segment) -> bool:
+    """A per-request input known as one (not a parameter whose name says nothing, not history)."""
+    return isinstance(seg, Hole) and seg.provenance is Provenance.REQUEST and not seg.weak and not seg.history
+
+
+def _turn_role(before: tuple[Segment, ...]) -> str | None:
     """The role of the conversation turn a segment is in, if it is not a system message."""
     role = next((s.role for s in reversed(before) if isinstance(s, Break)), None)
     # A role copied from elsewhere (`role=message.role`) replays a conversation: turns, not a
@@ -115,11 +97,7 @@ def _turn_role(before: tuple) -> str | None:
     return role if role in _TURN_ROLES or role == "unknown" else None
 
 
-def _is_request_input(seg: object) -> bool:
-    return isinstance(seg, Hole) and seg.provenance is Provenance.REQUEST
-
-
-def _after_request_input(before: tuple, guessed: bool = False) -> bool:
+def _after_request_input(before: tuple[Segment, ...], guessed: bool) -> bool:
     """Whether a per-request input comes earlier in the prompt: one named so, or, for a value that
     is itself only a guess from its name, any parameter of the prompt builder."""
     return any(
@@ -127,16 +105,95 @@ def _after_request_input(before: tuple, guessed: bool = False) -> bool:
     )
 
 
-def _longest_static_run(segments: tuple) -> str:
-    runs, current = [], []
-    for seg in segments:
+def _evidence(prompt: Prompt, count: Callable[[str], int], block: int) -> list[_Evidence]:
+    """The request-dependent values of each form the prompt may take (one per combination of
+    branches), with what follows each."""
+    out = []
+    for segments in expand(prompt.value):
+        merged: set[int] = set()  # values already named as a companion of an earlier one
+        for i, seg in enumerate(segments):
+            if not (isinstance(seg, Hole) and seg.provenance.volatile) or i in merged:
+                continue
+            guess = seg.by_name and seg.provenance in _RECORD_KINDS
+            if _after_request_input(segments[:i], guessed=guess):
+                break  # the prompt already differs per request there: nothing after it is lost to this
+            turn = _turn_role(segments[:i])
+            if turn is not None and guess:
+                continue  # a name is a guess, and a date or id in a conversation turn a cheap one
+            found = _follows(prompt, segments, i, turn, count, block)
+            merged.update(found[1])
+            if found[0] is not None:
+                out.append(found[0])
+    return out
+
+
+def _follows(
+    prompt: Prompt,
+    segments: tuple[Segment, ...],
+    i: int,
+    turn: str | None,
+    count: Callable[[str], int],
+    block: int,
+) -> tuple[_Evidence | None, set[int]]:
+    """What follows the value at `i`: static text up to the next per-request input, crossing other
+    volatile values (named as companions when less than a block after it) and the history."""
+    hole = segments[i]
+    assert isinstance(hole, Hole)
+    before = "".join(s.text for s in segments[:i] if isinstance(s, Text))
+    after: list[str] = []
+    since_last: list[str] = []  # static text since the value or its last companion
+    companions: list[Hole] = []
+    merged: set[int] = set()
+    unseen = False
+    history: Hole | None = None
+    input_follows = False
+    crossed = False  # a message boundary lies between the value and the segment at hand
+    # A candidate's date or id written into a conversation turn records that turn: it costs the
+    # rest of the turn only (a modelled request shows what really follows it).
+    turn_bound = not prompt.reached and turn is not None and hole.provenance in _RECORD_KINDS
+    for k in range(i + 1, len(segments)):
+        seg = segments[k]
         if isinstance(seg, Text):
-            current.append(seg.text)
-        elif not isinstance(seg, Break):  # a role header between messages is static too
-            runs.append("".join(current))
-            current = []
-    runs.append("".join(current))
-    return max(runs, key=len)
+            after.append(seg.text)
+            since_last.append(seg.text)
+        elif isinstance(seg, Open):
+            unseen = True
+        elif isinstance(seg, Break):
+            if turn_bound:
+                break
+            crossed = True
+            if seg.role == "unknown":  # turns replayed with their own roles: the conversation so far
+                history = history or Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
+        elif seg.history:
+            history = history or seg
+        elif seg.provenance.volatile and not seg.weak:
+            close = _tokens("".join(since_last), count) < block
+            if _is_strong_input(seg) and (crossed or not close):
+                input_follows = True  # nothing after a per-request input (the user's turn) is shared
+                break
+            # Less than a block apart, the requests part at the first and both must move (a guess
+            # does not stand for a value seen at its source, which gets a finding of its own).
+            if close and not (hole.by_name and not seg.by_name):
+                companions.append(seg)
+                merged.add(k)
+                since_last = []
+    static = "".join(after)
+    more = not input_follows and (
+        prompt.open_tail or any(isinstance(s, (Open, Break)) for s in segments[i + 1 :])
+    )
+    if not re.search(r"\w", static):
+        static = ""  # trailing punctuation or whitespace is not content
+        # Only text built elsewhere may follow: a finding for a value seen at its source, not for
+        # one meant to vary or known by its name (a guess followed by a guess is none).
+        elsewhere = prompt.open_tail and not (hole.provenance is Provenance.REQUEST or hole.by_name)
+        if not (unseen or history or elsewhere):
+            return None, merged
+    evidence = _Evidence(hole, prompt, before, static, unseen, history, more, companions)
+    return evidence, merged
+
+
+def _tokens(text: str, count: Callable[[str], int]) -> int:
+    return count(_SPECIAL_MARKER.sub("\x00", text)) if text else 0
 
 
 def _place(path: str, hole: Hole) -> str:
@@ -147,52 +204,110 @@ def _place(path: str, hole: Hole) -> str:
     return hole.path if relative.startswith("..") else relative
 
 
+def _rank(ev: _Evidence) -> tuple[bool, bool, int]:
+    """Stronger evidence first: a request a modelled sink sends, then the history, then more text."""
+    return (ev.prompt.reached, ev.history is not None, len(ev.after))
+
+
+def _lower(severity: Severity) -> Severity:
+    return Severity(max(Severity.INFO, severity - 1))
+
+
 def diagnostics(
-    path: str, prompts: list[Prompt], count_tokens: Callable[[str], int], block_size: int = 16
+    path: str,
+    prompts: list[Prompt],
+    count_tokens: Callable[[str], int],
+    engine: Engine | None = None,
+    guess_severity: Severity = Severity.INFO,
 ) -> list[Diagnostic]:
-    """Less than one cache block of the engine (16 tokens for vLLM) of static text after a value
-    loses nothing the engine would have reused: info for a volatile source, and nothing at all
-    for a request input (meant to vary) or a value only named like a volatile one."""
     """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches."""
-    best: dict[tuple[str, str, int, int], _Candidate] = {}
+    block = max(engine.block_size if engine is not None else 1, 1)
+    best: dict[tuple[str, str, int, int], _Evidence] = {}
     for prompt in prompts:
-        for cand in _candidates(prompt):
-            key = (_place(path, cand.hole), cand.hole.provenance.value, cand.hole.line, cand.hole.column)
+        for ev in _evidence(prompt, count_tokens, block):
+            key = (_place(path, ev.hole), ev.hole.provenance.value, ev.hole.line, ev.hole.column)
             kept = best.get(key)
-            if kept is None or len(cand.static_after) > len(kept.static_after):
-                best[key] = cand
+            if kept is None or _rank(ev) > _rank(kept):
+                best[key] = ev
     out = []
-    for (place, code, line, column), cand in sorted(best.items()):
-        hole = cand.hole
-        prov = hole.provenance
-        where = f"{cand.prompt.what} (line {cand.prompt.line})"
-        what = f"{_WHAT[prov]} (`{hole.label}`{', ' + hole.via if hole.via else ''})"
-        if hole.by_name:
-            named = "a per-request input if its callers pass one" if hole.weak else _NAMED_LIKE[prov]
-            what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
-        severity = RULES[code].default_severity
-        if cand.static_after:
-            tokens = count_tokens(_SPECIAL_MARKER.sub("\x00", cand.static_after))
-            if tokens < block_size:
-                if prov is Provenance.REQUEST or hole.by_name or not cand.more_follows:
-                    # meant to vary, only named so, or near the end of the last text: a few
-                    # tokens after it lose nothing the engine would have kept
-                    continue
-                severity = Severity.INFO  # less than one cache block here, but more follows
-            message = (
-                f"{what} is ahead of {tokens} static tokens of {where}: they cannot be served from the "
-                "prefix cache"
+    for (place, code, line, column), ev in sorted(best.items()):
+        found = _diagnostic(ev, code, count_tokens, engine, guess_severity)
+        if found is not None:
+            out.append(
+                Diagnostic(
+                    code, Span(place, line, column), found[0], found[1], hint=_HINT[ev.hole.provenance]
+                )
             )
-        else:
-            message = (
-                f"{what} goes into {where}, and what follows it is built elsewhere: any static text "
-                "after it cannot be served from the prefix cache"
-            )
-            severity = min(severity, Severity.WARNING)
-        if hole.by_name:  # a name is a guess, not a source seen
-            severity = min(severity, Severity.INFO if hole.weak else Severity.WARNING)
-        out.append(Diagnostic(code, Span(place, line, column), message, severity, hint=_HINT[prov]))
     return out
+
+
+def _diagnostic(
+    ev: _Evidence,
+    code: str,
+    count: Callable[[str], int],
+    engine: Engine | None,
+    guess_severity: Severity,
+) -> tuple[str, Severity] | None:
+    """The message and severity of one finding, or None when it costs nothing worth saying."""
+    hole, prov = ev.hole, ev.hole.provenance
+    where = f"{ev.prompt.what} (line {ev.prompt.line})"
+    what = f"{_WHAT[prov]} (`{hole.label}`{', ' + hole.via if hole.via else ''})"
+    if hole.by_name:
+        named = "a per-request input if its callers pass one" if hole.weak else _NAMED_LIKE[prov]
+        what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
+    severity = RULES[code].default_severity
+    per_turn = ev.history is not None and hole.timing == "call" and ev.prompt.reached
+    tokens = _tokens(ev.after, count)
+    if ev.after or ev.unseen:
+        least = "at least " if ev.unseen else ""
+        message = (
+            f"{what} is ahead of {least}{tokens} static tokens of {where}: they cannot be served from "
+            "the prefix cache"
+        )
+        lost = _blocks_lost(_tokens(ev.before, count), tokens, engine)
+        if not (lost or per_turn):
+            if ev.unseen:
+                severity = min(severity, Severity.WARNING)  # at least some: more is built by code
+            elif prov is Provenance.REQUEST or hole.by_name or not ev.more_follows:
+                return None  # a few tokens at the end lose nothing the engine would have kept
+            else:
+                severity = Severity.INFO  # less than one cache block here, but more follows
+    elif per_turn:
+        message = f"{what} goes into {where}, ahead of the conversation history"
+    else:
+        message = (
+            f"{what} goes into {where}, and what follows it is built elsewhere: any static text "
+            "after it cannot be served from the prefix cache"
+        )
+        severity = min(severity, Severity.WARNING)
+    if per_turn:
+        message += (
+            f", nor can the conversation history after it (`{ev.history.label}`): the prompt is rebuilt "
+            "on every turn, so every turn recomputes the whole conversation"
+        )
+    if ev.companions:
+        names = ", ".join(f"`{c.label}`" for c in ev.companions)
+        message += f"; {names} right after it parts the requests too: both must move"
+    if hole.timing in _TIMING:
+        message += f"; {_TIMING[hole.timing]}"
+        severity = _lower(severity)
+    if hole.by_name:  # a name is a guess, not a source seen
+        severity = min(severity, Severity.INFO if hole.weak else guess_severity)
+    if not ev.prompt.reached:
+        message += (
+            "; no call that sends it to a model was found (a wrapper of your own? declare it in "
+            "`python.sinks`)"
+        )
+        severity = Severity.INFO
+    return message, severity
+
+
+def _blocks_lost(before: int, after: int, engine: Engine | None) -> int:
+    """Tokens of `after` the engine would serve from cache if the value ahead of them moved: its
+    cacheable prefix grows from `before` to `before + after` tokens (whole blocks, minimums)."""
+    if engine is None:
+        return after
+    return max(0, engine.cacheable(before + after) - engine.cacheable(before))
 
 
 def prefix_numbers(prompts: list[Prompt], count_tokens: Callable[[str], int]) -> tuple[int, int] | None:

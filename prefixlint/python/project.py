@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from prefixlint.python.frameworks import Frameworks, builtin
 from prefixlint.python.scopes import ModuleIndex, index_module
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ class Project:
     following: set[tuple[int, str]] = field(default_factory=set)  # parameters followed to their callers
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
+    frameworks: Frameworks = field(default_factory=builtin)  # the models table (and python.sinks)
+    summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:

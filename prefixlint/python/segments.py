@@ -45,6 +45,15 @@ class Hole:
     # A parameter whose name says nothing: per-request only if callers pass per-request values, so
     # a finding on it is info.
     weak: bool = False
+    # The parameter this hole reads, as (id of its function node, name): a call of that function
+    # passes what stands here (prefixlint/python/summaries.py).
+    param: tuple[int, str] | None = None
+    # When its expression runs: on each "call" of the function it is in, once at "import" (module
+    # or class level), or once per object at "construction" (`__init__`).
+    timing: str = "call"
+    # A list of messages spliced into a request (`[system, *history, user]`): the conversation so
+    # far, the same across its turns but not across conversations.
+    history: bool = False
 
 
 @dataclass(frozen=True)
@@ -158,6 +167,11 @@ def per_option(value: Value, fn: Callable[[Value], Value]) -> Value:
 
 def is_static(value: Value) -> bool:
     return all(isinstance(s, Text) for s in value)
+
+
+def is_constant(value: Value) -> bool:
+    """Static text, or text made from constants by code we cannot read (the same on every call)."""
+    return bool(value) and all(isinstance(s, (Text, Open)) for s in value)
 
 
 def static_text(value: Value) -> str:

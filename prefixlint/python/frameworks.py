@@ -1,0 +1,332 @@
+"""What reaches a model from Python: the models table (`prefixlint/data/frameworks.toml`), read once.
+
+Each `[[sink]]` row names an API of an LLM client or framework, how a call (or a decorator) of it
+is recognised, and which of its arguments carry prompt text and which part of the request each
+becomes (`PARTS`, in the order the request puts them). `[[config]]` rows name calls whose
+arguments only configure a client (keys, URLs, timeouts): a volatile value passed to them is no
+prompt text. A project's own prompt builders (`[tool.prefixlint.python] sinks`) are rows of the
+same table. Every row carries a valid and an invalid example that the tests run
+(`tests/test_frameworks.py`), as Fixit runs its rules' examples.
+
+A call pattern is either `.a.b.c`, the end of the called expression as written
+(`self.client.chat.completions.create` ends with `.chat.completions.create`), or a dotted name
+matched (`fnmatch`, `*` crossing dots) against what the called name is imported as
+(`langchain*.ChatPromptTemplate.from_messages`). A row with `imports` applies only in modules that
+import one of those packages: how a generic method name (`.invoke`, `.chat`) is told apart.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from dataclasses import dataclass, field, fields
+from functools import cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from prefixlint.python.volatile import says_prompt_attribute
+
+if TYPE_CHECKING:
+    from prefixlint.python.scopes import ModuleIndex
+
+# The parts of a request in the order a chat request puts them (tools and system first, OpenAI's,
+# Anthropic's and the chat templates' order), then a whole prompt (completion style).
+PARTS = ("tools", "system", "messages", "user", "prompt")
+# When a sink's arguments are evaluated: on every call, or once when the object is constructed.
+WHEN = ("request", "construction")
+
+
+@dataclass(frozen=True)
+class SinkModel:
+    """One row of the table: an API whose arguments (or decorated function's return) are prompt text."""
+
+    name: str
+    calls: tuple[str, ...] = ()
+    decorators: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    arguments: dict[str, str] = field(default_factory=dict)  # keyword or position ("0") -> part
+    returns: str = ""  # the part a decorated function's return value becomes
+    when: str = "request"
+    # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
+    templates: bool = False
+    # The call sends a whole request (nothing else follows what it is given), as an API call does;
+    # a message or template object is one piece of a request assembled elsewhere.
+    whole_request: bool = True
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def part_of(self, keyword: str | None, position: int) -> str | None:
+        """The part an argument becomes, given its keyword (None for a positional one); `*` in the
+        table stands for every argument not named otherwise."""
+        found = self.arguments.get(keyword if keyword is not None else str(position))
+        return found if found is not None else self.arguments.get("*")
+
+
+@dataclass(frozen=True)
+class ConfigModel:
+    """A call whose arguments configure a client: never prompt text."""
+
+    name: str
+    calls: tuple[str, ...]
+    imports: tuple[str, ...] = ()
+    examples: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EntryModel:
+    """A decorator that makes a function a request entry point (a web route, a chat handler, a
+    tool the model calls): what its parameters receive differs per request, whatever their names."""
+
+    name: str
+    decorators: tuple[str, ...]
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
+class TableError(ValueError):
+    """A row of a models table that cannot be used (names the row)."""
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    text: str
+    suffix: bool  # `.a.b`: the end of the written chain; else a glob over the qualified name
+
+    def matches(self, written: str, qualified: set[str]) -> bool:
+        if self.suffix:
+            return written == self.text[1:] or written.endswith(self.text)
+        return any(fnmatch.fnmatchcase(q, self.text) for q in qualified)
+
+
+class Frameworks:
+    """The table, indexed by the last name of each pattern so that a call costs a dict lookup."""
+
+    def __init__(
+        self,
+        sinks: list[SinkModel],
+        configs: list[ConfigModel],
+        not_prompt: frozenset[str] = frozenset(),
+        entries: list[EntryModel] | None = None,
+    ) -> None:
+        self.sinks = sinks
+        self.configs = configs
+        self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
+        self.entries = entries or []
+        self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
+        self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
+        # `*Config`: a class of any module named so, matched only when no named row is
+        self._named_like: list[tuple[str, ConfigModel]] = []
+        for row in [*configs, *sinks]:  # config rows first: `OpenAI(...)` is no sink
+            for text in row.calls:
+                if text.startswith("*") and isinstance(row, ConfigModel):
+                    self._named_like.append((text, row))
+                else:
+                    self._calls.setdefault(_last(text), []).append((_pattern(text), row))
+        for sink in sinks:
+            for text in sink.decorators:
+                self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
+        self._entries: dict[str, list[tuple[_Pattern, EntryModel]]] = {}
+        for entry in self.entries:
+            for text in entry.decorators:
+                self._entries.setdefault(_last(text), []).append((_pattern(text), entry))
+        names = sorted({re.escape(_last(t)) for t in [*self._calls, *self._decorators]})
+        # A module whose text names none of these cannot call a modelled API.
+        self.needles = re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else re.compile(r"(?!x)x")
+
+    def extended(self, sinks: list[SinkModel]) -> Frameworks:
+        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries)
+
+    def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
+        """The row a call is an instance of, if any. A configuration object known only by its name
+        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`)."""
+        found = _match(self._calls, index, call.func)
+        if found is not None or not self._named_like:
+            return found
+        last = written_chain(call.func).rsplit(".", 1)[-1]
+        for pattern, row in self._named_like:
+            if fnmatch.fnmatchcase(last, pattern):
+                keywords = [a.keyword.value for a in call.args if a.keyword is not None]
+                return None if any(says_prompt_attribute(k) for k in keywords) else row
+        return None
+
+    def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
+        """The row that makes `fn` a request entry point, if one of its decorators is one."""
+        for decorator in fn.decorators:
+            node = decorator.decorator
+            found = _match(self._entries, index, node.func if isinstance(node, cst.Call) else node)
+            if found is not None:
+                return found
+        return None
+
+    def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
+        node = decorator.decorator
+        found = _match(self._decorators, index, node.func if isinstance(node, cst.Call) else node)
+        return found if isinstance(found, SinkModel) else None
+
+
+def _match(table: dict[str, list[tuple[_Pattern, Any]]], index: ModuleIndex, func: cst.BaseExpression) -> Any:
+    chain = written_chain(func)
+    if not chain:
+        return None
+    rows = table.get(chain.rsplit(".", 1)[-1])
+    if not rows:
+        return None
+    qualified = index.qualified_names(func)
+    imported = imported_packages(index)
+    for pattern, row in rows:
+        if row.imports and not imported & set(row.imports):
+            continue
+        if pattern.matches(chain, qualified):
+            return row
+    return None
+
+
+def written_chain(node: cst.BaseExpression) -> str:
+    """`self.client.chat.completions.create` for that chain of names; calls and subscripts in the
+    chain (`get_client().messages.create`) keep only the names after them."""
+    parts: list[str] = []
+    while True:
+        if isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        elif isinstance(node, cst.Name):
+            parts.append(node.value)
+            break
+        else:
+            break
+    return ".".join(reversed(parts))
+
+
+_IMPORTED: dict[int, frozenset[str]] = {}
+
+
+def imported_packages(index: ModuleIndex) -> frozenset[str]:
+    """The top-level packages a module imports (`langchain_core`, `openai`)."""
+    key = id(index)
+    found = _IMPORTED.get(key)
+    if found is None or len(_IMPORTED) > 4096:
+        if len(_IMPORTED) > 4096:
+            _IMPORTED.clear()
+        found = frozenset(d.lstrip(".").split(".")[0] for names in index.imports.values() for d in names)
+        _IMPORTED[key] = found
+    return found
+
+
+def _last(pattern: str) -> str:
+    return pattern.rsplit(".", 1)[-1]
+
+
+def _pattern(text: str) -> _Pattern:
+    return _Pattern(text, text.startswith("."))
+
+
+def _strings(row: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = row.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TableError(f"{where}: `{key}` must be a list of names")
+    return tuple(value)
+
+
+def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
+    """A `[[sink]]` row as a SinkModel; TableError naming the row and key when it is unusable."""
+    known = {f.name for f in fields(SinkModel)}
+    unknown = sorted(set(row) - known)
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    where = f"{where} ({name})"
+    arguments = row.get("arguments", {})
+    if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+        raise TableError(f"{where}: `arguments` maps a keyword or position to a part")
+    for part in [*arguments.values(), row.get("returns") or "system"]:
+        if part not in PARTS:
+            raise TableError(f"{where}: unknown part `{part}` (one of {', '.join(PARTS)})")
+    when = row.get("when", "request")
+    if when not in WHEN:
+        raise TableError(f"{where}: `when` is one of {', '.join(WHEN)}")
+    calls, decorators = _strings(row, "calls", where), _strings(row, "decorators", where)
+    if not calls and not decorators:
+        raise TableError(f"{where}: a row needs `calls` or `decorators`")
+    if decorators and not row.get("returns"):
+        raise TableError(f"{where}: a decorator row says which part its function `returns`")
+    return SinkModel(
+        name=name,
+        calls=calls,
+        decorators=decorators,
+        imports=_strings(row, "imports", where),
+        arguments=dict(arguments),
+        returns=row.get("returns", ""),
+        when=when,
+        templates=bool(row.get("templates", False)),
+        whole_request=bool(row.get("whole_request", True)),
+        examples=dict(row.get("examples", {})),
+    )
+
+
+def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
+    unknown = sorted(set(row) - {f.name for f in fields(ConfigModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    calls = _strings(row, "calls", f"{where} ({name})")
+    if not calls:
+        raise TableError(f"{where} ({name}): a config row needs `calls`")
+    imports = _strings(row, "imports", where)
+    return ConfigModel(name, calls, imports, dict(row.get("examples", {})))
+
+
+def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
+    unknown = sorted(set(row) - {f.name for f in fields(EntryModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    decorators = _strings(row, "decorators", f"{where} ({name})")
+    if not decorators:
+        raise TableError(f"{where} ({name}): an entry row needs `decorators`")
+    return EntryModel(name, decorators, _strings(row, "imports", where), dict(row.get("examples", {})))
+
+
+def parse_table(text: str, where: str) -> Frameworks:
+    data = tomllib.loads(text)
+    sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
+    configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
+    entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
+    keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
+    return Frameworks(sinks, configs, frozenset(keywords), entries)
+
+
+@cache
+def builtin() -> Frameworks:
+    """The table shipped with prefixlint (read once per process)."""
+    text = resources.files("prefixlint.data").joinpath("frameworks.toml").read_text("utf-8")
+    return parse_table(text, "frameworks.toml")
+
+
+def declared_sink(name: str) -> SinkModel:
+    """A project's own prompt builder from `python.sinks` (`myapp.chat.format_chat_message`, or a
+    bare `format_chat_message`): every argument of a call of it is prompt text, in order."""
+    pattern = name if "." in name else "." + name
+    return SinkModel(
+        name=f"`{name}` (python.sinks)", calls=(pattern,), arguments={"*": "prompt"}, whole_request=False
+    )
+
+
+@cache
+def for_project(declared: tuple[str, ...], rows: tuple[str, ...] = ()) -> Frameworks:
+    """The table with the project's own rows: `python.sinks` names and `[[python.sink]]` rows (JSON,
+    checked when the config was read)."""
+    import json
+
+    own = [declared_sink(n) for n in declared]
+    own += [sink_from_row(json.loads(row), "config python.sink") for row in rows]
+    return builtin().extended(own) if own else builtin()
