@@ -146,7 +146,7 @@ ANTHROPIC = """\
 
 def test_a_literal_left_empty_goes_with_its_line_and_comment() -> None:
     to_user, to_end, block_to_user, block_to_end = fixes_for(ANTHROPIC, "PFX104", "socket.gethostname()")
-    assert to_user.edits[0] == Edit(PATH, 6, 9, 7, 9, "")
+    assert to_user.edits[0] == Edit(PATH, 6, 1, 7, 1, "")  # whole lines, as lines
     assert fixed(ANTHROPIC, to_user) == textwrap.dedent(
         """\
         import os
@@ -728,59 +728,56 @@ def options(path: Path) -> Options:
 # The first candidate that holds, for every fixture finding of the codes with Python fixes; None:
 # nothing holds (why, beside each).
 FIRST_THAT_HOLDS = {
-    ("agent_wrappers.py", 18, "PFX104"): "move `platform.system()` to the end of the text it is in",
-    # ChatAgent's first argument is followed by text the library adds: the date at the end of it is
-    # still ahead of that (warning), and it is a date already.
-    ("agent_wrappers.py", 23, "PFX101"): None,
-    ("agent_wrappers.py", 27, "PFX101"): "move `time.time()` to the end of the text it is in",
-    ("agent_wrappers.py", 43, "PFX101"): "move `datetime.date.today()` to the end of the text it is in",
+    ("agent_wrappers.py", 19, "PFX104"): "move `platform.system()` to the end of the text it is in",
+    # CAMEL's ChatAgent adds text after its first argument: at the end of it, the date is still
+    # ahead of that (an info), and it is a date already.
+    ("agent_wrappers.py", 24, "PFX101"): None,
+    ("agent_wrappers.py", 28, "PFX101"): "move `time.time()` to the end of the text it is in",
+    ("agent_wrappers.py", 44, "PFX101"): "move `datetime.date.today()` to the end of the text it is in",
+    ("agent_wrappers.py", 59, "PFX101"): "move `datetime.datetime.now()` to the end of the text it is in",
+    # The finding says the working directory right after it must move too: both go, together.
     (
         "anthropic_system_env.py",
-        13,
+        15,
         "PFX104",
-    ): "move `socket.gethostname()` to the end of the last user message",
-    (
-        "anthropic_system_env.py",
-        14,
-        "PFX104",
-    ): "move `operating_system.getcwd()`, with `socket.gethostname()` beside it, to the end of the last user "
-    "message",
+    ): "move `socket.gethostname()`, with `operating_system.getcwd()` "
+    "beside it, to the end of the last user message",
     # Appended to a task description another module turns into a prompt: the end of what this file
     # writes already, and a date already.
     ("attribute_append.py", 9, "PFX101"): None,
     # A Jinja template in a Python string: the Jinja fixes' job.
     ("embedded_jinja.py", 6, "PFX101"): None,
-    (
-        "helpers_and_constants.py",
-        17,
-        "PFX101",
-    ): 'move `time.strftime("%Y-%m-%d")` to the end of the list joined into the text',
+    ("helpers_and_constants.py", 17, "PFX101"): 'move `time.strftime("%Y-%m-%d")` to the end of the list '
+    "joined into the text",
+    ("history_per_turn.py", 16, "PFX101"): "move `datetime.now()` to the end of the last user message",
     ("langchain_templates.py", 6, "PFX102"): "move `{ticket_id}` to the end of the text it is in",
     ("langchain_templates.py", 12, "PFX101"): "move `{current_date}` to the end of the last user message",
     ("message_generators.py", 14, "PFX104"): "move `Path.cwd()` after the values yielded after it",
     ("openai_alias_clock.py", 15, "PFX101"): "move `dt.now()` to the end of the last user message",
     ("random_fewshot.py", 17, "PFX103"): "move `random.shuffle(examples)` to the end of the text it is in",
     ("random_fewshot.py", 22, "PFX103"): "move `pick(EXAMPLES, 2)` to the end of the text it is in",
-    # Moving the date alone would leave the session and trace ids ahead of the guide: they move with it.
     (
         "request_inputs.py",
-        16,
-        "PFX105",
-    ): "move `date`, with `session_id` and `uuid.uuid4()` beside it, to the end of the last user message",
+        15,
+        "PFX102",
+    ): "move `session_id`, with `date` and `uuid.uuid4()` beside it, to the end of the last user message",
+    ("request_inputs.py", 31, "PFX105"): "move `query` to the end of the text it is in",
     ("set_tools.py", 5, "PFX201"): "sort `TOOL_NAMES` where it is iterated",
     ("set_tools.py", 15, "PFX201"): "sort `enabled` where it is iterated",
     # The clock is read in assistant/clock.py: the fix belongs there.
     ("agent.py", 24, "PFX101"): None,
     ("agent.py", 35, "PFX104"): "move `os.getcwd()` to the end of the text it is in",
-    # Filled into a template read from a YAML prompt file: the sentence is written there.
+    # Filled into a template written in another module (`SYSTEM_TEMPLATE.format(**variables)`).
     ("agent.py", 43, "PFX105"): None,
+    # Filled into a template read from a YAML prompt file: the sentence is written there.
     ("agent.py", 58, "PFX101"): None,
     # Rendered into a Jinja prompt file.
     ("agent.py", 67, "PFX101"): None,
     ("placeholders.py", 4, "PFX101"): "move `{current_date}` to the end of the text it is in",
     # Set in a subclass in another module.
     ("roles.py", 13, "PFX101"): None,
-    # A tool's description goes ahead of the whole conversation, wherever the value is in it.
+    # The words of its own sentence follow the value ("on this {os} machine."), and a tool's
+    # description goes ahead of the whole conversation.
     ("tools.py", 7, "PFX104"): None,
 }
 

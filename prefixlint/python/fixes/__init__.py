@@ -48,8 +48,9 @@ def candidates(path: str, text: str, diagnostic: Diagnostic) -> Iterator[Fix]:
     if src is None or label_match is None:
         return
     label = label_match.group(1)
+    named = frozenset(_LABEL.findall(diagnostic.message)) - {label}
     seen: set[tuple[Change, ...]] = set()
-    for applicability, message, changes in _guarded(_all(src, diagnostic, label)):
+    for applicability, message, changes in _guarded(_all(src, diagnostic, label, named)):
         key = tuple(sorted(changes))
         if key in seen or not _parses(text, key):
             continue
@@ -58,7 +59,9 @@ def candidates(path: str, text: str, diagnostic: Diagnostic) -> Iterator[Fix]:
         yield Fix(applicability, message, edits, verified=False)
 
 
-def _all(src: Source, diagnostic: Diagnostic, label: str) -> Iterator[tuple[str, str, list[Change]]]:
+def _all(
+    src: Source, diagnostic: Diagnostic, label: str, named: frozenset[str]
+) -> Iterator[tuple[str, str, list[Change]]]:
     nodes = src.starting_at(diagnostic.span.line, diagnostic.span.column)
     if diagnostic.code == "PFX201":  # named by its code (`TOOLS.keys()`), or as "a set"
         anchor = next((n for n in nodes if _label(src, n) == label), None) or next(
@@ -70,13 +73,13 @@ def _all(src: Source, diagnostic: Diagnostic, label: str) -> Iterator[tuple[str,
     if (m := _PLACEHOLDER.match(label)) is not None:
         start = _placeholder(src, nodes, m.group(1))
         if start is not None:
-            for message, changes in moves.candidates(src, start.root.node, label, start=start):
+            for message, changes in moves.candidates(src, start.root.node, label, start=start, named=named):
                 yield "unsafe", message, changes
         return
     anchor = next((n for n in nodes if _label(src, n) == label), None)
     if anchor is None:
         return
-    for message, changes in moves.candidates(src, anchor, label):
+    for message, changes in moves.candidates(src, anchor, label, named=named):
         yield "unsafe", message, changes
     if diagnostic.code == "PFX101":
         for message, changes in precision.candidates(src, anchor, label):

@@ -24,21 +24,29 @@ _TURN = [Atom("text", "\n\n", "", -1, -1)]  # between a user's text and what is 
 
 
 def candidates(
-    src: Source, anchor: cst.CSTNode, label: str, start: InText | None = None, depth: int = 0
+    src: Source,
+    anchor: cst.CSTNode,
+    label: str,
+    start: InText | None = None,
+    depth: int = 0,
+    named: frozenset[str] = frozenset(),
 ) -> Iterator[Candidate]:
-    """The moves of the value at `anchor` (or of atom `start` of a text), in order of preference."""
+    """The moves of the value at `anchor` (or of atom `start` of a text), in order of preference;
+    `named`: other values the finding says must move too (their sentences then go first)."""
     if depth > 3:
         return
     for flow in [start] if start is not None else flows(src, anchor):
         if isinstance(flow, InText):
-            yield from _text_moves(src, flow, label, depth)
+            yield from _text_moves(src, flow, label, depth, named)
         elif isinstance(flow, InList):
             yield from _list_moves(src, flow, label)
         else:
             yield from _statement_moves(src, flow, label)
 
 
-def _text_moves(src: Source, flow: InText, label: str, depth: int) -> Iterator[Candidate]:
+def _text_moves(
+    src: Source, flow: InText, label: str, depth: int, named: frozenset[str]
+) -> Iterator[Candidate]:
     root, atoms = flow.root, flow.root.all_atoms()
     if not has_literal(root):
         return
@@ -54,10 +62,12 @@ def _text_moves(src: Source, flow: InText, label: str, depth: int) -> Iterator[C
     own = _wrapped(atoms, cuts, mine, mine)
     block = _volatile_block(src, atoms, cuts, mine)
     spans = [own] + ([block] if block != own else [])
+    if any(_value(a) in named for a in atoms[block[0] : block[1]] if a.kind in ("field", "operand")):
+        spans.reverse()  # the finding says a value beside it must move too
     yield from _sentence_moves(src, flow, label, own, spans)
     if cut(atoms, *block) is None and all(a.is_space for a in atoms[: block[0]]):
         # the whole text varies (or is this sentence): the text itself can move
-        yield from candidates(src, root.node, label, depth=depth + 1)
+        yield from candidates(src, root.node, label, depth=depth + 1, named=named)
 
 
 def _sentence_moves(

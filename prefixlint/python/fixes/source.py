@@ -41,8 +41,9 @@ class Source:
         return Edit(self.path, l1, c1, l2, c2, replacement)
 
     def _point(self, offset: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self.line_starts, offset)
-        return line, offset - self.line_starts[line - 1] + 1
+        # Edit lines end at "\n" (as prefixlint.fixes applies them), whatever libcst counts.
+        line = self.text.count("\n", 0, offset) + 1
+        return line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
 
     def inner(self, node: cst.CSTNode) -> tuple[int, int]:
         """Where the node is written, without the parentheses around it."""
@@ -63,6 +64,10 @@ class Source:
 
     def line_start(self, offset: int) -> int:
         return self.line_starts[bisect.bisect_right(self.line_starts, offset) - 1]
+
+    def at_line_start(self, offset: int) -> bool:
+        """Whether only indentation is written before `offset` on its line."""
+        return not self.text[self.line_start(offset) : offset].strip()
 
     def line_end(self, offset: int) -> int:
         """The offset just after the line break that ends the line `offset` is on."""

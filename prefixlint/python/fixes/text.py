@@ -209,7 +209,14 @@ def removal(src: Source, piece: Piece, gone: set[int]) -> list[Change] | None:
         while j + 1 < len(kids) and _state(kids[j + 1], gone) == _ALL:
             j += 1
         if j + 1 < len(kids):  # up to the next piece kept: the operators and its own comment go too
-            changes.append((kids[i].start, kids[j + 1].start, ""))
+            start, end = kids[i].start, kids[j + 1].start
+            if (
+                src.at_line_start(start)
+                and src.at_line_start(end)
+                and src.line_start(start) < src.line_start(end)
+            ):
+                start, end = src.line_start(start), src.line_start(end)  # whole lines, as lines
+            changes.append((start, end, ""))
         else:  # the last pieces: from the end of the one kept before them
             start, end = kids[i - 1].end, kids[j].end
             if (
