@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import textwrap
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -371,10 +372,14 @@ def test_a_helpers_value_moves_to_the_end_of_the_joined_list() -> None:
 
 
 YIELDS = """\
+    from datetime import date
     from pathlib import Path
 
     def workspace():
         yield {"role": "system", "content": f"Working directory: {Path.cwd()}"}
+
+    def today():
+        yield {"role": "system", "content": f"Today: {date.today()}"}
 
     def everything():
         yield from base()
@@ -390,7 +395,23 @@ def test_a_yield_moves_after_the_yields_that_follow_it() -> None:
         "move `Path.cwd()` after the values yielded after it "
         "(`yield from workspace()` after `yield from today()`)"
     )
-    assert fix.edits == (Edit(PATH, 8, 1, 9, 1, ""), Edit(PATH, 11, 1, 11, 1, "    yield from workspace()\n"))
+    assert fix.edits == (
+        Edit(PATH, 12, 1, 13, 1, ""),
+        Edit(PATH, 15, 1, 15, 1, "    yield from workspace()\n"),
+    )
+
+
+def test_a_yield_stays_in_front_of_one_the_finding_says_must_move_too() -> None:
+    text = textwrap.dedent(YIELDS)
+    found = finding(text, "PFX104", "Path.cwd()")
+    says = replace(found, message=found.message + "; `date.today()` right after it parts the requests too")
+    [fix] = fixes.candidates(PATH, text, says)
+    assert fix.message.endswith("(`yield from workspace()` after `yield from rules()`)")
+    assert apply(text, fix.edits).splitlines()[-3:] == [
+        "    yield from rules()",
+        "    yield from workspace()",
+        "    yield from today()",
+    ]
 
 
 TIME_MESSAGE = """\
@@ -752,7 +773,10 @@ FIRST_THAT_HOLDS = {
     ("history_per_turn.py", 16, "PFX101"): "move `datetime.now()` to the end of the last user message",
     ("langchain_templates.py", 6, "PFX102"): "move `{ticket_id}` to the end of the text it is in",
     ("langchain_templates.py", 12, "PFX101"): "move `{current_date}` to the end of the last user message",
-    ("message_generators.py", 14, "PFX104"): "move `Path.cwd()` after the values yielded after it",
+    # The date message after it must move too (the finding says so), and both are then at the
+    # end, but the date's own label ("Today: ") still follows the working directory: an info that
+    # stays whichever comes first (moving it after the date would only hand the finding over).
+    ("message_generators.py", 14, "PFX104"): None,
     ("openai_alias_clock.py", 15, "PFX101"): "move `dt.now()` to the end of the last user message",
     ("random_fewshot.py", 17, "PFX103"): "move `random.shuffle(examples)` to the end of the text it is in",
     ("random_fewshot.py", 22, "PFX103"): "move `pick(EXAMPLES, 2)` to the end of the text it is in",

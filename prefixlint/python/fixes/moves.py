@@ -39,9 +39,9 @@ def candidates(
         if isinstance(flow, InText):
             yield from _text_moves(src, flow, label, depth, named)
         elif isinstance(flow, InList):
-            yield from _list_moves(src, flow, label)
+            yield from _list_moves(src, flow, label, named)
         else:
-            yield from _statement_moves(src, flow, label)
+            yield from _statement_moves(src, flow, label, named)
 
 
 def _text_moves(
@@ -240,7 +240,7 @@ def _last_user_after(seq: cst.List | cst.Tuple, index: int) -> cst.BaseExpressio
 
 
 # --- items of a list, yields ----------------------------------------------------------------------
-def _list_moves(src: Source, flow: InList, label: str) -> Iterator[Candidate]:
+def _list_moves(src: Source, flow: InList, label: str, named: frozenset[str]) -> Iterator[Candidate]:
     seq, element = flow.seq, flow.element
     elements = list(seq.elements)
     kind = role(element.value)
@@ -252,15 +252,58 @@ def _list_moves(src: Source, flow: InList, label: str) -> Iterator[Candidate]:
             return  # after the user's message it would be a turn of its own
     elif not _joined(src, seq):
         return
-    if element is elements[-1] or any(isinstance(e, cst.StarredElement) for e in elements):
+    if any(isinstance(e, cst.StarredElement) for e in elements):
         return
-    changes = _item_to_end(src, elements, element)
+    k = elements.index(element)
+    target = _last_before_named(src, elements, k, named)
+    changes = _item_after(src, elements, element, elements[target]) if target > k else None
     if changes is not None:
         where = "message list" if kind is not None else "list joined into the text"
+        end = (
+            "the end of the"
+            if target == len(elements) - 1
+            else "the values that must move too, near the end of the"
+        )
         yield (
-            f"move `{label}` to the end of the {where} (the item `{_short(src.code(element.value))}`)",
+            f"move `{label}` to {end} {where} (the item `{_short(src.code(element.value))}`)",
             changes,
         )
+
+
+def _last_before_named(src: Source, siblings: list[cst.CSTNode], k: int, named: frozenset[str]) -> int:
+    """The last of the siblings after `k` that holds none of the values the finding names: the
+    ones at the end that do hold one keep their place after it (moving past them would only put
+    them in front of it)."""
+    last = len(siblings) - 1
+    while last > k and named and _mentions(src, siblings[last], named):
+        last -= 1
+    return last
+
+
+def _mentions(src: Source, node: cst.CSTNode, named: frozenset[str]) -> bool:
+    """Whether the code of `node`, or of a function of this module it calls, writes a named value."""
+    code = src.code(node)
+    if any(n in code for n in named):
+        return True
+    calls: list[cst.Name] = []
+    _CalledNames(calls).visit_tree(node)
+    for name in calls:
+        for bound in src.bindings(name):
+            if isinstance(bound, cst.FunctionDef) and any(n in src.code(bound) for n in named):
+                return True
+    return False
+
+
+class _CalledNames(cst.CSTVisitor):
+    def __init__(self, out: list[cst.Name]) -> None:
+        self.out = out
+
+    def visit_tree(self, node: cst.CSTNode) -> None:
+        node.visit(self)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name):
+            self.out.append(node.func)
 
 
 def _short(code: str) -> str:
@@ -336,27 +379,29 @@ def _item_removal(
     return None
 
 
-def _item_to_end(
-    src: Source, elements: list[cst.BaseElement], element: cst.BaseElement
+def _item_after(
+    src: Source, elements: list[cst.BaseElement], element: cst.BaseElement, target: cst.BaseElement
 ) -> list[Change] | None:
-    """Move one item of a list to its end, written as the list is laid out."""
+    """Move one item of a list after another that follows it, written as the list is laid out."""
     layout = _multiline(src, elements)
     start, end = _item_span(src, element)
-    last_start, last_end = _item_span(src, elements[-1])
+    _, target_end = _item_span(src, target)
     gone = _item_removal(src, elements, element)
     if gone is None:
         return None
-    code = src.code(element.value)
     if layout is True:
         line = src.text[src.line_start(start) : src.line_end(end)]
-        comma = [] if isinstance(elements[-1].comma, cst.Comma) else [(last_end, last_end, ",")]
-        return gone + comma + [(src.line_end(last_end), src.line_end(last_end), line)]
-    value_end = src.span(elements[-1].value)[1]
-    return gone + [(value_end, value_end, ", " + code)]
+        comma = [] if isinstance(target.comma, cst.Comma) else [(target_end, target_end, ",")]
+        return gone + comma + [(src.line_end(target_end), src.line_end(target_end), line)]
+    value_end = src.span(target.value)[1]
+    return gone + [(value_end, value_end, ", " + src.code(element.value))]
 
 
-def _statement_moves(src: Source, flow: InStatements, label: str) -> Iterator[Candidate]:
-    """A `yield` statement moved after the yields that follow it in its block."""
+def _statement_moves(
+    src: Source, flow: InStatements, label: str, named: frozenset[str]
+) -> Iterator[Candidate]:
+    """A `yield` statement moved after the yields that follow it in its block (but before those
+    that yield a value the finding says must move too)."""
     stmt = flow.stmt
     block = src.parent(stmt)
     body = list(getattr(block, "body", ()))
@@ -366,6 +411,7 @@ def _statement_moves(src: Source, flow: InStatements, label: str) -> Iterator[Ca
     last = k
     while last + 1 < len(body) and _is_yield(body[last + 1]):
         last += 1
+    last = k + _last_before_named(src, body[k : last + 1], 0, named)
     if last == k:
         return
     start, end = src.inner(stmt)
