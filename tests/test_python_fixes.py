@@ -749,60 +749,53 @@ def options(path: Path) -> Options:
 # The first candidate that holds, for every fixture finding of the codes with Python fixes; None:
 # nothing holds (why, beside each).
 FIRST_THAT_HOLDS = {
-    ("agent_wrappers.py", 19, "PFX104"): "move `platform.system()` to the end of the text it is in",
+    "agent_wrappers.py:19 PFX104": "move `platform.system()` to the end of the text it is in",
     # CAMEL's ChatAgent adds text after its first argument: at the end of it, the date is still
     # ahead of that (an info), and it is a date already.
-    ("agent_wrappers.py", 24, "PFX101"): None,
-    ("agent_wrappers.py", 28, "PFX101"): "move `time.time()` to the end of the text it is in",
-    ("agent_wrappers.py", 44, "PFX101"): "move `datetime.date.today()` to the end of the text it is in",
-    ("agent_wrappers.py", 59, "PFX101"): "move `datetime.datetime.now()` to the end of the text it is in",
+    "agent_wrappers.py:24 PFX101": None,
+    "agent_wrappers.py:28 PFX101": "move `time.time()` to the end of the text it is in",
+    "agent_wrappers.py:44 PFX101": "move `datetime.date.today()` to the end of the text it is in",
+    "agent_wrappers.py:59 PFX101": "move `datetime.datetime.now()` to the end of the text it is in",
     # The finding says the working directory right after it must move too: both go, together.
-    (
-        "anthropic_system_env.py",
-        15,
-        "PFX104",
-    ): "move `socket.gethostname()`, with `operating_system.getcwd()` "
+    "anthropic_system_env.py:15 PFX104": "move `socket.gethostname()`, with `operating_system.getcwd()` "
     "beside it, to the end of the last user message",
     # Appended to a task description another module turns into a prompt: the end of what this file
     # writes already, and a date already.
-    ("attribute_append.py", 9, "PFX101"): None,
+    "attribute_append.py:9 PFX101": None,
     # A Jinja template in a Python string: the Jinja fixes' job.
-    ("embedded_jinja.py", 6, "PFX101"): None,
-    ("helpers_and_constants.py", 17, "PFX101"): 'move `time.strftime("%Y-%m-%d")` to the end of the list '
+    "embedded_jinja.py:6 PFX101": None,
+    "helpers_and_constants.py:17 PFX101": 'move `time.strftime("%Y-%m-%d")` to the end of the list '
     "joined into the text",
-    ("history_per_turn.py", 16, "PFX101"): "move `datetime.now()` to the end of the last user message",
-    ("langchain_templates.py", 6, "PFX102"): "move `{ticket_id}` to the end of the text it is in",
-    ("langchain_templates.py", 12, "PFX101"): "move `{current_date}` to the end of the last user message",
+    "history_per_turn.py:16 PFX101": "move `datetime.now()` to the end of the last user message",
+    "langchain_templates.py:6 PFX102": "move `{ticket_id}` to the end of the text it is in",
+    "langchain_templates.py:12 PFX101": "move `{current_date}` to the end of the last user message",
     # The date message after it must move too (the finding says so), and both are then at the
     # end, but the date's own label ("Today: ") still follows the working directory: an info that
     # stays whichever comes first (moving it after the date would only hand the finding over).
-    ("message_generators.py", 14, "PFX104"): None,
-    ("openai_alias_clock.py", 15, "PFX101"): "move `dt.now()` to the end of the last user message",
-    ("random_fewshot.py", 17, "PFX103"): "move `random.shuffle(examples)` to the end of the text it is in",
-    ("random_fewshot.py", 22, "PFX103"): "move `pick(EXAMPLES, 2)` to the end of the text it is in",
-    (
-        "request_inputs.py",
-        15,
-        "PFX102",
-    ): "move `session_id`, with `date` and `uuid.uuid4()` beside it, to the end of the last user message",
-    ("request_inputs.py", 31, "PFX105"): "move `query` to the end of the text it is in",
-    ("set_tools.py", 5, "PFX201"): "sort `TOOL_NAMES` where it is iterated",
-    ("set_tools.py", 15, "PFX201"): "sort `enabled` where it is iterated",
+    "message_generators.py:14 PFX104": None,
+    "openai_alias_clock.py:15 PFX101": "move `dt.now()` to the end of the last user message",
+    "random_fewshot.py:17 PFX103": "move `random.shuffle(examples)` to the end of the text it is in",
+    "random_fewshot.py:22 PFX103": "move `pick(EXAMPLES, 2)` to the end of the text it is in",
+    "request_inputs.py:15 PFX102": "move `session_id`, with `date` and `uuid.uuid4()` beside it, to the "
+    "end of the last user message",
+    "request_inputs.py:31 PFX105": "move `query` to the end of the text it is in",
+    "set_tools.py:5 PFX201": "sort `TOOL_NAMES` where it is iterated",
+    "set_tools.py:15 PFX201": "sort `enabled` where it is iterated",
     # The clock is read in assistant/clock.py: the fix belongs there.
-    ("agent.py", 24, "PFX101"): None,
-    ("agent.py", 35, "PFX104"): "move `os.getcwd()` to the end of the text it is in",
+    "agent.py:24 PFX101": None,
+    "agent.py:35 PFX104": "move `os.getcwd()` to the end of the text it is in",
     # Filled into a template written in another module (`SYSTEM_TEMPLATE.format(**variables)`).
-    ("agent.py", 43, "PFX105"): None,
+    "agent.py:43 PFX105": None,
     # Filled into a template read from a YAML prompt file: the sentence is written there.
-    ("agent.py", 58, "PFX101"): None,
+    "agent.py:58 PFX101": None,
     # Rendered into a Jinja prompt file.
-    ("agent.py", 67, "PFX101"): None,
-    ("placeholders.py", 4, "PFX101"): "move `{current_date}` to the end of the text it is in",
+    "agent.py:67 PFX101": None,
+    "placeholders.py:4 PFX101": "move `{current_date}` to the end of the text it is in",
     # Set in a subclass in another module.
-    ("roles.py", 13, "PFX101"): None,
+    "roles.py:13 PFX101": None,
     # The words of its own sentence follow the value ("on this {os} machine."), and a tool's
     # description goes ahead of the whole conversation.
-    ("tools.py", 7, "PFX104"): None,
+    "tools.py:7 PFX104": None,
 }
 
 
@@ -822,7 +815,7 @@ FINDINGS = _fixture_findings()
 
 
 def test_the_table_names_every_fixture_finding() -> None:
-    assert {(p.name, d.span.line, d.code) for p, d in FINDINGS} == set(FIRST_THAT_HOLDS)
+    assert {f"{p.name}:{d.span.line} {d.code}" for p, d in FINDINGS} == set(FIRST_THAT_HOLDS)
 
 
 @pytest.mark.parametrize(
@@ -833,7 +826,7 @@ def test_first_candidate_that_holds_on_the_fixtures(path: Path, diagnostic: Diag
     first = next(
         (f for f in fixes.candidates(str(path), text, diagnostic) if holds(path, text, diagnostic, f)), None
     )
-    expected = FIRST_THAT_HOLDS[(path.name, diagnostic.span.line, diagnostic.code)]
+    expected = FIRST_THAT_HOLDS[f"{path.name}:{diagnostic.span.line} {diagnostic.code}"]
     assert (first.message if first else None) == expected or (
         first is not None and expected is not None and first.message.startswith(expected)
     )

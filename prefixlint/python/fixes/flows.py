@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from prefixlint.python.fixes import messages
-from prefixlint.python.fixes.source import Source
+from prefixlint.python.fixes.source import Source, callee
 from prefixlint.python.fixes.text import Piece, build, outermost
 
 _MAX_DEPTH = 8
@@ -67,10 +67,9 @@ def _flows(src: Source, node: cst.CSTNode, seen: set[int], depth: int, whole: bo
         if isinstance(parent, cst.Arg) and parent.keyword is not None and _is_format(src, parent):
             yield from _in_template(src, parent)
             return
-        if isinstance(parent, (cst.Assign, cst.AnnAssign)) and child is parent.value:
-            for target in _targets(parent):
-                for ref in src.references(target):
-                    yield from _flows(src, ref, seen, depth + 1, whole)
+        if (reads := src.reads_of(child)) is not None:
+            for ref in reads:
+                yield from _flows(src, ref, seen, depth + 1, whole)
             return
         if isinstance(parent, cst.Expr) and _shuffles(child):
             # `random.shuffle(xs)` changes xs in place: what reads xs afterwards carries it
@@ -109,15 +108,7 @@ def _carries(parent: cst.CSTNode, child: cst.CSTNode) -> bool | None:
     if isinstance(parent, cst.Arg):
         return True  # the call above says
     if isinstance(parent, cst.Call):
-        func = parent.func
-        name = (
-            func.attr.value
-            if isinstance(func, cst.Attribute)
-            else func.value
-            if isinstance(func, cst.Name)
-            else ""
-        )
-        return child is func or name in _WHOLE_CALLS
+        return child is parent.func or callee(parent) in _WHOLE_CALLS
     if isinstance(parent, (cst.Attribute, cst.Subscript)):
         return True if child is parent.value else None
     if isinstance(parent, cst.CompFor):
@@ -174,17 +165,11 @@ def _in_template(src: Source, arg: cst.Arg) -> Iterator[InText]:
         yield InText(root, hits[0], template=True)
 
 
-def _targets(assign: cst.Assign | cst.AnnAssign) -> list[cst.Name]:
-    if isinstance(assign, cst.AnnAssign):
-        return [assign.target] if isinstance(assign.target, cst.Name) else []
-    return [t.target for t in assign.targets if isinstance(t.target, cst.Name)]
-
-
 def _shuffles(node: cst.CSTNode) -> bool:
     return (
         isinstance(node, cst.Call)
         and isinstance(node.func, (cst.Attribute, cst.Name))
-        and (node.func.attr.value if isinstance(node.func, cst.Attribute) else node.func.value) == "shuffle"
+        and callee(node) == "shuffle"
         and bool(node.args)
         and isinstance(node.args[0].value, cst.Name)
     )

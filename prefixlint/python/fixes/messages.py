@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from prefixlint.python.fixes.source import callee
+
 SYSTEM = {"system", "developer"}
 USER = {"user", "human"}
 _ROLES = {"system", "developer", "user", "human", "assistant", "ai", "tool", "function", "model"}
@@ -28,17 +30,7 @@ def _key(element: cst.DictElement) -> str | None:
 
 
 def _constructor(node: cst.CSTNode) -> str | None:
-    if not isinstance(node, cst.Call):
-        return None
-    func = node.func
-    name = (
-        func.attr.value
-        if isinstance(func, cst.Attribute)
-        else func.value
-        if isinstance(func, cst.Name)
-        else ""
-    )
-    return _CONSTRUCTORS.get(name)
+    return _CONSTRUCTORS.get(callee(node)) if isinstance(node, cst.Call) else None
 
 
 def role(message: cst.CSTNode | None) -> str | None:

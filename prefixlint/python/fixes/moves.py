@@ -208,13 +208,9 @@ def _user_content(src: Source, node: cst.CSTNode, depth: int = 0) -> cst.BaseExp
                 if isinstance(seq, cst.List):
                     return _last_user_after(seq, -1)
         return None
-    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is node:
-        targets = [parent.target] if isinstance(parent, cst.AnnAssign) else [t.target for t in parent.targets]
-        for target in targets:
-            if isinstance(target, cst.Name):
-                for ref in src.references(target):
-                    if (found := _user_content(src, ref, depth + 1)) is not None:
-                        return found
+    for ref in src.reads_of(node) or ():
+        if (found := _user_content(src, ref, depth + 1)) is not None:
+            return found
     return None
 
 
@@ -339,13 +335,7 @@ def _joined(src: Source, seq: cst.CSTNode) -> bool:
             and isinstance(call.func, cst.Attribute)
             and call.func.attr.value == "join"
         )
-    if (
-        isinstance(parent, cst.Assign)
-        and len(parent.targets) == 1
-        and isinstance(parent.targets[0].target, cst.Name)
-    ):
-        return any(_joined(src, ref) for ref in src.references(parent.targets[0].target))
-    return False
+    return any(_joined(src, ref) for ref in src.reads_of(seq) or ())
 
 
 def _multiline(src: Source, elements: list[cst.BaseElement]) -> bool | None:

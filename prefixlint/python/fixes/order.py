@@ -72,13 +72,7 @@ def _iterations(src: Source, anchor: cst.CSTNode) -> list[cst.CSTNode]:
     read of the name it is assigned to, not already sorted."""
     if _iterated(src, anchor):
         return [anchor]
-    parent = src.parent(anchor)
-    targets: list[cst.Name] = []
-    if isinstance(parent, cst.Assign) and parent.value is anchor:
-        targets = [t.target for t in parent.targets if isinstance(t.target, cst.Name)]
-    elif isinstance(parent, cst.AnnAssign) and parent.value is anchor and isinstance(parent.target, cst.Name):
-        targets = [parent.target]
-    return [ref for t in targets for ref in src.references(t) if _iterated(src, ref)]
+    return [ref for ref in src.reads_of(anchor) or () if _iterated(src, ref)]
 
 
 def _iterated(src: Source, node: cst.CSTNode) -> bool:
@@ -116,14 +110,7 @@ def _dumps_of(src: Source, dicts: list[cst.CSTNode]) -> list[tuple[cst.CSTNode, 
     not already given `sort_keys`."""
     out: list[tuple[cst.CSTNode, cst.Call]] = []
     for d in dicts:
-        uses: list[cst.CSTNode] = [d]
-        parent = src.parent(d)
-        if (
-            isinstance(parent, cst.Assign)
-            and len(parent.targets) == 1
-            and isinstance(parent.targets[0].target, cst.Name)
-        ):
-            uses = list(src.references(parent.targets[0].target))
+        uses: list[cst.CSTNode] = list(src.reads_of(d) or [d])
         for use in uses:
             arg = src.parent(use)
             call = src.parent(arg) if isinstance(arg, cst.Arg) else None

@@ -32,14 +32,7 @@ def candidates(src: Source, anchor: cst.CSTNode, label: str) -> Iterator[tuple[s
         return
     if not names & _DATETIME:
         return
-    uses: list[cst.CSTNode] = [anchor]
-    parent = src.parent(anchor)
-    if (
-        isinstance(parent, cst.Assign)
-        and len(parent.targets) == 1
-        and isinstance(parent.targets[0].target, cst.Name)
-    ):
-        uses = list(src.references(parent.targets[0].target))
+    uses: list[cst.CSTNode] = list(src.reads_of(anchor) or [anchor])
     changes: list[Change] = []
     said: list[str] = []
     dated = False

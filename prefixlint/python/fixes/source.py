@@ -133,6 +133,21 @@ class Source:
             (n for n in out if n is not None and n in self.positions), key=lambda n: self.inner(n)[0]
         )
 
+    def reads_of(self, value: cst.CSTNode) -> list[cst.Name] | None:
+        """The reads of the names `value` is assigned to (`x = value`, `x: str = value`), in
+        source order; None when it is not assigned to a name."""
+        parent = self.parent(value)
+        if isinstance(parent, cst.Assign) and parent.value is value:
+            targets = [t.target for t in parent.targets]
+        elif isinstance(parent, cst.AnnAssign) and parent.value is value:
+            targets = [parent.target]
+        else:
+            return None
+        names = [t for t in targets if isinstance(t, cst.Name)]
+        if not names:
+            return None
+        return sorted((r for t in names for r in self.references(t)), key=lambda n: self.inner(n)[0])
+
     def assigned(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the one plain assignment `name = value` that `name` reads, if it is one."""
         bound = self.bindings(name)
@@ -169,6 +184,18 @@ class Source:
     def _imported(self, name: cst.Name) -> bool:
         bound = self.bindings(name)
         return bool(bound) and all(isinstance(b, (cst.Import, cst.ImportFrom)) for b in bound)
+
+
+def callee(call: cst.Call) -> str:
+    """The last name of what is called: `join` for `", ".join(...)`, `str` for `str(...)`."""
+    func = call.func
+    return (
+        func.attr.value
+        if isinstance(func, cst.Attribute)
+        else func.value
+        if isinstance(func, cst.Name)
+        else ""
+    )
 
 
 @lru_cache(maxsize=8)
