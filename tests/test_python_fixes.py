@@ -5,14 +5,19 @@ makes before it attaches a fix)."""
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
+import libcst as cst
 import pytest
 from conftest import CORPUS, FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_fuzz import PY_SEEDS, PY_TOKENS, mutated
 
 import prefixlint.python.fixes as fixes
 from prefixlint.model import Diagnostic, Edit, Fix, Severity, Span
@@ -21,7 +26,8 @@ from prefixlint.python.fixes.precision import day_format
 from prefixlint.settings import Options
 
 PATH = "prompts.py"
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+CODES = {"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201"}
+_LINE_BREAK = re.compile(r"\n")  # as prefixlint.fixes counts lines
 
 
 def apply(text: str, edits: tuple[Edit, ...]) -> str:
@@ -857,3 +863,24 @@ def test_no_candidate_builder_raises_and_candidates_are_deterministic(
                 assert fix.applicability in ("safe", "unsafe") and not fix.verified
                 assert fix.message.split()[0] in ("move", "sort", "add", "keep")
                 assert all(e.path == str(path) for e in fix.edits)
+
+
+# Mutated fixtures (tests/test_fuzz.py's strategy): every finding, and a finding placed anywhere
+# naming whatever is written there, gets candidates without an error, and each applies and parses.
+@settings(max_examples=int(os.environ.get("PREFIXLINT_FIX_FUZZ", "25")), deadline=None, database=None)
+@given(source=mutated(PY_SEEDS, PY_TOKENS), where=st.integers(0, 10**6), code=st.sampled_from(sorted(CODES)))
+def test_candidates_on_mutated_sources(source: str, where: int, code: str) -> None:
+    source = source.replace("\x00", "")  # a file with NUL bytes is never analysed (PFX003)
+    findings = analyze_python(PATH, source, Options()).diagnostics
+    if source.strip():
+        at = where % len(source)
+        line, column = source.count("\n", 0, at) + 1, at - (source.rfind("\n", 0, at) + 1) + 1
+        named = source[at : at + 1 + where % 30].split("\n")[0]
+        findings.append(
+            Diagnostic(code, Span(PATH, line, column), f"a value (`{named}`) is ahead", Severity.ERROR)
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fixes, "_guarded", lambda found: found)  # an error here is a bug, not odd input
+        for d in findings:
+            for fix in fixes.candidates(PATH, source, d):
+                cst.parse_module(apply(source, fix.edits))

@@ -31,6 +31,7 @@ _LABEL = re.compile(r"`([^`]+)`")
 # How the frontend says a value comes from elsewhere: "(`helper()`, `datetime.now()` in pkg/clock.py:7)".
 _ELSEWHERE = re.compile(r"`[^`]*` in \S+:\d+")
 _PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 def candidates(path: str, text: str, diagnostic: Diagnostic) -> Iterator[Fix]:
@@ -43,6 +44,8 @@ def candidates(path: str, text: str, diagnostic: Diagnostic) -> Iterator[Fix]:
         return  # reported in a prompt file: the fix belongs there
     if _ELSEWHERE.search(diagnostic.message):
         return
+    if _LONE_CR.search(text):
+        return  # libcst ends a line at a lone "\r", the applier of edits only at "\n"
     label_match = _LABEL.search(diagnostic.message)
     src = load(path, text)
     if src is None or label_match is None:

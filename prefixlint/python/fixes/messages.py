@@ -3,6 +3,8 @@ constructors like `SystemMessage(content=...)`; their role and where their conte
 
 from __future__ import annotations
 
+import warnings
+
 import libcst as cst
 
 from prefixlint.python.fixes.source import callee
@@ -14,19 +16,27 @@ _ROLES = {"system", "developer", "user", "human", "assistant", "ai", "tool", "fu
 _CONSTRUCTORS = {"SystemMessage": "system", "HumanMessage": "human", "UserMessage": "user", "AIMessage": "ai"}
 
 
+def literal(node: cst.CSTNode | None) -> str | None:
+    """What a plain string literal says; None for anything else, or a literal Python would refuse."""
+    if not isinstance(node, cst.SimpleString):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `"\w"` warns; it is still that text
+            value = node.evaluated_value
+    except (ValueError, SyntaxError):  # a NUL byte
+        return None
+    return value if isinstance(value, str) else None
+
+
 def role_of(node: cst.CSTNode) -> str | None:
     """The role a literal names ("system", "user", ...), lower-case."""
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        if isinstance(value, str) and value.lower() in _ROLES:
-            return value.lower()
-    return None
+    value = literal(node)
+    return value.lower() if value is not None and value.lower() in _ROLES else None
 
 
 def _key(element: cst.DictElement) -> str | None:
-    key = element.key
-    value = key.evaluated_value if isinstance(key, cst.SimpleString) else None
-    return value if isinstance(value, str) else None
+    return literal(element.key)
 
 
 def _constructor(node: cst.CSTNode) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -33,8 +33,11 @@ class Source:
 
     # --- positions ---------------------------------------------------------------------------
     def offset(self, line: int, column: int) -> int:
-        """The text offset of a libcst position (1-based line, 0-based column)."""
-        return self.line_starts[line - 1] + column
+        """The text offset of a libcst position (1-based line, 0-based column); libcst ends a file
+        without a final line break on a line after it."""
+        if line > len(self.line_starts):
+            return len(self.text)
+        return min(self.line_starts[line - 1] + column, len(self.text))
 
     def edit(self, start: int, end: int, replacement: str) -> Edit:
         (l1, c1), (l2, c2) = self._point(start), self._point(end)
@@ -53,14 +56,19 @@ class Source:
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         """Where the node is written, with its parentheses."""
         start, end = self.inner(node)
-        for paren in getattr(node, "lpar", ()):
-            start -= len(self.code(paren))
-        for paren in getattr(node, "rpar", ()):
-            end += len(self.code(paren))
+        for paren in parens(node, "lpar"):
+            start -= len(self.module.code_for_node(paren))
+        for paren in parens(node, "rpar"):
+            end += len(self.module.code_for_node(paren))
         return start, end
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        """The node as it is written here, with its parentheses (libcst's own code generation
+        cannot write some nodes alone, such as an annotation)."""
+        if node not in self.positions:
+            return self.module.code_for_node(node)
+        start, end = self.span(node)
+        return self.text[start:end]
 
     def line_start(self, offset: int) -> int:
         return self.line_starts[bisect.bisect_right(self.line_starts, offset) - 1]
@@ -184,6 +192,12 @@ class Source:
     def _imported(self, name: cst.Name) -> bool:
         bound = self.bindings(name)
         return bool(bound) and all(isinstance(b, (cst.Import, cst.ImportFrom)) for b in bound)
+
+
+def parens(node: cst.CSTNode, side: str = "lpar") -> Sequence[cst.CSTNode]:
+    """The parentheses written around an expression on one side (`lpar` or `rpar`)."""
+    found = getattr(node, side, ())
+    return found if isinstance(found, Sequence) else ()  # some nodes hold a MaybeSentinel there
 
 
 def callee(call: cst.Call) -> str:

@@ -73,7 +73,10 @@ def _decode_escape(raw: str) -> str:
         return ""  # a backslash at the end of a line continues the literal
     with warnings.catch_warnings():  # an unknown escape warns on some Pythons; it is still itself
         warnings.simplefilter("ignore")
-        return ast.literal_eval('"' + raw + '"')  # parses one string literal, runs nothing
+        try:
+            return ast.literal_eval('"' + raw + '"')  # parses one string literal, runs nothing
+        except (ValueError, SyntaxError):  # `\N{no such name}`
+            return raw
 
 
 def _chars(raw: str, start: int, token: Token, braces: bool) -> list[Atom]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from prefixlint.python.fixes.source import Source
+from prefixlint.python.fixes.source import Source, parens
 from prefixlint.python.fixes.strings import Atom, Token, encode, literal, placeholders, token_atoms
 
 # An edit in text offsets: replace [start, end) with the string.
@@ -73,11 +73,11 @@ def _is_add(node: cst.CSTNode) -> bool:
 def _parts(node: cst.CSTNode, top: bool = True) -> list[cst.CSTNode]:
     """The operands of a `+` chain or the literals of an implicit concatenation, in order (a
     parenthesised one is a single part)."""
-    if not top and getattr(node, "lpar", None):
+    if not top and parens(node):
         return [node]
     if _is_add(node):
         return _parts(node.left, False) + _parts(node.right, False)  # type: ignore[attr-defined]
-    if isinstance(node, cst.ConcatenatedString) and (top or not node.lpar):
+    if isinstance(node, cst.ConcatenatedString) and (top or not parens(node)):
         return _parts(node.left, False) + _parts(node.right, False)
     return [node]
 
@@ -261,11 +261,11 @@ def append(src: Source, root: Piece, atoms: list[Atom]) -> list[Change] | None:
     node = root.node
     if not root.leaf:
         at = root.children[-1].end  # inside its parentheses, if it has them
-    elif isinstance(node, _ATOMIC) or getattr(node, "lpar", None):
+    elif isinstance(node, _ATOMIC) or parens(node):
         at = src.inner(node)[1]
     else:
         return None
-    if not getattr(node, "lpar", None) and not isinstance(src.parent(node), _PLUS_OK):
+    if not parens(node) and not isinstance(src.parent(node), _PLUS_OK):
         return None
     return [(at, at, " + " + added)]
 
