@@ -867,6 +867,7 @@ def test_no_candidate_builder_raises_and_candidates_are_deterministic(
 
 # Mutated fixtures (tests/test_fuzz.py's strategy): every finding, and a finding placed anywhere
 # naming whatever is written there, gets candidates without an error, and each applies and parses.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # compile() on a mutated `"\o"`
 @settings(max_examples=int(os.environ.get("PREFIXLINT_FIX_FUZZ", "25")), deadline=None, database=None)
 @given(source=mutated(PY_SEEDS, PY_TOKENS), where=st.integers(0, 10**6), code=st.sampled_from(sorted(CODES)))
 def test_candidates_on_mutated_sources(source: str, where: int, code: str) -> None:

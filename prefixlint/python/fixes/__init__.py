@@ -3,11 +3,17 @@ unverified, in order of preference; `prefixlint.fixes` analyses the fixed text a
 the first that holds.
 
 - PFX201 (order.py), safe: `sorted(...)` where the set is iterated, `sort_keys=True` on the
-  `json.dumps` of a dict built from it (unsafe when the items may not compare).
-- PFX101-PFX105 (moves.py), unsafe: the value, with its sentence, to the end of the last user
-  message of the same call, or to the end of its own text; a whole item to the end of the list
-  joined into the text; a `yield` after the others. PFX101 then (precision.py): the date kept, the
-  time of day dropped.
+  `json.dumps` of a dict built from it; unsafe when the items' type is unknown, nothing when they
+  cannot compare.
+- PFX101-PFX105 (moves.py), unsafe: the value with its sentence (and the tags or markers around
+  it) to the end of the last user message of the same call or list, then to the end of its own
+  text; then with the sentences beside it that vary too; an all-volatile message, an item of a
+  joined list or a `yield` to the end of its sequence. PFX101 last (precision.py): the date kept,
+  the time of day dropped.
+
+The modules: source.py (the parsed file, positions, names), strings.py (literals as atoms),
+text.py (a string expression, its sentences, the edits that cut and append), flows.py (where a
+value goes), messages.py (how code writes chat messages).
 
 Edits are only ever in the checked file: a value computed in another module or written in a
 prompt file gets nothing here."""
