@@ -8,7 +8,6 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 import libcst as cst
 import libcst.metadata as meta
@@ -27,7 +26,6 @@ class Source:
     positions: Mapping[cst.CSTNode, meta.CodeRange]
     parents: Mapping[cst.CSTNode, cst.CSTNode]
     scopes: Mapping[cst.CSTNode, meta.Scope | None]
-    names: Mapping[cst.CSTNode, Any]  # qualified names, or a LazyValue giving them
     line_starts: list[int]
     _starting: dict[tuple[int, int], list[cst.CSTNode]] | None = field(default=None, repr=False)
 
@@ -171,9 +169,11 @@ class Source:
     def qualified(self, node: cst.CSTNode) -> set[str]:
         """The dotted names a name or attribute stands for through the imports (`dt.now` after
         `from datetime import datetime as dt`: `datetime.datetime.now`)."""
-        found = self.names.get(node, ())
-        if callable(found):  # libcst computes qualified names lazily
-            found = found()
+        scope = self.scopes.get(node)
+        try:
+            found = scope.get_qualified_names_for(node) if scope is not None else ()
+        except Exception:  # a node libcst's scopes do not name
+            found = ()
         return {q.name for q in found}
 
     def looks_static(self, node: cst.CSTNode) -> bool:
@@ -222,8 +222,7 @@ def load(path: str, text: str) -> Source | None:
         positions = wrapper.resolve(meta.PositionProvider)
         parents = wrapper.resolve(meta.ParentNodeProvider)
         scopes = wrapper.resolve(meta.ScopeProvider)
-        names = wrapper.resolve(meta.QualifiedNameProvider)
     except Exception:  # libcst raises several kinds of error on input it cannot take
         return None
     starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-    return Source(path, text, module, positions, parents, scopes, names, starts)
+    return Source(path, text, module, positions, parents, scopes, starts)
