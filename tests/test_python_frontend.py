@@ -290,3 +290,49 @@ def test_a_prompt_file_read_in_a_with_block(tmp_path: Path) -> None:
         str(module), module.read_text(encoding="utf-8"), Options(project_root=str(tmp_path))
     )
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("PFX101", 8)]
+
+
+HANDLER = """from litellm import acompletion
+
+
+class Handler:
+    async def chat_completion(self, model: str, system: str, user: str):
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        kwargs = {"model": model, "messages": messages, "temperature": 0}
+        return await acompletion(**kwargs)
+"""
+RULES_LINE = (
+    'RULES = "Answer in English, cite the knowledge base, never invent order numbers, escalate '
+    'refunds to a human."\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("wiring", "call"),
+    [
+        # the handler class is a parameter's default, constructed in __init__
+        ("def __init__(self, ai_handler: type = Handler):\n        self.ai = ai_handler()", "self.ai"),
+        # a parameter annotated with the class
+        ("def __init__(self, ai: Handler):\n        self.ai = ai", "self.ai"),
+        # injected from elsewhere, its class unknown: found by the method's name in the project
+        ("def __init__(self, ai):\n        self.ai = ai", "self.ai"),
+    ],
+    ids=["default", "annotation", "by-name"],
+)
+def test_a_wrapper_of_a_modelled_api_in_another_module_is_a_sink(
+    wiring: str, call: str, tmp_path: Path
+) -> None:
+    (tmp_path / "handler.py").write_text(HANDLER, encoding="utf-8")
+    reviewer = tmp_path / "reviewer.py"
+    reviewer.write_text(
+        "from datetime import datetime\n\nfrom handler import Handler\n\n"
+        + RULES_LINE
+        + f"\n\nclass Reviewer:\n    {wiring}\n\n    async def run(self, diff: str):\n"
+        + '        system = f"Today {datetime.now():%Y-%m-%d}. {RULES}"\n'
+        + f'        return await {call}.chat_completion(model="gpt-4o", system=system, user=diff)\n',
+        encoding="utf-8",
+    )
+    options = Options(project_root=str(tmp_path))
+    found = analyze_python(str(reviewer), reviewer.read_text(encoding="utf-8"), options).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX101", 13, Severity.ERROR)]
+    assert "the request `chat_completion()` sends (`acompletion()` (LiteLLM completion))" in found[0].message

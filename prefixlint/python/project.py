@@ -226,6 +226,17 @@ class Project:
                     out.append((other, candidate))
         return out
 
+    def methods_named(self, name: str) -> list[tuple[Evaluator, cst.FunctionDef]]:
+        """The methods called `name` that classes of the project define (found by a text search of
+        every module, indexed once per process, then parsed only where one is defined)."""
+        out = []
+        for path in _definitions(self).get(name, ())[:MAX_SIBLING_MODULES]:
+            other = self.evaluator(path)
+            if other is None:
+                continue
+            out += [(other, fn) for (_, method), fn in sorted(other.index.methods.items()) if method == name]
+        return out
+
     def evaluator(self, path: str) -> Evaluator | None:
         from prefixlint.python.evaluate import Evaluator
 
@@ -253,6 +264,24 @@ class Project:
             if evaluator is not None:
                 return evaluator, ".".join(parts[cut:])
         return None
+
+
+_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
+# Project roots indexed in this process: method name -> the modules that define one (indented defs).
+_DEFINED: dict[str, dict[str, list[str]]] = {}
+
+
+def _definitions(project: Project) -> dict[str, list[str]]:
+    found = _DEFINED.get(project.root)
+    if found is None:
+        found = _DEFINED[project.root] = {}
+        for paths in project._index().values():
+            for path in paths:
+                if path.endswith(".py"):
+                    text = _read(path)
+                    for name in set(_DEF.findall(text or "")):
+                        found.setdefault(name, []).append(path)
+    return found
 
 
 def parsed_module(path: str, text: str) -> ModuleIndex | None:
