@@ -336,3 +336,12 @@ def test_a_wrapper_of_a_modelled_api_in_another_module_is_a_sink(
     found = analyze_python(str(reviewer), reviewer.read_text(encoding="utf-8"), options).diagnostics
     assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX101", 13, Severity.ERROR)]
     assert "the request `chat_completion()` sends (`acompletion()` (LiteLLM completion))" in found[0].message
+
+
+def test_a_branch_no_caller_takes_sends_nothing(tmp_path: Path) -> None:
+    """Without the caller that passes `pick=True`, the random example is on no path to a request."""
+    text = (FIXTURES / "python" / "branch_not_taken.py").read_text(encoding="utf-8")
+    text = text[: text.index("def ask_with_a_random_example")]
+    path = tmp_path / "one_caller.py"
+    path.write_text(text, encoding="utf-8")
+    assert analyze_python(str(path), text, Options()).diagnostics == []
