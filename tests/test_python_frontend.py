@@ -345,3 +345,33 @@ def test_a_branch_no_caller_takes_sends_nothing(tmp_path: Path) -> None:
     path = tmp_path / "one_caller.py"
     path.write_text(text, encoding="utf-8")
     assert analyze_python(str(path), text, Options()).diagnostics == []
+
+
+def test_a_prompt_module_checked_alone_is_judged_by_the_modules_that_send_it(tmp_path: Path) -> None:
+    """`prompts.py` sends nothing itself; `agent.py` imports its constant into a chat request, so
+    the clock in it is a finding at its own line with the loss that request really has."""
+    (tmp_path / "prompts.py").write_text(
+        "from datetime import datetime\n\n"
+        'SYSTEM_PROMPT = """You are a support assistant for ACME. Answer in English, cite the knowledge\n'
+        'base, never invent order numbers, and escalate refunds above 100 EUR to a human agent."""\n\n\n'
+        "def system_prompt() -> str:\n"
+        '    return f"Now: {datetime.now()}\\n{SYSTEM_PROMPT}"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "agent.py").write_text(
+        "from openai import OpenAI\n\nfrom prompts import system_prompt\n\nclient = OpenAI()\n\n\n"
+        "def answer(question: str) -> str:\n"
+        "    return client.chat.completions.create(\n"
+        '        model="gpt-4o",\n'
+        '        messages=[{"role": "system", "content": system_prompt()}, {"role": "user", "content": question}],\n'
+        "    )\n",
+        encoding="utf-8",
+    )
+    prompts = tmp_path / "prompts.py"
+    options = Options(project_root=str(tmp_path))
+    (finding,) = analyze_python(str(prompts), prompts.read_text(encoding="utf-8"), options).diagnostics
+    assert (finding.code, finding.span.line, finding.severity) == ("PFX101", 8, Severity.ERROR)
+    assert "in agent.py (line 9)" in finding.message and "no call that sends it" not in finding.message
+    (tmp_path / "agent.py").unlink()  # nothing sends it: a candidate only
+    (alone,) = analyze_python(str(prompts), prompts.read_text(encoding="utf-8"), options).diagnostics
+    assert alone.severity == Severity.INFO and "no call that sends it to a model was found" in alone.message

@@ -219,7 +219,9 @@ class Evaluator:
                 return h
             where = f"{os.path.relpath(h.path, self.project.root)}:{h.line}"
             via = h.via or f"`{h.label}` in {where}"
-            return replace(h, line=line, column=column, path=self.path, label=self.label(node), via=via)
+            origin = h.origin or (h.path, h.line, h.column, h.label, h.via)
+            label = self.label(node)
+            return replace(h, line=line, column=column, path=self.path, label=label, via=via, origin=origin)
 
         return map_holes(value, move)
 

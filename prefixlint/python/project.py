@@ -275,13 +275,37 @@ def _definitions(project: Project) -> dict[str, list[str]]:
     found = _DEFINED.get(project.root)
     if found is None:
         found = _DEFINED[project.root] = {}
-        for paths in project._index().values():
-            for path in paths:
-                if path.endswith(".py"):
-                    text = _read(path)
-                    for name in set(_DEF.findall(text or "")):
-                        found.setdefault(name, []).append(path)
+        for path in python_sources(project):
+            for name in set(_DEF.findall(read_text(path) or "")):
+                found.setdefault(name, []).append(path)
     return found
+
+
+def python_sources(project: Project) -> list[str]:
+    """Every `.py` file under the project root (walked once per process)."""
+    return sorted(p for paths in project._index().values() for p in paths if p.endswith(".py"))
+
+
+# Files read by a whole-project text search in this process: path -> ((size, mtime), text).
+_TEXTS: dict[str, tuple[tuple[int, int], str | None]] = {}
+MAX_SEARCHED_TEXTS = 20_000
+
+
+def read_text(path: str) -> str | None:
+    """A project file's text for a text search, read once per process while it is unchanged."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_size, st.st_mtime_ns)
+    cached = _TEXTS.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if len(_TEXTS) >= MAX_SEARCHED_TEXTS:
+        _TEXTS.clear()
+    text = _read(path)
+    _TEXTS[path] = (key, text)
+    return text
 
 
 def parsed_module(path: str, text: str) -> ModuleIndex | None:
