@@ -363,7 +363,8 @@ def test_a_prompt_module_checked_alone_is_judged_by_the_modules_that_send_it(tmp
         "def answer(question: str) -> str:\n"
         "    return client.chat.completions.create(\n"
         '        model="gpt-4o",\n'
-        '        messages=[{"role": "system", "content": system_prompt()}, {"role": "user", "content": question}],\n'
+        '        messages=[{"role": "system", "content": system_prompt()},\n'
+        '                  {"role": "user", "content": question}],\n'
         "    )\n",
         encoding="utf-8",
     )
