@@ -13,7 +13,7 @@ from conftest import CORPUS, FIXTURES, run_prefixlint
 from prefixlint.api import Options, lint_paths
 from prefixlint.engines import load_engines
 from prefixlint.model import Severity
-from prefixlint.rules import cost_unit, severity_from_cost
+from prefixlint.rules import cost_unit, loss_severity
 
 TRUST = FIXTURES / "trust"
 
@@ -35,16 +35,20 @@ def test_cost_unit_is_one_block_or_one_caching_step() -> None:
 
 
 @pytest.mark.parametrize(
-    ("static", "reply", "last_only", "expected"),
+    ("before", "static", "reply", "last_only", "expected"),
     [
-        (15, 15, False, Severity.INFO),  # under a vLLM block either way
-        (1, 0, True, Severity.INFO),  # only the recomputed last token
-        (3, 40, False, Severity.WARNING),  # generated tokens only: a warning
-        (16, 0, False, Severity.ERROR),  # a block of prompt prefix: the rule's severity
+        (0, 15, 0, False, Severity.INFO),  # under a vLLM block
+        (100, 1, 0, True, Severity.INFO),  # only the recomputed last token
+        (100, 3, 40, False, Severity.WARNING),  # no prompt block, generated blocks: a warning
+        (0, 16, 0, False, Severity.ERROR),  # a block of prompt prefix: the rule's severity
     ],
 )
-def test_one_rule_for_every_code(static: int, reply: int, last_only: bool, expected: Severity) -> None:
-    assert severity_from_cost(Severity.ERROR, static, reply, load_engines()["vllm"], last_only) == expected
+def test_one_rule_for_every_code(
+    before: int, static: int, reply: int, last_only: bool, expected: Severity
+) -> None:
+    vllm = load_engines()["vllm"]
+    found = loss_severity(Severity.ERROR, before, static, vllm, reply_lost=reply, last_token_only=last_only)
+    assert found == expected
 
 
 def test_a_one_token_generation_prompt_mismatch_is_info() -> None:
@@ -123,7 +127,9 @@ def test_one_date_read_two_ways_is_one_finding() -> None:
     assert (diag.code, diag.span.line, diag.severity) == ("PFX101", 3, Severity.ERROR)
     assert "also: PFX105 request-input-in-prefix (line 5)" in diag.message
     assert diag.evidence.token_index == 12
-    assert diag.evidence.static_tokens_lost == 94
+    # 94 static tokens follow the date; the last 14 (`<|im_end|>\n<|im_start|>user\n`) are the turn
+    # markers in front of the user's text, which cost nothing shareable (issue 23, point 5).
+    assert diag.evidence.static_tokens_lost == 80
 
 
 def test_a_think_generation_prompt_and_dropped_reasoning_are_one_finding() -> None:

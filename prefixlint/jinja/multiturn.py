@@ -33,10 +33,11 @@ from prefixlint.jinja.multiturn_scenarios import (
     chat_scenarios,
     mentions_reasoning,
 )
+from prefixlint.jinja.severity import Cost, cost_severity
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
-from prefixlint.model import Diagnostic, Evidence, Severity
-from prefixlint.rules import RULES, engine_losses, severity_from_cost
+from prefixlint.model import Diagnostic, Evidence
+from prefixlint.rules import RULES, engine_losses
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
@@ -465,14 +466,6 @@ _HINTS = {
 }
 
 
-def _severity(brk: _Break, engine: Engine | None) -> Severity:
-    """The rule's severity, lowered by what the break costs (rules.severity_from_cost): turn N's
-    last token alone is recomputed by engines anyway."""
-    return severity_from_cost(
-        RULES[brk.code].default_severity, brk.static_lost, brk.reply_lost, engine, last_token_only=True
-    )
-
-
 def _tokens(n: int) -> str:
     return f"{n:,} token" if n == 1 else f"{n:,} tokens"
 
@@ -488,7 +481,11 @@ def _template_line(brk: _Break) -> int:
 
 
 def _diagnostic(
-    template: ChatTemplate, group: list[_Break], setting: str, engine: Engine | None, stand_in: bool = False
+    template: ChatTemplate,
+    group: list[_Break],
+    setting: str,
+    engine: Engine | None,
+    tokenizer: LoadedTokenizer,
 ) -> Diagnostic:
     brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
     k, k1 = brk.turn, brk.turn + 1
@@ -514,8 +511,25 @@ def _diagnostic(
         message += f"; {others} more {steps} the same way (worst reuse {worst:.0%})"
     if setting:
         message += f"; {setting}"
+    stand_in = tokenizer.name == EMBEDDED_NAME
     if stand_in and (brk.cause == "boundary" or brk.b.text.startswith(brk.held_text or brk.a.text)):
         message += f"; {STAND_IN_NOTE}"
+    # What it costs in the engine's blocks (rules.loss_severity): turn N's last token alone is
+    # recomputed by engines anyway.
+    static_text = brk.a.text[brk.char_a :] if brk.static_lost else ""
+    cost = Cost(
+        brk.reused,
+        brk.static_lost,
+        len(brk.b.ids),
+        (text_a[: brk.char_a], static_text, brk.b.text),
+        reply=brk.reply_lost,
+        last_token_only=True,
+    )
+    severity, note = cost_severity(
+        RULES[brk.code].default_severity, cost, engine, tokenizer, template.controls
+    )
+    if note:
+        message += f"; {note}"
     evidence = Evidence(
         token_index=brk.token_index,
         char_offset=brk.char_a,
@@ -528,7 +542,6 @@ def _diagnostic(
         reply_tokens_lost=brk.reply_lost,
         engines_lost=engine_losses(brk.reused, brk.static_lost + brk.reply_lost, len(brk.b.ids), engine),
     )
-    severity = _severity(brk, engine)
     return Diagnostic(brk.code, template.span(line, col), message, severity, _HINTS[brk.code], evidence)
 
 
@@ -647,7 +660,6 @@ def analyze_multiturn(
         groups.setdefault(brk.code, []).append(brk)
     ordered = sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
     diagnostics = [
-        _diagnostic(template, group, settings.get(code, ""), engine, tokenizer.name == EMBEDDED_NAME)
-        for code, group in ordered
+        _diagnostic(template, group, settings.get(code, ""), engine, tokenizer) for code, group in ordered
     ]
     return MultiTurnResult(diagnostics, reuse, [_template_line(group[0]) for _, group in ordered])

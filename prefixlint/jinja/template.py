@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from prefixlint.controls import control_strings
 from prefixlint.jinja.environment import (
     TEMPLATE_FILENAME,
     ClockCall,
@@ -107,6 +108,11 @@ class ChatTemplate:
             and not n.endswith("_token")
             and n != "additional_special_tokens"
         )
+
+    @cached_property
+    def controls(self) -> tuple[str, ...]:
+        """The template's control strings (prefixlint/controls.py), longest first."""
+        return control_strings(self.traced.source, special=self.special_tokens.values())
 
     def span(self, line: int, column: int = 1) -> Span:
         if self.fixed_line is not None:
