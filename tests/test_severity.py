@@ -172,3 +172,16 @@ def test_chatml_markers_after_the_clock_are_no_error_with_the_stand_in(tmp_path:
     )
     diag = _clock(path)
     assert (diag.code, diag.severity, diag.evidence.static_tokens_lost) == ("PFX101", INFO, 3)
+
+
+def test_a_verdict_that_depends_on_the_stand_ins_block_boundaries_says_so() -> None:
+    """The forced generation prompt costs 6 prompt and 7 generated tokens: with the stand-in's
+    counts they complete a vLLM block (a warning), at other boundaries they need not."""
+    [diag] = lint_paths(
+        [str(FIXTURES / "multiturn" / "forced_generation_prompt.jinja")], Options()
+    ).diagnostics
+    assert (diag.code, diag.severity) == ("PFX403", INFO)
+    assert diag.evidence.engines_lost["vllm"] == 16  # as measured, a block
+    assert max(diag.evidence.static_tokens_lost, diag.evidence.reply_tokens_lost) < 16
+    assert "embedded stand-in tokenizer this would be a warning" in diag.message
+    assert "pass `--tokenizer`" in diag.message

@@ -286,19 +286,16 @@ def _analyse(source: str, path: str, **kwargs) -> list:
     return analyze_template(template, tokenizer, Options()).diagnostics
 
 
-def _offered(message: str) -> list[dict[str, bool]]:
-    """Each setting a message offers, as the keyword arguments it stands for."""
-    m = re.search(r"; ((?:`\w+=\w+`(?: and | or )?)+) keeps the prefix stable", message)
+def _offered(message: str) -> list[list[str]]:
+    """Each setting a message offers, as the `--var` arguments it prints (`NAME=VALUE` each)."""
+    m = re.search(r"; ((?:`--var [^`]+`(?: or )?)+) keeps the prefix stable", message)
     if not m:
         return []
-    return [
-        {k: v == "True" for k, v in re.findall(r"`(\w+)=(\w+)`", option)}
-        for option in m.group(1).split(" or ")
-    ]
+    return [re.findall(r"--var (\S+)", option) for option in re.findall(r"`([^`]+)`", m.group(1))]
 
 
-def _check_with_vars(path, setting: dict[str, bool]) -> list[dict]:
-    """`prefixlint check PATH --var NAME=VALUE ...` as a user re-runs it to try a hint."""
+def _check_with_vars(path, setting: list[str]) -> list[dict]:
+    """`prefixlint check PATH --var NAME=VALUE ...`, the `--var`s copied from the hint as printed."""
     import json as _json
 
     from click.testing import CliRunner
@@ -306,8 +303,8 @@ def _check_with_vars(path, setting: dict[str, bool]) -> list[dict]:
     from prefixlint.cli import cli
 
     args = ["check", str(path), "--format", "json", "--no-cache", "--exit-zero"]
-    for name, value in setting.items():
-        args += ["--var", f"{name}={_json.dumps(value)}"]
+    for assignment in setting:
+        args += ["--var", assignment]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     return _json.loads(result.stdout)["diagnostics"]
@@ -328,7 +325,7 @@ def _assert_hints_hold(path) -> int:
 def test_a_verified_setting_is_offered_and_raising_or_own_ones_never() -> None:
     [diag] = _diagnostics("switch_hints.jinja")
     assert (diag.code, diag.span.line, diag.severity) == ("PFX401", 17, Severity.WARNING)
-    assert "`preserve_thinking=True` keeps the prefix stable (verified" in diag.message
+    assert "`--var preserve_thinking=true` keeps the prefix stable (verified" in diag.message
     assert "reasoning_effort" not in diag.message  # True and False both make it raise
     assert "keep_reasoning" not in diag.message  # set by the template itself, no caller passes it
 
@@ -350,12 +347,12 @@ def test_every_hint_printed_on_the_corpus_holds() -> None:
 
 def test_reasoning_runs_in_the_mode_that_produces_it() -> None:
     """Thinking is off by default (the prompt closes the think block): reasoning replies are tried
-    with `enable_thinking=True`, where the prompt opens `<think>` and the reply continues it."""
+    with `enable_thinking=true`, where the prompt opens `<think>` and the reply continues it."""
     by_code = {d.code: d for d in _diagnostics("thinking_off_by_default.jinja")}
     assert set(by_code) == {"PFX401", "PFX403"}
     reasoning = by_code["PFX401"]
     assert (reasoning.span.line, reasoning.severity) == (12, Severity.WARNING)
-    assert "enable_thinking=True" in reasoning.message
+    assert "in the content, enable_thinking=true)" in reasoning.message
     assert (reasoning.evidence.static_tokens_lost, reasoning.evidence.reply_tokens_lost) == (2, 22)
     empty_think = by_code["PFX403"]  # thinking off: an empty think block history drops
     assert (empty_think.span.line, empty_think.severity) == (14, Severity.INFO)

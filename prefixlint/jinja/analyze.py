@@ -563,7 +563,11 @@ def cacheable_prefix(renders: list[Render]) -> int:
     return min(shared)
 
 
-def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options) -> SourceResult:
+def analyze_template(
+    template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options, *, hints: bool = True
+) -> SourceResult:
+    """Every analysis of one chat template. `hints`: name the template settings that keep a
+    multi-turn prefix stable, each verified by this same check run again with it as `--var`s."""
     result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
     failed = compile_diagnostic(template)  # compile first: a template that does not parse is PFX001
     if failed is not None:
@@ -612,7 +616,15 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     if multiturn is not None:
         from prefixlint.jinja.multiturn import analyze_multiturn
 
-        mt = analyze_multiturn(template, tokenizer, multiturn, engine)
+        def recheck(setting: dict[str, Any]) -> list[Diagnostic]:
+            return analyze_template(
+                template.with_variables(setting), tokenizer, options, hints=False
+            ).diagnostics
+
+        known = frozenset(d.code for d in result.diagnostics) | {d.code for d, _ in found}
+        mt = analyze_multiturn(
+            template, tokenizer, multiturn, engine, hints=hints, recheck=recheck, known=known
+        )
         found.extend(zip(mt.diagnostics, mt.origin_lines, strict=True))
         result.multiturn_reuse = mt.reuse
     result.diagnostics.extend(merge_same_origin(found))
