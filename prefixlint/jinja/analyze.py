@@ -24,12 +24,12 @@ from prefixlint.jinja.inputs import (
     USER_TURNS,
     conversation,
 )
-from prefixlint.jinja.severity import Cost
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.rules import engine_losses
+from prefixlint.severity import Cost
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
@@ -412,9 +412,9 @@ def _merge(
 ) -> list[tuple[Diagnostic, int]]:
     """One diagnostic per (code, line): an error where it happens in every scenario that renders,
     a warning where it depends on the scenario (a conditional clock, say); what it costs in the
-    engine's blocks lowers it (prefixlint/jinja/severity.py)."""
-    from prefixlint.jinja.severity import cost_severity
+    engine's blocks lowers it (prefixlint/severity.py)."""
     from prefixlint.rules import RULES
+    from prefixlint.severity import cost_severity
 
     groups: dict[tuple[str, int], list[Finding]] = {}
     for f in findings:

@@ -290,8 +290,8 @@ def _finding(
     t = common_prefix_len(base.ids, other.ids)
     lost = max(0, token_at_char(base.offsets, end) - token_at_char(base.offsets, end - len(tail)))
     origin = base.traced.origin_at(d)
-    from prefixlint.jinja.severity import Cost, cost_severity
     from prefixlint.rules import RULES
+    from prefixlint.severity import Cost, cost_severity
 
     severity = RULES[v.code].default_severity
     if v.clock_like:

@@ -1,5 +1,6 @@
-"""The severity of a chat template's finding from what it costs (prefixlint.rules.loss_severity),
-for the variants and the multi-turn analysis alike.
+"""The severity of a finding from what it costs, measured on rendered text with a tokenizer
+(prefixlint.rules.loss_severity): for a chat template's variants and multi-turn analyses and for
+app prompt templates alike.
 
 Measured with the embedded stand-in tokenizer, a cost is counted a second time with the
 template's control strings as single tokens, as the model's own tokenizer holds them, and judged
@@ -44,7 +45,6 @@ def cost_severity(
     """The finding's severity, and a note for its message ("" unless the verdict depends on the
     tokenizer). `controls`: the template's control strings (ChatTemplate.controls); those the
     prompt renders are found in it."""
-
     options = {"reply_lost": cost.reply, "last_token_only": cost.last_token_only}
     measured = loss_severity(severity, cost.before, cost.static, engine, prompt_tokens=cost.prompt, **options)
     if tokenizer.name != EMBEDDED_NAME:
