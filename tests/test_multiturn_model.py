@@ -10,12 +10,13 @@ import pytest
 from conftest import FIXTURES
 
 from prefixlint.engines import load_engines
-from prefixlint.jinja.inputs import SYSTEM_PROMPT
+from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
 from prefixlint.jinja.multiturn import MultiTurnResult, analyze_multiturn, render_multiturn
-from prefixlint.jinja.multiturn_scenarios import REASONING, REPLIES, USERS
+from prefixlint.jinja.multiturn_scenarios import REASONING, REPLIES, USERS, tool_call_message
 from prefixlint.jinja.reasoning import tag_pair
 from prefixlint.jinja.switches import caller_switches, own_variables, spelled, switch_values
 from prefixlint.jinja.template import ChatTemplate
+from prefixlint.model import Severity
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer, load_tokenizer_file
 
 ctu = pytest.importorskip("transformers.utils.chat_template_utils")
@@ -203,3 +204,23 @@ def test_values_are_spelled_as_var_reads_them(value, text: str) -> None:
 
     assert spelled(value) == text
     assert _parse_var(f"x={text}") == ("x", value)
+
+
+def test_one_finding_per_code_is_as_costly_as_its_costliest_break(tokenizer: LoadedTokenizer) -> None:
+    """Dropped reasoning loses generated tokens (a warning); the tool list left out after a tool
+    result recomputes the agent loop from its system prompt (an error). The one PFX401 shows the
+    error, not the first scenario's warning."""
+    name = "costliest_break.jinja"
+    system = {"role": "system", "content": SYSTEM_PROMPT}
+    turn1 = _hf(name, [system, _user(0)], tools=TOOLS)
+    call = tool_call_message("dict", "", "")
+    result = {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"], "content": "18 degrees"}
+    turn2 = _hf(name, [system, _user(0), call, result], tools=TOOLS)
+    assert turn1.startswith("<|im_start|>system\nYou can call these tools")
+    assert not turn2.startswith("<|im_start|>system\nYou can call these tools")
+
+    [diag] = _analyze(_template(name, tokenizer), tokenizer).diagnostics
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX401", 5, Severity.ERROR)
+    assert "(agent loop with tool calls)" in diag.message
+    assert diag.evidence.token_index == 9
+    assert "more steps break the same way" in diag.message  # the reasoning steps, counted

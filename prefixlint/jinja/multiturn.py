@@ -536,6 +536,24 @@ def _template_line(brk: _Break) -> int:
     return _origin(brk.b, brk.char_b)[0] if brk.held_text else _origin(brk.a, brk.char_a)[0]
 
 
+def _severity(
+    template: ChatTemplate, brk: _Break, engine: Engine | None, tokenizer: LoadedTokenizer
+) -> tuple[Severity, str]:
+    """What the break costs in the engine's blocks (prefixlint/severity.py): turn N's last token
+    alone is recomputed by engines anyway."""
+    text_a = brk.held_text or brk.a.text
+    static_text = brk.a.text[brk.char_a :] if brk.static_lost else ""
+    cost = Cost(
+        brk.reused,
+        brk.static_lost,
+        len(brk.b.ids),
+        (text_a[: brk.char_a], static_text, brk.b.text),
+        reply=brk.reply_lost,
+        last_token_only=True,
+    )
+    return cost_severity(RULES[brk.code].default_severity, cost, engine, tokenizer, template.controls)
+
+
 def _diagnostic(
     template: ChatTemplate,
     group: list[_Break],
@@ -543,7 +561,7 @@ def _diagnostic(
     engine: Engine | None,
     tokenizer: LoadedTokenizer,
 ) -> Diagnostic:
-    brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
+    brk = group[0]  # the costliest, else the first scenario and step: the simplest to reproduce
     k, k1 = brk.turn, brk.turn + 1
     text_a = brk.held_text or brk.a.text
     line_b, col_b = _origin(brk.b, brk.char_b)
@@ -570,20 +588,7 @@ def _diagnostic(
     stand_in = tokenizer.name == EMBEDDED_NAME
     if stand_in and (brk.cause == "boundary" or brk.b.text.startswith(brk.held_text or brk.a.text)):
         message += f"; {STAND_IN_NOTE}"
-    # What it costs in the engine's blocks (rules.loss_severity): turn N's last token alone is
-    # recomputed by engines anyway.
-    static_text = brk.a.text[brk.char_a :] if brk.static_lost else ""
-    cost = Cost(
-        brk.reused,
-        brk.static_lost,
-        len(brk.b.ids),
-        (text_a[: brk.char_a], static_text, brk.b.text),
-        reply=brk.reply_lost,
-        last_token_only=True,
-    )
-    severity, note = cost_severity(
-        RULES[brk.code].default_severity, cost, engine, tokenizer, template.controls
-    )
+    severity, note = _severity(template, brk, engine, tokenizer)
     if note:
         message += f"; {note}"
     evidence = Evidence(
@@ -732,6 +737,8 @@ def analyze_multiturn(
     groups: dict[str, list[_Break]] = {}
     for brk in breaks:
         groups.setdefault(brk.code, []).append(brk)
+    for group in groups.values():  # one finding per code, shown by its costliest break
+        group.sort(key=lambda b: -_severity(template, b, engine, tokenizer)[0])
     ordered = sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
     diagnostics = [
         _diagnostic(template, group, settings.get(code, ""), engine, tokenizer) for code, group in ordered
