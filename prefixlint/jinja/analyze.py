@@ -73,6 +73,7 @@ class Finding:
     evidence: Evidence
     required: bool = True  # False: optional variables (info unless the user says they vary)
     origin_line: int = 0  # the template line that prints the divergent text (0: `line`)
+    origin_column: int = 0  # and its column (0: `column`)
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -263,7 +264,16 @@ def _clock_finding(
         f"ahead of {lost:,} static tokens; {when}"
     )
     ev = _evidence(base, other, d, t, lost, engine)
-    return Finding("PFX101", line, column, base.scenario, message, ev, origin_line=origin.line)
+    return Finding(
+        "PFX101",
+        line,
+        column,
+        base.scenario,
+        message,
+        ev,
+        origin_line=origin.line,
+        origin_column=origin.column,
+    )
 
 
 def _variable_finding(
@@ -396,8 +406,11 @@ def _merge(
             severity = Severity.INFO
         ev = first.evidence
         severity = severity_from_cost(severity, ev.static_tokens_lost, ev.reply_tokens_lost, engine)
-        diag = Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence)
-        out.append((diag, first.origin_line or line))
+        origin = template.template_span(first.origin_line or line, first.origin_column or first.column)
+        diag = Diagnostic(
+            code, template.span(line, first.column), message, severity, evidence=first.evidence, origin=origin
+        )
+        out.append((diag, origin.line))
     return out
 
 
