@@ -1,0 +1,449 @@
+"""Relocation fixes for chat templates: a volatile value printed ahead of static content is moved
+to where nothing static follows it.
+
+For a finding whose printing place is known (`Diagnostic.origin`: the `{{ … }}` that renders the
+date, the id, the per-request value), the candidates, best first, move that line (the sentence
+around the value: `Today is {{ today }}.`), or the tag alone when its line holds more:
+
+1. to the end of the generation prompt (`{% if add_generation_prompt %}…`), after its text;
+2. to the start of the generation prompt;
+3. after the conversation, just before the generation prompt (or after the message loop).
+
+A template variable the caller passes instead is no candidate: without the caller's value the
+moved value would no longer render, which the verifier refuses; that advice stays in words.
+Each candidate is verified by prefixlint.fixes; `preserves` adds the template's own condition: for
+the base request (with and without a system message) the fixed template renders byte-identically
+to the original apart from the moved text, which still renders, and is no turn marker or special
+token. A template inside a tokenizer_config.json is edited in its JSON string literal.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from prefixlint.fixes import edit_between, offset_of, register
+from prefixlint.model import Diagnostic, Edit, Fix
+
+if TYPE_CHECKING:
+    from prefixlint.settings import Options
+    from prefixlint.sources import Source
+
+# The codes whose finding is a value printed too early (the variants analysis).
+RELOCATABLE = frozenset({"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201", "PFX301", "PFX501"})
+# Block tags that open a body closed by `end<name>`.
+_OPENERS = frozenset({"if", "for", "macro", "call", "filter", "with", "autoescape", "block", "generation"})
+# Bodies whose output is not printed where they stand: nothing is moved into or out of them.
+_OPAQUE = frozenset({"macro", "call", "filter", "set"})
+MAX_MOVED_CHARS = 300  # a sentence around a value, not a section of the prompt
+
+ADVICE = {
+    "PFX101": "print the date or time after the conversation (at the end of the generation prompt), or "
+    "leave it to the caller's last message",
+    "PFX102": "print ids after the conversation, or send them as request metadata",
+    "PFX103": "make the choice stable (a fixed order), or print it after the conversation",
+    "PFX104": "print per-machine values after the conversation, or leave them out",
+    "PFX105": "print per-request values after the conversation (the generation prompt or the last user "
+    "message)",
+    "PFX201": "sort it before printing (`dictsort`, `sort`)",
+    "PFX301": "make this whitespace the same for every request",
+    "PFX302": "end the static text before the user's turn on a token boundary (a newline, not a space)",
+    "PFX501": "print what varies per request after the static text",
+    "PFX502": "only a longer static prefix (system prompt, tools) reaches the engine's minimum",
+}
+
+
+def advice(finding: Diagnostic) -> str:
+    """What to do, in words, for a template finding that has no hint of its own."""
+    return ADVICE.get(finding.code, "")
+
+
+@dataclass(frozen=True)
+class Tag:
+    """A `{% … %}`, `{{ … }}`, `{# … #}` or raw block in the source: [start, end), its words."""
+
+    kind: str  # "block", "variable", "comment", "raw"
+    start: int
+    end: int
+    words: tuple[str, ...] = ()
+
+    @property
+    def keyword(self) -> str:
+        return self.words[0] if self.words else ""
+
+
+@dataclass
+class Block:
+    """An opener tag, its `elif`/`else` tags, its closer and the block it sits in."""
+
+    opener: Tag
+    parent: Block | None
+    middles: list[Tag] = field(default_factory=list)
+    closer: Tag | None = None
+
+    def inside(self, keywords: frozenset[str]) -> bool:
+        block: Block | None = self
+        while block is not None:
+            if block.opener.keyword in keywords:
+                return True
+            block = block.parent
+        return False
+
+
+class Layout:
+    """The tags and blocks of a template source, with their offsets."""
+
+    def __init__(self, source: str) -> None:
+        from prefixlint.jinja.environment import RenderClock, make_environment
+        from prefixlint.jinja.inputs import BASE_TIME
+        from prefixlint.jinja.tracer import source_tokens
+
+        self.source = source
+        self.tags: list[Tag] = []
+        self.blocks: list[Block] = []
+        begin: tuple[str, int] | None = None
+        words: list[str] = []
+        kinds = {"block_begin": "block", "variable_begin": "variable", "comment_begin": "comment"}
+        for at, kind, value in source_tokens(make_environment(RenderClock(BASE_TIME)), source):
+            if kind in kinds:
+                begin, words = (kinds[kind], at), []
+            elif kind in ("raw_begin", "raw_end"):
+                self.tags.append(Tag("raw", at, at + len(value)))
+            elif kind.endswith("_end") and begin is not None:
+                self.tags.append(Tag(begin[0], begin[1], at + len(value), tuple(words)))
+                begin = None
+            elif begin is not None and kind not in ("whitespace", "comment"):
+                words.append(value)
+        self._nest()
+
+    def _nest(self) -> None:
+        open_blocks: list[Block] = []
+        for tag in self.tags:
+            if tag.kind != "block":
+                continue
+            word = tag.keyword
+            if word in _OPENERS or (word == "set" and "=" not in tag.words):
+                block = Block(tag, open_blocks[-1] if open_blocks else None)
+                self.blocks.append(block)
+                open_blocks.append(block)
+            elif word in ("elif", "else") and open_blocks:
+                open_blocks[-1].middles.append(tag)
+            elif word.startswith("end") and open_blocks:
+                open_blocks.pop().closer = tag
+
+    def tag_at(self, offset: int) -> Tag | None:
+        return next((t for t in self.tags if t.start <= offset < t.end), None)
+
+    def block_of(self, offset: int) -> Block | None:
+        """The innermost block whose body holds `offset`."""
+        inner = None
+        for b in self.blocks:
+            if b.closer is not None and b.opener.end <= offset < b.closer.start:
+                inner = b  # blocks are in source order: a later match is nested deeper
+        return inner
+
+    def line_bounds(self, offset: int) -> tuple[int, int]:
+        """[start, end) of the line holding `offset`, its newline included."""
+        start = self.source.rfind("\n", 0, offset) + 1
+        end = self.source.find("\n", offset)
+        return start, len(self.source) if end < 0 else end + 1
+
+    def line_start_before(self, tag: Tag) -> int:
+        """Where to insert in front of `tag`: its line's start when only indentation precedes it
+        there (text put after that indentation would render it), else the tag itself."""
+        start = self.source.rfind("\n", 0, tag.start) + 1
+        return start if not self.source[start : tag.start].strip() else tag.start
+
+    def generation_block(self) -> Block | None:
+        """The last `{% if add_generation_prompt … %}` block outside macros."""
+        found = None
+        for b in self.blocks:
+            words = b.opener.words
+            if b.opener.keyword != "if" or b.closer is None or "add_generation_prompt" not in words:
+                continue
+            at = words.index("add_generation_prompt")
+            if words[at - 1] != "not" and not b.inside(_OPAQUE):
+                found = b
+        return found
+
+    def message_loop(self) -> Block | None:
+        """The last `{% for … in …messages… %}` block outside macros."""
+        found = None
+        for b in self.blocks:
+            words = b.opener.words
+            iterable = words[words.index("in") + 1 :] if "in" in words else ()
+            loop = b.opener.keyword == "for" and any("message" in w for w in iterable)
+            if loop and b.closer is not None and not b.inside(_OPAQUE):
+                found = b
+        return found
+
+
+@dataclass(frozen=True)
+class Move:
+    """A template-level candidate: source[start:end] moved to offset `to`."""
+
+    start: int
+    end: int
+    to: int
+    where: str  # "to the end of the generation prompt (line 25)"
+
+    def apply(self, source: str) -> tuple[str, str]:
+        """(the source with the moved text removed, the fixed source)."""
+        moved = source[self.start : self.end]
+        removed = source[: self.start] + source[self.end :]
+        to = self.to if self.to <= self.start else self.to - len(moved)
+        return removed, removed[:to] + moved + removed[to:]
+
+
+@dataclass(frozen=True)
+class TemplateMove(Fix):
+    """A candidate with the template sources the render check compares (never attached as such:
+    prefixlint.fixes attaches a plain Fix)."""
+
+    original: str = ""
+    removed: str = ""  # the original less the moved text
+    fixed: str = ""
+
+
+def _line(source: str, offset: int) -> int:
+    return source.count("\n", 0, offset) + 1
+
+
+def moved_span(layout: Layout, offset: int) -> tuple[int, int] | None:
+    """What to move for the value printed by the `{{ … }}` at `offset`: its line, when that line
+    holds only text and printed values (the sentence around the value), else the tag alone; None
+    when no `{{ … }}` starts there or it sits in a body printed elsewhere (a macro, a `set` block)."""
+    tag = layout.tag_at(offset)
+    if tag is None or tag.kind != "variable" or tag.start != offset:
+        return None
+    block = layout.block_of(offset)
+    if block is not None and block.inside(_OPAQUE):
+        return None
+    start, end = layout.line_bounds(offset)
+    on_line = [t for t in layout.tags if t.start < end and t.end > start]
+    whole_line = (
+        layout.source[start:end].endswith("\n")
+        and all(t.kind in ("variable", "comment") and start <= t.start and t.end <= end for t in on_line)
+        and end - start <= MAX_MOVED_CHARS
+    )
+    if not whole_line:
+        return tag.start, tag.end
+    return _guarded(layout, block, start, end) or (start, end)
+
+
+def _guarded(layout: Layout, block: Block | None, start: int, end: int) -> tuple[int, int] | None:
+    """The lines of the `{% if %}` block around the line [start, end) when that line is all its
+    body (`{% if user_name is defined %}` + the line + `{% endif %}`): moved with its condition."""
+    if block is None or block.opener.keyword != "if" or block.middles or block.closer is None:
+        return None
+    source = layout.source
+    if source[block.opener.end : block.closer.start].strip() != source[start:end].strip():
+        return None
+    first = layout.line_start_before(block.opener)
+    last = layout.line_bounds(block.closer.end - 1)[1]
+    if first != source.rfind("\n", 0, block.opener.start) + 1 or source[block.closer.end : last].strip():
+        return None
+    return first, last
+
+
+def moves(source: str, origin_line: int, origin_column: int) -> Iterator[Move]:
+    """The relocations of the value printed at (origin_line, origin_column), best first."""
+    try:
+        layout = Layout(source)
+        offset = offset_of(source, origin_line, origin_column)
+    except Exception:  # a template that does not lex, a place outside it: nothing to move
+        return
+    span = moved_span(layout, offset)
+    if span is None:
+        return
+    start, end = span
+    targets: list[tuple[int, str]] = []
+    gen = layout.generation_block()
+    if gen is not None:
+        closer = gen.middles[0] if gen.middles else gen.closer
+        assert closer is not None
+        targets.append((layout.line_start_before(closer), "to the end of the generation prompt"))
+        targets.append((gen.opener.end, "to the start of the generation prompt"))
+    loop = layout.message_loop()
+    if gen is not None and not gen.inside(frozenset({"for"})):
+        targets.append((layout.line_start_before(gen.opener), "after the conversation"))
+    elif loop is not None and loop.closer is not None:
+        targets.append((loop.closer.end, "after the conversation"))
+    seen: set[int] = set()
+    for to, where in targets:
+        if start <= to <= end or to in seen:
+            continue
+        seen.add(to)
+        yield Move(start, end, to, f"{where} (before line {_line(source, to)})")
+
+
+def _shown(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _candidates_for(
+    template: str,
+    finding: Diagnostic,
+    edits_for: Callable[[Move], tuple[Edit, ...]],
+    line_of: Callable[[int], int],
+) -> Iterator[Fix]:
+    origin = finding.origin or finding.span
+    if finding.code not in RELOCATABLE or "\r" in template:
+        return
+    for move in moves(template, origin.line, origin.column):
+        removed, fixed = move.apply(template)
+        what = template[move.start : move.end]
+        message = f"Move `{_shown(what)}` (line {line_of(move.start)}) {move.where}"
+        yield TemplateMove(
+            "unsafe", message, edits_for(move), original=template, removed=removed, fixed=fixed
+        )
+
+
+def candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix]:
+    """Relocation candidates for a finding of a template file (unverified, best first)."""
+
+    def edits_for(move: Move) -> tuple[Edit, ...]:
+        moved = text[move.start : move.end]
+        return (
+            edit_between(path, text, move.start, move.end, ""),
+            edit_between(path, text, move.to, move.to, moved),
+        )
+
+    return _candidates_for(text, finding, edits_for, lambda at: _line(text, at))
+
+
+def config_candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix]:
+    """Relocation candidates for a template inside a tokenizer_config.json: the same moves, as edits
+    of its JSON string literal (escaped as the file escapes it)."""
+    from prefixlint.sources import ConfigError, template_literals
+
+    origin = finding.origin
+    if origin is None or not origin.path.endswith("]"):
+        return iter(())
+    name = origin.path[origin.path.rfind("[") + 1 : -1]
+    try:
+        literals = template_literals(text)
+    except ConfigError:
+        return iter(())
+    chosen = (
+        [lit for lit in literals if lit.name == name] if name else literals[:1] if len(literals) == 1 else []
+    )
+    if not chosen:
+        return iter(())
+    literal = text[chosen[0].start : chosen[0].end]
+    template = json.loads(literal)
+    index = _literal_offsets(literal)
+    at = chosen[0].start
+
+    def encode(part: str) -> str:
+        return json.dumps(part, ensure_ascii=literal.isascii())[1:-1]
+
+    def edits_for(move: Move) -> tuple[Edit, ...]:
+        moved = encode(template[move.start : move.end])
+        delete = edit_between(path, text, at + index[move.start], at + index[move.end], "")
+        insert = edit_between(path, text, at + index[move.to], at + index[move.to], moved)
+        return (delete, insert)
+
+    return _candidates_for(template, finding, edits_for, lambda offset: _line(template, offset))
+
+
+def _literal_offsets(literal: str) -> list[int]:
+    """For each character of the JSON string `literal` (quotes included) once decoded, its offset in
+    `literal`; one more entry for the closing quote."""
+    out, i = [], 1
+    while i < len(literal) - 1:
+        out.append(i)
+        if literal[i] != "\\":
+            i += 1
+        elif literal[i + 1] != "u":
+            i += 2
+        else:
+            code = int(literal[i + 2 : i + 6], 16)
+            i += 6
+            if 0xD800 <= code < 0xDC00 and literal[i : i + 2] == "\\u":  # a surrogate pair: one character
+                i += 6
+    out.append(len(literal) - 1)
+    return out
+
+
+# -- the render check ------------------------------------------------------------------------------
+
+_VARIED = re.compile(r"varied: template variable `([A-Za-z_]\w*)`")
+_MARKER = re.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜<>]{1,40}｜>|\[/?INST\]|<(?:start|end)_of_turn>|</?s>")
+
+
+def _insertions(longer: str, shorter: str) -> set[str]:
+    """Every text M with `longer` == shorter[:p] + M + shorter[p:] for some p (empty: none)."""
+    m = len(longer) - len(shorter)
+    if m < 0:
+        return set()
+    from prefixlint.tokens import common_prefix_len
+
+    head = common_prefix_len(longer, shorter)
+    tail = common_prefix_len(longer[::-1], shorter[::-1])
+    low, high = max(0, len(shorter) - tail), min(head, len(shorter))
+    return {longer[p : p + m] for p in range(low, high + 1) if longer[:p] == shorter[:p]}
+
+
+def _renders(
+    source: str, path: str, special: dict[str, str], options: Options, finding: Diagnostic
+) -> dict[bool, str | None]:
+    """The base request rendered with and without a system message (None: it raises); a template
+    variable the finding varied is passed, with its first sample value."""
+    from prefixlint.jinja.inputs import USER_TURNS, conversation
+    from prefixlint.jinja.template import ChatTemplate
+    from prefixlint.jinja.variables import sample_values
+
+    template = ChatTemplate(source, path, special_tokens=special, limits=options.limits)
+    template.extra_kwargs.update(options.template_vars)
+    varied = _VARIED.search(finding.evidence.inputs if finding.evidence is not None else "")
+    if varied is not None:
+        template.extra_kwargs.setdefault(varied.group(1), sample_values(varied.group(1))[0])
+    out: dict[bool, str | None] = {}
+    for system in (True, False):
+        messages = conversation(USER_TURNS[0], system=system)
+        template.supply_required_variables(messages, None)
+        try:
+            out[system] = template.render(messages).text
+        except Exception:  # an untrusted template's error is a PFX002 of the analysis, not ours
+            out[system] = None
+    return out
+
+
+def preserves(
+    candidate: Fix, source: Source, text: str, fixed: str, finding: Diagnostic, options: Options
+) -> str | None:
+    """None when the fixed template renders the base request as the original does apart from the
+    moved text, which still renders and holds no turn marker or special token; else why not."""
+    if not isinstance(candidate, TemplateMove):
+        return None
+    from prefixlint.tokens import choose_tokenizer, special_tokens_for
+
+    special = special_tokens_for(source.path, choose_tokenizer(source.path, options.tokenizer)[0])
+    before, removed, after = (
+        _renders(template, source.path, special, options, finding)
+        for template in (candidate.original, candidate.removed, candidate.fixed)
+    )
+    shown = False
+    for system, original in before.items():
+        if original is None:
+            continue
+        if removed[system] is None or after[system] is None:
+            return "the fixed template raises for the base request"
+        moved = _insertions(original, removed[system]) & _insertions(after[system], removed[system])
+        if not moved:
+            return "the rest of the base request renders differently"
+        if any(m.strip() for m in moved):
+            shown = True
+        tokens = [v for v in special.values() if v]
+        if any(_MARKER.search(m) or any(t in m for t in tokens) for m in moved):
+            return "it would move a turn marker"
+    return None if shown else "the moved text renders nothing for the base request"
+
+
+register("jinja", candidates, preserves)
+register("tokenizer_config", config_candidates, preserves)
