@@ -133,13 +133,15 @@ def analyse_source(source: Source, options: Options) -> list[SourceResult]:
     """`lint_source` of a source file, each cache-busting finding with its verified fix (or a hint
     that says there is none) when `options.fixes` (prefixlint/fixes.py)."""
     results = lint_source(source, options)
-    if options.fixes and source.kind != "gguf" and any(r.diagnostics for r in results):
+    if options.fixes and any(r.diagnostics for r in results):
         from prefixlint.fixes import attach_fixes
 
-        try:
-            text = read_text(source.path, options.limits.file_bytes)
-        except (OSError, ValueError):
-            return results
+        text = ""  # a GGUF is never edited: its findings only get words
+        if source.kind != "gguf":
+            try:
+                text = read_text(source.path, options.limits.file_bytes)
+            except (OSError, ValueError):
+                return results
         attach_fixes(source, text, results, options)
     return results
 

@@ -37,6 +37,8 @@ FIXABLE_FAMILIES = "12345"
 # Candidates tried per finding: each costs one analysis of the fixed text.
 MAX_CANDIDATES = 4
 NO_FIX = "no automatic fix was found"
+# Why a kind has no candidates at all.
+NOT_EDITED = {"gguf": "a GGUF model is never written"}
 
 
 class EditError(ValueError):
@@ -55,6 +57,7 @@ _REGISTRY: dict[str, KindFixes] = {}
 # Kinds whose generators are imported on first use (the hot path imports none of them).
 _LAZY: dict[str, str] = {
     "jinja": "prefixlint.jinja.fixes",
+    "prompt_template": "prefixlint.jinja.fixes",
     "tokenizer_config": "prefixlint.jinja.fixes",
     "python": "prefixlint.python.fixes",
 }
@@ -247,11 +250,11 @@ def _keeps_value(text: str, fixed: str, finding: Diagnostic) -> str | None:
 
 
 def first_verified(
-    source: Source, text: str, before: list[SourceResult], finding: Diagnostic, options: Options
+    kind: str, source: Source, text: str, before: list[SourceResult], finding: Diagnostic, options: Options
 ) -> tuple[Fix | None, list[str]]:
-    """The first candidate of the finding that verifies, as a plain verified Fix, and the reasons the
-    ones tried before it did not."""
-    kinds = fixes_for(source.kind)
+    """The first candidate of the finding (of a result of `kind`: a chat template, an app prompt
+    template, …) that verifies, as a plain verified Fix, and why the ones tried before it did not."""
+    kinds = fixes_for(kind)
     if kinds is None:
         return None, []
     reasons = []
@@ -274,14 +277,14 @@ def without_fix_hint(finding: Diagnostic, advice: str, reasons: list[str]) -> st
 def attach_fixes(source: Source, text: str, results: list[SourceResult], options: Options) -> None:
     """Give each cache-busting finding of `results` (the raw analysis of `text`) its verified fix,
     or a hint that says no automatic fix was found."""
-    advice_for = _advice(source.kind)
     for result in results:
+        advice_for = _advice(result.kind)
         for i, d in enumerate(result.diagnostics):
             if d.code[3] not in FIXABLE_FAMILIES or d.fix is not None:
                 continue
-            fix, reasons = (None, [])
+            fix, reasons = (None, [NOT_EDITED[result.kind]] if result.kind in NOT_EDITED else [])
             if d.span.path == source.path:  # a finding traced into an included file is that file's
-                fix, reasons = first_verified(source, text, results, d, options)
+                fix, reasons = first_verified(result.kind, source, text, results, d, options)
             if fix is not None:
                 result.diagnostics[i] = replace(d, fix=fix)
             else:
@@ -290,8 +293,8 @@ def attach_fixes(source: Source, text: str, results: list[SourceResult], options
 
 def _advice(kind: str) -> Callable[[Diagnostic], str]:
     """The words of a finding that has no hint of its own (templates' findings say what to move)."""
-    if kind in ("jinja", "tokenizer_config"):
+    if kind in ("jinja", "tokenizer_config", "prompt_template", "gguf"):
         from prefixlint.jinja.fixes import advice
 
-        return advice
+        return lambda d: advice(d, kind)
     return lambda d: ""

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from prefixlint.fixes import edit_between, offset_of, register
+from prefixlint.fixes import EditError, apply_edits, edit_between, offset_of, register
 from prefixlint.model import Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
@@ -56,8 +56,14 @@ ADVICE = {
 }
 
 
-def advice(finding: Diagnostic) -> str:
-    """What to do, in words, for a template finding that has no hint of its own."""
+PROMPT_ADVICE = "print it at the end of the template, after all static text, or send it in the user message"
+
+
+def advice(finding: Diagnostic, kind: str = "jinja") -> str:
+    """What to do, in words, for a template finding that has no hint of its own; an app prompt
+    template (`kind` prompt_template) has no conversation to put a value after."""
+    if kind == "prompt_template" and finding.code in RELOCATABLE:
+        return PROMPT_ADVICE
     return ADVICE.get(finding.code, "")
 
 
@@ -69,6 +75,7 @@ class Tag:
     start: int
     end: int
     words: tuple[str, ...] = ()
+    tokens: tuple[tuple[int, str, str], ...] = ()  # (offset, kind, text) inside, whitespace left out
 
     @property
     def keyword(self) -> str:
@@ -105,18 +112,19 @@ class Layout:
         self.tags: list[Tag] = []
         self.blocks: list[Block] = []
         begin: tuple[str, int] | None = None
-        words: list[str] = []
+        inside: list[tuple[int, str, str]] = []
         kinds = {"block_begin": "block", "variable_begin": "variable", "comment_begin": "comment"}
         for at, kind, value in source_tokens(make_environment(RenderClock(BASE_TIME)), source):
             if kind in kinds:
-                begin, words = (kinds[kind], at), []
+                begin, inside = (kinds[kind], at), []
             elif kind in ("raw_begin", "raw_end"):
                 self.tags.append(Tag("raw", at, at + len(value)))
             elif kind.endswith("_end") and begin is not None:
-                self.tags.append(Tag(begin[0], begin[1], at + len(value), tuple(words)))
+                words = tuple(v for _, _, v in inside)
+                self.tags.append(Tag(begin[0], begin[1], at + len(value), words, tuple(inside)))
                 begin = None
             elif begin is not None and kind not in ("whitespace", "comment"):
-                words.append(value)
+                inside.append((at, kind, value))
         self._nest()
 
     def _nest(self) -> None:
@@ -183,55 +191,145 @@ class Layout:
 
 @dataclass(frozen=True)
 class Move:
-    """A template-level candidate: source[start:end] moved to offset `to`."""
+    """A template-level candidate: source[start:end] becomes `keep` (empty: cut out) and `moved` is
+    inserted at offset `to` of the original."""
 
     start: int
     end: int
+    keep: str
+    moved: str
+    shown: str  # what the message names
     to: int
-    where: str  # "to the end of the generation prompt (line 25)"
-
-    def apply(self, source: str) -> tuple[str, str]:
-        """(the source with the moved text removed, the fixed source)."""
-        moved = source[self.start : self.end]
-        removed = source[: self.start] + source[self.end :]
-        to = self.to if self.to <= self.start else self.to - len(moved)
-        return removed, removed[:to] + moved + removed[to:]
+    where: str  # "to the end of the generation prompt"
+    before_line: int  # the line `to` is on
 
 
 @dataclass(frozen=True)
 class TemplateMove(Fix):
-    """A candidate with the template sources the render check compares (never attached as such:
-    prefixlint.fixes attaches a plain Fix)."""
+    """A relocation candidate: its first edit cuts the value out (what stays there in its place),
+    the second inserts it; the render check reads which template of the file it moves (never
+    attached as such: prefixlint.fixes attaches a plain Fix)."""
 
-    original: str = ""
-    removed: str = ""  # the original less the moved text
-    fixed: str = ""
+    template: str | None = None  # the named template of a tokenizer_config.json ("": its only one)
+    prompt: bool = False  # an app prompt template (rendered with its variables, not a conversation)
 
 
 def _line(source: str, offset: int) -> int:
     return source.count("\n", 0, offset) + 1
 
 
-def moved_span(layout: Layout, offset: int) -> tuple[int, int] | None:
+@dataclass(frozen=True)
+class Cut:
+    """What a relocation takes out of the source: [start, end) becomes `keep`, `moved` goes."""
+
+    start: int
+    end: int
+    keep: str
+    moved: str
+    shown: str = ""  # how a fix's message names what moves (default: `moved`)
+
+
+def moved_span(layout: Layout, offset: int) -> Cut | None:
     """What to move for the value printed by the `{{ … }}` at `offset`: its line, when that line
-    holds only text and printed values (the sentence around the value), else the tag alone; None
-    when no `{{ … }}` starts there or it sits in a body printed elsewhere (a macro, a `set` block)."""
+    holds only text and printed values (the sentence around the value, with its `{% if %}` when it
+    is all that block's body); else, of a `{{ 'Header\\nDate: ' + date + '\\n' }}`, the part
+    that prints the value (`split_concatenation`), else the tag alone. None when no `{{ … }}`
+    starts there or it sits in a body printed elsewhere (a macro, a `set` block)."""
     tag = layout.tag_at(offset)
     if tag is None or tag.kind != "variable" or tag.start != offset:
         return None
     block = layout.block_of(offset)
     if block is not None and block.inside(_OPAQUE):
         return None
+    source = layout.source
     start, end = layout.line_bounds(offset)
     on_line = [t for t in layout.tags if t.start < end and t.end > start]
     whole_line = (
-        layout.source[start:end].endswith("\n")
+        source[start:end].endswith("\n")
         and all(t.kind in ("variable", "comment") and start <= t.start and t.end <= end for t in on_line)
         and end - start <= MAX_MOVED_CHARS
     )
+    split = split_concatenation(source, tag)
+    if split is not None and (not whole_line or len(on_line) == 1):
+        keep, moved = split
+        return Cut(tag.start, tag.end, keep, moved + ("\n" if whole_line else ""))
     if not whole_line:
-        return tag.start, tag.end
-    return _guarded(layout, block, start, end) or (start, end)
+        return Cut(tag.start, tag.end, "", source[tag.start : tag.end])
+    guarded = _guarded(layout, block, start, end)
+    if guarded is not None:
+        shown = f"{_shown(source[start:end])}` with its `{{% if %}}"
+        return Cut(*guarded, "", source[guarded[0] : guarded[1]], shown)
+    return Cut(start, end, "", source[start:end])
+
+
+_QUOTED = re.compile(r"""(['"])((?:\\.|(?!\1).)*)\1\Z""", re.S)
+
+
+def split_concatenation(source: str, tag: Tag) -> tuple[str, str] | None:
+    """A `{{ … }}` whose expression is a `+`/`~` chain with one value that is no string literal, as
+    (the tag printing what stays, the tag printing the value's sentence): the literal text around
+    the value back to the last newline before it and up to the first one after it. None when the
+    expression is no such chain, or nothing of it would stay."""
+    operands: list[list[tuple[int, str, str]]] = [[]]
+    depth = 0
+    for token in tag.tokens:
+        _, kind, value = token
+        if kind == "operator" and value in "([{":
+            depth += 1
+        elif kind == "operator" and value in ")]}":
+            depth -= 1
+        elif depth == 0 and kind == "operator" and value in ("+", "~"):
+            operands.append([])
+            continue
+        elif depth == 0 and kind == "name" and value in ("if", "else", "and", "or", "not", "in", "is"):
+            return None
+        operands[-1].append(token)
+    if len(operands) < 2 or any(not o for o in operands):
+        return None
+    texts = [source[o[0][0] : o[-1][0] + len(o[-1][2])] for o in operands]
+    literal = [len(o) == 1 and o[0][1] == "string" for o in operands]
+    values = [i for i, lit in enumerate(literal) if not lit]
+    if len(values) != 1:
+        return None
+    k = values[0]
+    stay_left, moved_left = texts[:k], []
+    if k > 0:
+        head, tail = _split_literal(texts[k - 1], last=True)
+        stay_left = texts[: k - 1] + ([head] if head else [])
+        moved_left = [tail] if tail else []
+    stay_right, moved_right = texts[k + 1 :], []
+    if k + 1 < len(texts):
+        head, tail = _split_literal(texts[k + 1], last=False)
+        moved_right = [head] if head else []
+        stay_right = ([tail] if tail else []) + texts[k + 2 :]
+    stay = stay_left + stay_right
+    if all(_blank(t) for t in stay):
+        return None  # nothing but whitespace would stay: the whole tag moves
+    opening = source[tag.start : tag.tokens[0][0]].rstrip()
+    closing = source[tag.tokens[-1][0] + len(tag.tokens[-1][2]) : tag.end].lstrip()
+    kept = f"{opening} {' + '.join(stay)} {closing}"
+    moved = f"{opening} {' + '.join([*moved_left, texts[k], *moved_right])} {closing}"
+    return kept, moved
+
+
+def _blank(literal: str) -> bool:
+    """Whether a string literal prints only whitespace (`'\\n\\n'`)."""
+    m = _QUOTED.match(literal)
+    return m is not None and not re.sub(r"\\[ntr]", "", m.group(2)).strip()
+
+
+def _split_literal(text: str, last: bool) -> tuple[str, str]:
+    """A quoted string literal split after its last (`last`) or first `\\n` escape, as two
+    literals with the same quotes ("" for an empty side); without one, all of it goes with the
+    value: ("", text) on the left, (text, "") on the right."""
+    m = _QUOTED.match(text)
+    newlines = [e.end() for e in re.finditer(r"\\.", m.group(2)) if e.group() == "\\n"] if m else []
+    if m is None or not newlines:
+        return ("", text) if last else (text, "")
+    quote, body = m.group(1), m.group(2)
+    cut = newlines[-1] if last else newlines[0]
+    head, tail = body[:cut], body[cut:]
+    return (f"{quote}{head}{quote}" if head else "", f"{quote}{tail}{quote}" if tail else "")
 
 
 def _guarded(layout: Layout, block: Block | None, start: int, end: int) -> tuple[int, int] | None:
@@ -249,25 +347,28 @@ def _guarded(layout: Layout, block: Block | None, start: int, end: int) -> tuple
     return first, last
 
 
-def moves(source: str, origin_line: int, origin_column: int) -> Iterator[Move]:
-    """The relocations of the value printed at (origin_line, origin_column), best first."""
+def moves(source: str, origin_line: int, origin_column: int, prompt: bool = False) -> Iterator[Move]:
+    """The relocations of the value printed at (origin_line, origin_column), best first; `prompt`:
+    an app prompt template, whose only place after all static text is its end."""
     try:
         layout = Layout(source)
         offset = offset_of(source, origin_line, origin_column)
     except Exception:  # a template that does not lex, a place outside it: nothing to move
         return
-    span = moved_span(layout, offset)
-    if span is None:
+    cut = moved_span(layout, offset)
+    if cut is None:
         return
-    start, end = span
+    start, end = cut.start, cut.end
     targets: list[tuple[int, str]] = []
-    gen = layout.generation_block()
+    if prompt and source.endswith("\n") and cut.moved.endswith("\n"):
+        targets.append((len(source), "to the end of the template"))
+    gen = None if prompt else layout.generation_block()
     if gen is not None:
         closer = gen.middles[0] if gen.middles else gen.closer
         assert closer is not None
         targets.append((layout.line_start_before(closer), "to the end of the generation prompt"))
         targets.append((gen.opener.end, "to the start of the generation prompt"))
-    loop = layout.message_loop()
+    loop = None if prompt else layout.message_loop()
     if gen is not None and not gen.inside(frozenset({"for"})):
         targets.append((layout.line_start_before(gen.opener), "after the conversation"))
     elif loop is not None and loop.closer is not None:
@@ -277,7 +378,9 @@ def moves(source: str, origin_line: int, origin_column: int) -> Iterator[Move]:
         if start <= to <= end or to in seen:
             continue
         seen.add(to)
-        yield Move(start, end, to, f"{where} (before line {_line(source, to)})")
+        yield Move(
+            start, end, cut.keep, cut.moved, cut.shown or _shown(cut.moved), to, where, _line(source, to)
+        )
 
 
 def _shown(text: str) -> str:
@@ -290,30 +393,42 @@ def _candidates_for(
     finding: Diagnostic,
     edits_for: Callable[[Move], tuple[Edit, ...]],
     line_of: Callable[[int], int],
+    line_word: str = "line",
+    prompt: bool = False,
+    name: str | None = None,
 ) -> Iterator[Fix]:
     origin = finding.origin or finding.span
     if finding.code not in RELOCATABLE or "\r" in template:
         return
-    for move in moves(template, origin.line, origin.column):
-        removed, fixed = move.apply(template)
-        what = template[move.start : move.end]
-        message = f"Move `{_shown(what)}` (line {line_of(move.start)}) {move.where}"
-        yield TemplateMove(
-            "unsafe", message, edits_for(move), original=template, removed=removed, fixed=fixed
+    for move in moves(template, origin.line, origin.column, prompt):
+        message = (
+            f"Move `{move.shown}` ({line_word} {line_of(move.start)}) {move.where} "
+            f"(before {line_word} {move.before_line})"
         )
+        yield TemplateMove("unsafe", message, edits_for(move), template=name, prompt=prompt)
+
+
+def _file_edits(path: str, text: str) -> Callable[[Move], tuple[Edit, ...]]:
+    def edits_for(move: Move) -> tuple[Edit, ...]:
+        return (
+            edit_between(path, text, move.start, move.end, move.keep),
+            edit_between(path, text, move.to, move.to, move.moved),
+        )
+
+    return edits_for
 
 
 def candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix]:
-    """Relocation candidates for a finding of a template file (unverified, best first)."""
+    """Relocation candidates for a finding of a chat template file (unverified, best first)."""
+    return _candidates_for(text, finding, _file_edits(path, text), lambda at: _line(text, at))
 
-    def edits_for(move: Move) -> tuple[Edit, ...]:
-        moved = text[move.start : move.end]
-        return (
-            edit_between(path, text, move.start, move.end, ""),
-            edit_between(path, text, move.to, move.to, moved),
-        )
 
-    return _candidates_for(text, finding, edits_for, lambda at: _line(text, at))
+def prompt_candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix]:
+    """Relocation candidates for a finding of an app prompt template: its line, to the end."""
+    if finding.span.path != path:
+        return iter(())  # printed in an included file: that file's own check moves it
+    edits_for = _file_edits(path, text)
+    return _candidates_for(text, finding, edits_for, lambda at: _line(text, at), prompt=True)
 
 
 def config_candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix]:
@@ -343,12 +458,13 @@ def config_candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix
         return json.dumps(part, ensure_ascii=literal.isascii())[1:-1]
 
     def edits_for(move: Move) -> tuple[Edit, ...]:
-        moved = encode(template[move.start : move.end])
-        delete = edit_between(path, text, at + index[move.start], at + index[move.end], "")
-        insert = edit_between(path, text, at + index[move.to], at + index[move.to], moved)
-        return (delete, insert)
+        keep = edit_between(path, text, at + index[move.start], at + index[move.end], encode(move.keep))
+        insert = edit_between(path, text, at + index[move.to], at + index[move.to], encode(move.moved))
+        return (keep, insert)
 
-    return _candidates_for(template, finding, edits_for, lambda offset: _line(template, offset))
+    return _candidates_for(
+        template, finding, edits_for, lambda offset: _line(template, offset), "template line", name=name
+    )
 
 
 def _literal_offsets(literal: str) -> list[int]:
@@ -414,6 +530,35 @@ def _renders(
     return out
 
 
+def _prompt_renders(
+    source: str, path: str, special: dict[str, str], options: Options, finding: Diagnostic
+) -> dict[bool, str | None]:
+    """An app prompt template rendered with the values its analysis gives every variable."""
+    from prefixlint.jinja.loader import project_root
+    from prefixlint.jinja.prompt import PromptTemplate, sample_inputs
+
+    search = (project_root(path, options.project_root), *options.template_search_path)
+    template = PromptTemplate(source, path, limits=options.limits, search_path=search)
+    try:
+        template.load_includes()
+        return {True: template.render_values(sample_inputs(template, options)).text}
+    except Exception:  # an untrusted template's error is a PFX002 of the analysis, not ours
+        return {True: None}
+
+
+def _template_in(text: str, name: str | None) -> str:
+    """The template of a file's text: the text itself, or a tokenizer_config.json's named one."""
+    if name is None:
+        return text
+    from prefixlint.sources import templates_in_tokenizer_config
+
+    named = templates_in_tokenizer_config(text)
+    found = next((t.source for t in named if t.name == name or (not name and len(named) == 1)), None)
+    if found is None:
+        raise ValueError(f"no chat template named {name!r}")
+    return found
+
+
 def preserves(
     candidate: Fix, source: Source, text: str, fixed: str, finding: Diagnostic, options: Options
 ) -> str | None:
@@ -424,17 +569,22 @@ def preserves(
     from prefixlint.tokens import choose_tokenizer, special_tokens_for
 
     special = special_tokens_for(source.path, choose_tokenizer(source.path, options.tokenizer)[0])
-    before, removed, after = (
-        _renders(template, source.path, special, options, finding)
-        for template in (candidate.original, candidate.removed, candidate.fixed)
-    )
+    render = _prompt_renders if candidate.prompt else _renders
+    try:
+        cut = apply_edits(text, candidate.edits[:1])  # the original without the moved text
+        sources = [_template_in(t, candidate.template) for t in (text, cut, fixed)]
+    except (EditError, ValueError):
+        return "the fixed file holds no such template"
+    before, removed, after = (render(t, source.path, special, options, finding) for t in sources)
     shown = False
     for system, original in before.items():
         if original is None:
             continue
         if removed[system] is None or after[system] is None:
             return "the fixed template raises for the base request"
-        moved = _insertions(original, removed[system]) & _insertions(after[system], removed[system])
+        # The same text, give or take the whitespace at its ends (a template's last newline is dropped).
+        was = {(len(m), m.strip()): m for m in _insertions(original, removed[system])}
+        moved = [m for m in _insertions(after[system], removed[system]) if (len(m), m.strip()) in was]
         if not moved:
             return "the rest of the base request renders differently"
         if any(m.strip() for m in moved):
@@ -446,4 +596,5 @@ def preserves(
 
 
 register("jinja", candidates, preserves)
+register("prompt_template", prompt_candidates, preserves)
 register("tokenizer_config", config_candidates, preserves)
