@@ -279,3 +279,30 @@ def test_full_shows_the_fix_as_a_diff(clock: Path) -> None:
         "{% endif %}",
         "",
     ]
+
+
+def test_the_readme_loop_runs_as_written(tmp_path: Path) -> None:
+    """README "Find, fix, green": the commands print what the README shows (lines it shortens with
+    `…` are compared up to it)."""
+    readme = (FIXTURES.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("## Find, fix, green", 1)[1].split("```\n", 2)[1]
+    target = tmp_path / "chat_template.jinja"
+    shown = block.replace("/tmp/chat_template.jinja", str(target))
+    steps = shown.split("$ ")[1:]
+    assert steps[0].startswith("cp fixtures/templates/clock_in_system.jinja ")
+    shutil.copy(TEMPLATES / "clock_in_system.jinja", target)
+    for step, args, code in (
+        (steps[1], ["check", str(target)], 1),
+        (steps[2], ["check", "--fix", "--unsafe-fixes", str(target)], 0),
+    ):
+        command, *expected = step.rstrip("\n").split("\n")
+        assert command.split(";")[0] == "prefixlint " + " ".join(args)
+        result = run_prefixlint(*args, cwd=FIXTURES.parent)
+        assert result.returncode == code, result.stderr
+        lines = result.stdout.splitlines() + ([f"exit {code}"] if "echo" in command else [])
+        assert len(lines) == len(expected)
+        for got, want in zip(lines, expected, strict=True):
+            if "…" in want:
+                assert got.startswith(want.split("…")[0]) and got.endswith(want.split("…")[-1])
+            else:
+                assert got == want
