@@ -161,7 +161,7 @@ def _line_mapping(text: str, edits: Iterable[Edit]) -> tuple[Callable[[int], int
             return None
         at, delta = starts[line - 1], 0
         for a, b, replacement in spans:
-            if b <= at and not (a == b == at):
+            if b <= at:  # before the line, or inserted at its start: the line's text follows it
                 delta += len(replacement) - (b - a)
             elif a <= at < b:
                 return None

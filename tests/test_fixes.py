@@ -150,6 +150,30 @@ def test_an_app_prompt_template_moves_the_value_to_its_end(tmp_path: Path) -> No
     )
 
 
+def test_the_generation_prompt_string_loses_the_newline_history_lacks(tmp_path: Path) -> None:
+    """PFX403: `'<|im_start|>assistant\\n\\n'` opens the reply with a blank line no history has."""
+    path = copy(tmp_path, FIXTURES / "multiturn" / "generation_prompt_mismatch.jinja")
+    fix = the_fix(path, "PFX403")
+    assert (
+        fix.message
+        == "Drop the last `\\n` of the generation prompt's string (line 6): history has none there"
+    )
+    assert fix.edits == (Edit(str(path), 6, 29, 6, 31, ""),)
+
+
+def test_the_generation_prompt_loses_the_newline_after_its_tag(tmp_path: Path) -> None:
+    path = tmp_path / "chatml.jinja"
+    path.write_text(
+        "{% for message in messages %}\n{{ '<|im_start|>' + message['role'] + '\\n' + message['content']"
+        " + '<|im_end|>\\n' }}\n{% endfor %}\n{% if add_generation_prompt %}\n"
+        "{{ '<|im_start|>assistant\\n' }}\n{% endif %}\n",
+        encoding="utf-8",
+    )
+    fix = the_fix(path, "PFX403")
+    assert fix.message == "Strip the whitespace after the generation prompt (line 6): history has none there"
+    assert fix.edits == (Edit(str(path), 6, 3, 6, 3, "-"),)  # `{%- endif %}`
+
+
 # -- the verifier ----------------------------------------------------------------------------------
 
 
@@ -222,14 +246,16 @@ def test_fixes_off_attaches_nothing() -> None:
 # -- the done-when loop ----------------------------------------------------------------------------
 
 
-def _base_renders(source: str, special: dict[str, str], variables: dict[str, str]) -> list[str | None]:
+def _base_renders(
+    source: str, special: dict[str, str], variables: dict[str, str], generation: bool = True
+) -> list[str | None]:
     out = []
     for system in (True, False):
         template = ChatTemplate(source, "t.jinja", special_tokens=special, extra_kwargs=dict(variables))
         messages = conversation(USER_TURNS[0], system=system)
         template.supply_required_variables(messages, None)
         try:
-            out.append(template.render(messages).text)
+            out.append(template.render(messages, add_generation_prompt=generation).text)
         except Exception:  # noqa: BLE001 - a scenario the template raises for is compared as such
             out.append(None)
     return out
@@ -270,24 +296,31 @@ def check_fix_loop(tmp_path: Path, original: Path) -> list[str]:
     left = warned(after.diagnostics)
     assert all(c in warned(before) for c in left), left
     assert not {a.code for a in applied} & set(left), left
-    # Byte-identical apart from the moved text, which still renders: the original less the cut
-    # (the fix's first edit) is what both render around it.
     ((finding, fix),) = [(d, d.fix) for d in before if d.fix is not None]  # one fix a file, here
     # A variable the finding varied is passed (an optional one renders only then).
     varied = re.search(
         r"varied: template variable `(\w+)`", finding.evidence.inputs if finding.evidence else ""
     )
     variables = {varied.group(1): "Ada Lovelace"} if varied else {}
-    removed_text = apply_edits(text, fix.edits[:1])
     special = {"bos_token": "<s>", "eos_token": "</s>"}
-    originals, removeds, fixeds = (_templates_of(path, t) for t in (text, removed_text, fixed_text))
+    originals, fixeds = _templates_of(path, text), _templates_of(path, fixed_text)
     changed = [name for name in originals if originals[name] != fixeds[name]]
     assert len(changed) == 1, changed
     name = changed[0]
+    if len(fix.edits) == 1:  # whitespace the generation prompt ends with, dropped
+        for generation in (True, False):
+            o, f = (_base_renders(t[name], special, variables, generation) for t in (originals, fixeds))
+            for was, now in zip(o, f, strict=True):
+                if was is not None:
+                    assert now is not None and was.startswith(now), (was, now)
+                    assert (not was[len(now) :].strip()) and (was != now) == generation, (was, now)
+        return [a.code for a in applied]
+    # A move: byte-identical apart from the moved text, which still renders; the original less the
+    # cut (the fix's first edit) is what both render around it.
+    removeds = _templates_of(path, apply_edits(text, fix.edits[:1]))
     shown = False
-    for o, d, f in zip(
-        *(_base_renders(t[name], special, variables) for t in (originals, removeds, fixeds)), strict=True
-    ):
+    renders = (_base_renders(t[name], special, variables) for t in (originals, removeds, fixeds))
+    for o, d, f in zip(*renders, strict=True):
         if o is None:
             continue
         assert d is not None and f is not None
@@ -324,8 +357,17 @@ def test_fix_loop_on_every_corpus_template(tmp_path: Path) -> None:
         codes = check_fix_loop(folder, path)
         if codes:
             fixed[path.name] = codes
-    # The clock and the date variable the Llama templates print in their system prompt.
+    # The clock and the date variable the Llama templates print in their system prompt, and:
     assert fixed == {
+        # The generation prompt's trailing newline, which no assistant turn of the history has.
+        "chatml.jinja": ["PFX403"],
+        "falcon-instruct.jinja": ["PFX403"],
+        "llama-3-instruct.jinja": ["PFX403"],
+        "openchat-3.5.jinja": ["PFX403"],
+        "phi-3-small.jinja": ["PFX403"],
+        "phi-3.jinja": ["PFX403"],
+        "solar-instruct.jinja": ["PFX403"],
+        "zephyr.jinja": ["PFX403"],
         "meta-llama-Llama-3.1-8B-Instruct.jinja": ["PFX105"],
         "meta-llama-Llama-3.2-3B-Instruct.jinja": ["PFX101"],
         "meta-llama-Llama-3.3-70B-Instruct.jinja": ["PFX105"],
@@ -346,6 +388,7 @@ def test_the_known_fixture_fixes(tmp_path: Path) -> None:
         "ecosystem/diff/base.jinja": ["PFX101"],
         "ecosystem/diff/timestamp_top.jinja": ["PFX101"],
         "ecosystem/diff/user_turn_edit.jinja": ["PFX101"],
+        "multiturn/generation_prompt_mismatch.jinja": ["PFX403"],
         "templates/clock_in_system.jinja": ["PFX101"],
         "templates/request_id.jinja": ["PFX102"],
         "templates/tokenizer_config_list/tokenizer_config.json": ["PFX101"],

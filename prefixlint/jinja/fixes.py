@@ -189,6 +189,10 @@ class Layout:
         return found
 
 
+# A template-level edit: source[start:end] becomes the text.
+Change = tuple[int, int, str]
+
+
 @dataclass(frozen=True)
 class Move:
     """A template-level candidate: source[start:end] becomes `keep` (empty: cut out) and `moved` is
@@ -203,6 +207,10 @@ class Move:
     where: str  # "to the end of the generation prompt"
     before_line: int  # the line `to` is on
 
+    @property
+    def changes(self) -> list[Change]:
+        return [(self.start, self.end, self.keep), (self.to, self.to, self.moved)]
+
 
 @dataclass(frozen=True)
 class TemplateMove(Fix):
@@ -212,6 +220,14 @@ class TemplateMove(Fix):
 
     template: str | None = None  # the named template of a tokenizer_config.json ("": its only one)
     prompt: bool = False  # an app prompt template (rendered with its variables, not a conversation)
+
+
+@dataclass(frozen=True)
+class TrailingWhitespace(Fix):
+    """A candidate that drops whitespace the generation prompt ends with (checked: the prompt with
+    the generation prompt renders as before less trailing whitespace, the one without as before)."""
+
+    template: str | None = None
 
 
 def _line(source: str, offset: int) -> int:
@@ -391,35 +407,38 @@ def _shown(text: str) -> str:
 def _candidates_for(
     template: str,
     finding: Diagnostic,
-    edits_for: Callable[[Move], tuple[Edit, ...]],
+    edits_for: Callable[[list[Change]], tuple[Edit, ...]],
     line_of: Callable[[int], int],
     line_word: str = "line",
     prompt: bool = False,
     name: str | None = None,
 ) -> Iterator[Fix]:
-    origin = finding.origin or finding.span
-    if finding.code not in RELOCATABLE or "\r" in template:
+    if "\r" in template:
         return
+    if finding.code == "PFX403" and not prompt:
+        for changes, what in trailing_whitespace(template):
+            message = f"{what} ({line_word} {line_of(changes[0][0])}): history has none there"
+            yield TrailingWhitespace("unsafe", message, edits_for(changes), template=name)
+    if finding.code not in RELOCATABLE:
+        return
+    origin = finding.origin or finding.span
     for move in moves(template, origin.line, origin.column, prompt):
         message = (
             f"Move `{move.shown}` ({line_word} {line_of(move.start)}) {move.where} "
             f"(before {line_word} {move.before_line})"
         )
-        yield TemplateMove("unsafe", message, edits_for(move), template=name, prompt=prompt)
+        yield TemplateMove("unsafe", message, edits_for(move.changes), template=name, prompt=prompt)
 
 
-def _file_edits(path: str, text: str) -> Callable[[Move], tuple[Edit, ...]]:
-    def edits_for(move: Move) -> tuple[Edit, ...]:
-        return (
-            edit_between(path, text, move.start, move.end, move.keep),
-            edit_between(path, text, move.to, move.to, move.moved),
-        )
+def _file_edits(path: str, text: str) -> Callable[[list[Change]], tuple[Edit, ...]]:
+    def edits_for(changes: list[Change]) -> tuple[Edit, ...]:
+        return tuple(edit_between(path, text, a, b, new) for a, b, new in changes)
 
     return edits_for
 
 
 def candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix]:
-    """Relocation candidates for a finding of a chat template file (unverified, best first)."""
+    """Candidates for a finding of a chat template file (unverified, best first)."""
     return _candidates_for(text, finding, _file_edits(path, text), lambda at: _line(text, at))
 
 
@@ -431,15 +450,49 @@ def prompt_candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix
     return _candidates_for(text, finding, edits_for, lambda at: _line(text, at), prompt=True)
 
 
+_TRAILING_NEWLINE = re.compile(r"(['\"])((?:\\.|(?!\1).)*?)((?:\\n)+)\1\Z", re.S)
+
+
+def trailing_whitespace(source: str) -> Iterator[tuple[list[Change], str]]:
+    """Edits that end the generation prompt where an assistant turn of the history goes on: its
+    closing tag strips the whitespace before it (`{%- endif %}`), or the newline its last string
+    ends with is dropped (`'<|im_start|>assistant\\n\\n'`)."""
+    try:
+        layout = Layout(source)
+    except Exception:  # a template that does not lex has no fix
+        return
+    gen = layout.generation_block()
+    if gen is None:
+        return
+    closer = gen.middles[0] if gen.middles else gen.closer
+    assert closer is not None
+    body = source[gen.opener.end : closer.start]
+    last = [t for t in layout.tags if gen.opener.end <= t.start and t.end <= closer.start]
+    after = source[last[-1].end : closer.start] if last else body
+    if (
+        after
+        and not after.strip()
+        and source.startswith("{%", closer.start)
+        and source[closer.start + 2] not in "-+"
+    ):
+        yield [(closer.start + 2, closer.start + 2, "-")], "Strip the whitespace after the generation prompt"
+    if last and last[-1].kind == "variable" and last[-1].tokens and last[-1].tokens[-1][1] == "string":
+        at, _, literal = last[-1].tokens[-1]
+        m = _TRAILING_NEWLINE.match(literal)
+        if m is not None and (m.group(2) or len(m.group(3)) > 2):
+            end = at + len(literal) - 1  # the closing quote
+            yield [(end - 2, end, "")], "Drop the last `\\n` of the generation prompt's string"
+
+
 def config_candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix]:
     """Relocation candidates for a template inside a tokenizer_config.json: the same moves, as edits
     of its JSON string literal (escaped as the file escapes it)."""
     from prefixlint.sources import ConfigError, template_literals
 
-    origin = finding.origin
-    if origin is None or not origin.path.endswith("]"):
+    origin = finding.origin  # a multi-turn finding has none: then the file's only template
+    if origin is not None and not origin.path.endswith("]"):
         return iter(())
-    name = origin.path[origin.path.rfind("[") + 1 : -1]
+    name = origin.path[origin.path.rfind("[") + 1 : -1] if origin is not None else ""
     try:
         literals = template_literals(text)
     except ConfigError:
@@ -457,10 +510,10 @@ def config_candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix
     def encode(part: str) -> str:
         return json.dumps(part, ensure_ascii=literal.isascii())[1:-1]
 
-    def edits_for(move: Move) -> tuple[Edit, ...]:
-        keep = edit_between(path, text, at + index[move.start], at + index[move.end], encode(move.keep))
-        insert = edit_between(path, text, at + index[move.to], at + index[move.to], encode(move.moved))
-        return (keep, insert)
+    def edits_for(changes: list[Change]) -> tuple[Edit, ...]:
+        return tuple(
+            edit_between(path, text, at + index[a], at + index[b], encode(new)) for a, b, new in changes
+        )
 
     return _candidates_for(
         template, finding, edits_for, lambda offset: _line(template, offset), "template line", name=name
@@ -506,10 +559,16 @@ def _insertions(longer: str, shorter: str) -> set[str]:
 
 
 def _renders(
-    source: str, path: str, special: dict[str, str], options: Options, finding: Diagnostic
+    source: str,
+    path: str,
+    special: dict[str, str],
+    options: Options,
+    finding: Diagnostic,
+    generation: bool = True,
 ) -> dict[bool, str | None]:
-    """The base request rendered with and without a system message (None: it raises); a template
-    variable the finding varied is passed, with its first sample value."""
+    """The base request rendered with and without a system message (None: it raises), with the
+    generation prompt unless not `generation`; a template variable the finding varied is passed,
+    with its first sample value."""
     from prefixlint.jinja.inputs import USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.jinja.variables import sample_values
@@ -524,7 +583,7 @@ def _renders(
         messages = conversation(USER_TURNS[0], system=system)
         template.supply_required_variables(messages, None)
         try:
-            out[system] = template.render(messages).text
+            out[system] = template.render(messages, add_generation_prompt=generation).text
         except Exception:  # an untrusted template's error is a PFX002 of the analysis, not ours
             out[system] = None
     return out
@@ -564,11 +623,13 @@ def preserves(
 ) -> str | None:
     """None when the fixed template renders the base request as the original does apart from the
     moved text, which still renders and holds no turn marker or special token; else why not."""
-    if not isinstance(candidate, TemplateMove):
+    if not isinstance(candidate, (TemplateMove, TrailingWhitespace)):
         return None
     from prefixlint.tokens import choose_tokenizer, special_tokens_for
 
     special = special_tokens_for(source.path, choose_tokenizer(source.path, options.tokenizer)[0])
+    if isinstance(candidate, TrailingWhitespace):
+        return _only_trailing_whitespace(candidate, source.path, text, fixed, special, options, finding)
     render = _prompt_renders if candidate.prompt else _renders
     try:
         cut = apply_edits(text, candidate.edits[:1])  # the original without the moved text
@@ -593,6 +654,38 @@ def preserves(
         if any(_MARKER.search(m) or any(t in m for t in tokens) for m in moved):
             return "it would move a turn marker"
     return None if shown else "the moved text renders nothing for the base request"
+
+
+def _only_trailing_whitespace(
+    candidate: TrailingWhitespace,
+    path: str,
+    text: str,
+    fixed: str,
+    special: dict[str, str],
+    options: Options,
+    finding: Diagnostic,
+) -> str | None:
+    """None when the fixed template renders the base request as before less whitespace at its end
+    (with the generation prompt), and exactly as before without it; else why not."""
+    try:
+        original, changed = (_template_in(t, candidate.template) for t in (text, fixed))
+    except ValueError:
+        return "the fixed file holds no such template"
+    for generation in (True, False):
+        before = _renders(original, path, special, options, finding, generation)
+        after = _renders(changed, path, special, options, finding, generation)
+        for system, was in before.items():
+            now = after[system]
+            if was is None:
+                continue
+            if now is None:
+                return "the fixed template raises for the base request"
+            trailing = was[len(now) :] if was.startswith(now) else None
+            if generation and (not trailing or trailing.strip()):
+                return "it changes more than the whitespace the generation prompt ends with"
+            if not generation and now != was:
+                return "it changes the prompt without a generation prompt"
+    return None
 
 
 register("jinja", candidates, preserves)
