@@ -262,7 +262,7 @@ def first_verified(
         reason = verify(kinds, candidate, source, text, before, finding, options)
         if reason is None:
             return Fix(candidate.applicability, candidate.message, tuple(candidate.edits)), reasons
-        reasons.append(f"{candidate.message[:1].lower()}{candidate.message[1:]}: {reason}")
+        reasons.append(f"{candidate.message[:1].lower()}{candidate.message[1:]} did not hold: {reason}")
     return None, reasons
 
 

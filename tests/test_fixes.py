@@ -156,7 +156,7 @@ def test_the_generation_prompt_string_loses_the_newline_history_lacks(tmp_path: 
     fix = the_fix(path, "PFX403")
     assert (
         fix.message
-        == "Drop the last `\\n` of the generation prompt's string (line 6): history has none there"
+        == "Drop the last `\\n` of the generation prompt's string (line 6), which history never has"
     )
     assert fix.edits == (Edit(str(path), 6, 29, 6, 31, ""),)
 
@@ -170,7 +170,7 @@ def test_the_generation_prompt_loses_the_newline_after_its_tag(tmp_path: Path) -
         encoding="utf-8",
     )
     fix = the_fix(path, "PFX403")
-    assert fix.message == "Strip the whitespace after the generation prompt (line 6): history has none there"
+    assert fix.message == "Strip the whitespace after the generation prompt (line 6), which history never has"
     assert fix.edits == (Edit(str(path), 6, 3, 6, 3, "-"),)  # `{%- endif %}`
 
 
@@ -225,10 +225,10 @@ def test_a_finding_without_a_verified_fix_says_so_and_why() -> None:
     assert d.hint.startswith(
         "make this whitespace the same for every request; no automatic fix was found (move "
     )
-    assert d.hint.endswith(": the rest of the base request renders differently)")
+    assert d.hint.endswith(" did not hold: the rest of the base request renders differently)")
     (d,) = findings(FIXTURES / "explain" / "timestamp_head.jinja")
     assert d.fix is None and "; no automatic fix was found (move `Current time:" in d.hint
-    assert d.hint.endswith("it adds PFX403 (warning) at line 27)")
+    assert d.hint.endswith("(before line 28) did not hold: it adds PFX403 (warning) at line 27)")
 
 
 def test_a_multiturn_finding_keeps_its_hint_and_says_no_fix() -> None:
