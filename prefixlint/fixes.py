@@ -198,6 +198,10 @@ def verify(
         return str(exc)
     if fixed == text:
         return "it changes nothing"
+    # What the fixed text must keep first: a few renders, cheaper than the analysis below.
+    kept = (kinds.preserves or _keeps_value)(candidate, source, text, fixed, finding, options)
+    if kept is not None:
+        return kept
     after = lint_source(source, options, fixed)
     name = next((r.name for r in before if finding in r.diagnostics), "")
     worst: dict[tuple[str, str, int | None], Severity] = {}
@@ -216,9 +220,7 @@ def verify(
             was = worst.get((result.name, d.code, d.span.line))
             if d.severity >= Severity.WARNING and (was is None or d.severity > was):
                 return f"it adds {_place(d)}"
-    if kinds.preserves is not None:
-        return kinds.preserves(candidate, source, text, fixed, finding, options)
-    return _keeps_value(text, fixed, finding)
+    return None
 
 
 def _at(d: Diagnostic, line: int | None, written: set[int]) -> bool:
@@ -230,7 +232,9 @@ def _at(d: Diagnostic, line: int | None, written: set[int]) -> bool:
 _VALUE = re.compile(r"[A-Za-z_][\w.]*")
 
 
-def _keeps_value(text: str, fixed: str, finding: Diagnostic) -> str | None:
+def _keeps_value(
+    candidate: Fix, source: Source, text: str, fixed: str, finding: Diagnostic, options: Options
+) -> str | None:
     """A fix to code moves the volatile value, never drops it: the name at the finding's place
     (`datetime.now`, `platform.system`, `ticket_id`) is in the fixed text as often as before."""
     try:
