@@ -423,8 +423,13 @@ _VARIED = re.compile(r"varied: template variable `([A-Za-z_]\w*)`")
 _MARKER = re.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜<>]{1,40}｜>|\[/?INST\]|<(?:start|end)_of_turn>|</?s>")
 
 
+MAX_INSERTION_PLACES = 256  # a repetitive render (`aaaa…`) has as many: then no move is told apart
+
+
 def _insertions(longer: str, shorter: str) -> set[str]:
-    """Every text M with `longer` == shorter[:p] + M + shorter[p:] for some p (empty: none)."""
+    """Every text M with `longer` == shorter[:p] + M + shorter[p:] for some p (empty: none). The
+    places p are those up to the common prefix and from the common suffix on, so no text is
+    compared twice."""
     m = len(longer) - len(shorter)
     if m < 0:
         return set()
@@ -433,7 +438,9 @@ def _insertions(longer: str, shorter: str) -> set[str]:
     head = common_prefix_len(longer, shorter)
     tail = common_prefix_len(longer[::-1], shorter[::-1])
     low, high = max(0, len(shorter) - tail), min(head, len(shorter))
-    return {longer[p : p + m] for p in range(low, high + 1) if longer[:p] == shorter[:p]}
+    if high - low > MAX_INSERTION_PLACES:
+        return set()
+    return {longer[p : p + m] for p in range(low, high + 1)}
 
 
 def _renders(
