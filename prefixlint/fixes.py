@@ -54,6 +54,7 @@ class KindFixes:
 
 
 _REGISTRY: dict[str, KindFixes] = {}
+_MISSING: set[str] = set()
 # Kinds whose generators are imported on first use (the hot path imports none of them).
 _LAZY: dict[str, str] = {
     "jinja": "prefixlint.jinja.fixes",
@@ -71,12 +72,13 @@ def register(kind: str, candidates: CandidateGenerator, preserves: Preserves | N
 def fixes_for(kind: str) -> KindFixes | None:
     """The registered fixes of a source kind; a kind's module registers itself when imported, and a
     module that does not exist (yet) means no fixes for that kind."""
-    if kind not in _REGISTRY and kind in _LAZY:
+    if kind not in _REGISTRY and kind in _LAZY and kind not in _MISSING:
         try:
             module = importlib.import_module(_LAZY[kind])
         except ModuleNotFoundError as exc:
             if exc.name != _LAZY[kind]:
                 raise
+            _MISSING.add(kind)  # asked once a run, not once a finding
             return None
         if kind not in _REGISTRY and hasattr(module, "candidates"):
             register(kind, module.candidates)
