@@ -76,6 +76,7 @@ class Finding:
     divergence: Divergence  # what the severity is measured on
     required: bool = True  # False: optional variables (info unless the user says they vary)
     origin_line: int = 0  # the template line that prints the divergent text (0: `line`)
+    origin_column: int = 0  # and its column (0: `column`)
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -295,7 +296,17 @@ def _clock_finding(
         f"{_ahead(div)}; {when}"
     )
     ev = _evidence(base, other, d, t, div.lost, engine)
-    return Finding("PFX101", line, column, base.scenario, message, ev, div, origin_line=origin.line)
+    return Finding(
+        "PFX101",
+        line,
+        column,
+        base.scenario,
+        message,
+        ev,
+        div,
+        origin_line=origin.line,
+        origin_column=origin.column,
+    )
 
 
 def _variable_finding(
@@ -434,8 +445,11 @@ def _merge(
         severity, note = cost_severity(severity, first.divergence.cost, engine, tokenizer, template.controls)
         if note:
             message += f"; {note}"
-        diag = Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence)
-        out.append((diag, first.origin_line or line))
+        origin = template.template_span(first.origin_line or line, first.origin_column or first.column)
+        diag = Diagnostic(
+            code, template.span(line, first.column), message, severity, evidence=first.evidence, origin=origin
+        )
+        out.append((diag, origin.line))
     return out
 
 

@@ -331,6 +331,12 @@ def _values(names: list[str]) -> dict[str, Any]:
     }
 
 
+def sample_inputs(template: PromptTemplate, options: Options) -> dict[str, Any]:
+    """The values the base render gives every variable; `--var NAME=VALUE` renders NAME with that
+    value, as the app passes it."""
+    return _values(template.inputs) | options.template_vars
+
+
 def analyze_prompt_template(
     template: PromptTemplate, tokenizer: LoadedTokenizer, options: Options
 ) -> SourceResult:
@@ -343,8 +349,7 @@ def analyze_prompt_template(
         return result
     with contextlib.suppress(ValueError):  # over the time limit: the render reports what fails
         template.load_includes()
-    # `--var NAME=VALUE` renders NAME with that value, as the app passes it.
-    base_values = _values(template.inputs) | options.template_vars
+    base_values = sample_inputs(template, options)
     try:
         base = TokenizedRender(template.render_values(base_values))
     except Exception as exc:  # noqa: BLE001 - whatever an untrusted template raises is a finding

@@ -128,6 +128,11 @@ class ChatTemplate:
             return Span(self.path, self.fixed_line, 1)
         return Span(self.path, line, column)
 
+    def template_span(self, line: int, column: int = 1) -> Span:
+        """A place in the template's own lines (Diagnostic.origin); for a template inside a JSON
+        file, whose lines are not the file's, the path is `path[name]` (`path[]` for the only one)."""
+        return Span(self.path if self.fixed_line is None else f"{self.path}[{self.name}]", line, column)
+
     def where(self, line: int) -> str:
         """How a message names a template line ("line 9", or "template line 9" inside a JSON file)."""
         if self.fixed_line is None:
