@@ -44,8 +44,12 @@ class SinkModel:
     name: str
     calls: tuple[str, ...] = ()
     decorators: tuple[str, ...] = ()
+    bases: tuple[str, ...] = ()  # a class row: subclasses of these are the prompt
     imports: tuple[str, ...] = ()
-    arguments: dict[str, str] = field(default_factory=dict)  # keyword or position ("0") -> part
+    # keyword, position ("0") or a field of one (`config.system_instruction`) -> part, in render order
+    arguments: dict[str, str] = field(default_factory=dict)
+    # A class row's text: class attribute, `__doc__`, or `attr.keyword` / `*.keyword` -> part.
+    attributes: dict[str, str] = field(default_factory=dict)
     returns: str = ""  # the part a decorated function's return value becomes
     when: str = "request"
     # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
@@ -60,6 +64,17 @@ class SinkModel:
         table stands for every argument not named otherwise."""
         found = self.arguments.get(keyword if keyword is not None else str(position))
         return found if found is not None else self.arguments.get("*")
+
+    def fields_of(self, keyword: str | None, position: int) -> list[tuple[str, str]]:
+        """The (field, part) pairs the table names inside an argument (`config.system_instruction`)."""
+        prefix = f"{keyword if keyword is not None else position}."
+        return [(k[len(prefix) :], part) for k, part in self.arguments.items() if k.startswith(prefix)]
+
+    def rank(self, key: str, table: dict[str, str] | None = None) -> int:
+        """Where an argument (or attribute) comes in its part: the order the row lists them; one
+        only `*` names comes after those."""
+        keys = list(self.arguments if table is None else table)
+        return keys.index(key) if key in keys else len(keys)
 
 
 @dataclass(frozen=True)
@@ -98,13 +113,21 @@ class Frameworks:
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
+        self._bases: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
         for row in [*configs, *sinks]:  # config rows first: `OpenAI(...)` is no sink
             for text in row.calls:
                 self._calls.setdefault(_last(text), []).append((_pattern(text), row))
         for sink in sinks:
             for text in sink.decorators:
                 self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
-        names = sorted({re.escape(_last(t)) for t in [*self._calls, *self._decorators]})
+            for text in sink.bases:
+                self._bases.setdefault(_last(text), []).append((_pattern(text), sink))
+        patterns = [t for row in [*configs, *sinks] for t in row.calls] + [
+            t for s in sinks for t in (*s.decorators, *s.bases)
+        ]
+        # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
+        self._called = {p.text.split(".")[0] for p, _ in self._calls.get(_CALL, ())}
+        names = sorted({re.escape(_needle(t)) for t in patterns})
         # A module whose text names none of these cannot call a modelled API.
         self.needles = re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else re.compile(r"(?!x)x")
 
@@ -113,12 +136,32 @@ class Frameworks:
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any."""
-        return _match(self._calls, index, call.func)
+        found = _match(self._calls, index, call.func)
+        if (
+            found is None
+            and self._called
+            and isinstance(call.func, (cst.Name, cst.Attribute))
+            and any(fnmatch.filter(imported_packages(index), p) for p in self._called)
+        ):
+            found = _match_instance(self._calls[_CALL], index, call.func)
+        return found
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
         node = decorator.decorator
         found = _match(self._decorators, index, node.func if isinstance(node, cst.Call) else node)
         return found if isinstance(found, SinkModel) else None
+
+    def match_class(self, index: ModuleIndex, cls: cst.ClassDef) -> SinkModel | None:
+        """The class row a class definition is a subclass of (`class QA(dspy.Signature)`), if any."""
+        for base in cls.bases:
+            if base.keyword is None:
+                found = _match(self._bases, index, base.value)
+                if isinstance(found, SinkModel):
+                    return found
+        return None
+
+
+_CALL = "__call__"  # a pattern's last name for calls of an object the pattern's name built
 
 
 def _match(table: dict[str, list[tuple[_Pattern, Any]]], index: ModuleIndex, func: cst.BaseExpression) -> Any:
@@ -128,14 +171,31 @@ def _match(table: dict[str, list[tuple[_Pattern, Any]]], index: ModuleIndex, fun
     rows = table.get(chain.rsplit(".", 1)[-1])
     if not rows:
         return None
-    qualified = index.qualified_names(func)
+    return _first(rows, index, chain, index.qualified_names(func))
+
+
+def _first(rows: list[tuple[_Pattern, Any]], index: ModuleIndex, chain: str, qualified: set[str]) -> Any:
     imported = imported_packages(index)
     for pattern, row in rows:
-        if row.imports and not imported & set(row.imports):
+        if row.imports and not any(fnmatch.filter(imported, p) for p in row.imports):
             continue
         if pattern.matches(chain, qualified):
             return row
     return None
+
+
+def _match_instance(
+    rows: list[tuple[_Pattern, Any]], index: ModuleIndex, func: cst.Name | cst.Attribute
+) -> Any:
+    """A call of an object (`llm(prompt)`, `self.llm(prompt)`) matched as `<what built it>.__call__`."""
+    built = index.assigned(func)
+    if not isinstance(built, cst.Call):
+        return None
+    chain = written_chain(built.func)
+    if not chain:
+        return None
+    qualified = {f"{q}.{_CALL}" for q in index.qualified_names(built.func)}
+    return _first(rows, index, f"{chain}.{_CALL}", qualified)
 
 
 def written_chain(node: cst.BaseExpression) -> str:
@@ -173,6 +233,12 @@ def _last(pattern: str) -> str:
     return pattern.rsplit(".", 1)[-1]
 
 
+def _needle(pattern: str) -> str:
+    """The name a module must contain to match the pattern (for `.__call__`, what builds the object)."""
+    parts = pattern.rsplit(".", 2)
+    return parts[-2] if parts[-1] == _CALL and len(parts) > 1 else parts[-1]
+
+
 def _pattern(text: str) -> _Pattern:
     return _Pattern(text, text.startswith("."))
 
@@ -186,6 +252,23 @@ def _strings(row: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+_ARGUMENT = re.compile(r"(?:\*|\d+|[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)?$")  # `0`, `system`, `config.tools`
+
+
+def _parts(table: Any, key: str, where: str, what: str) -> dict[str, str]:
+    """A row's `arguments` or `attributes`: names (`_ARGUMENT`) mapped to parts."""
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise TableError(f"{where}: `{key}` maps {what} to a part")
+    for name, part in table.items():
+        if not _ARGUMENT.match(name):
+            raise TableError(
+                f"{where}: `{key}` cannot name `{name}` (a name, a position, `*`, or `name.field`)"
+            )
+        if part not in PARTS:
+            raise TableError(f"{where}: unknown part `{part}` (one of {', '.join(PARTS)})")
+    return dict(table)
+
+
 def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
     """A `[[sink]]` row as a SinkModel; TableError naming the row and key when it is unusable."""
     known = {f.name for f in fields(SinkModel)}
@@ -196,26 +279,32 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
     if not isinstance(name, str) or not name:
         raise TableError(f"{where}: every row needs a `name`")
     where = f"{where} ({name})"
-    arguments = row.get("arguments", {})
-    if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
-        raise TableError(f"{where}: `arguments` maps a keyword or position to a part")
-    for part in [*arguments.values(), row.get("returns") or "system"]:
-        if part not in PARTS:
-            raise TableError(f"{where}: unknown part `{part}` (one of {', '.join(PARTS)})")
+    arguments = _parts(row.get("arguments", {}), "arguments", where, "a keyword or position")
+    attributes = _parts(row.get("attributes", {}), "attributes", where, "a class attribute")
+    if (row.get("returns") or "system") not in PARTS:
+        raise TableError(f"{where}: unknown part `{row['returns']}` (one of {', '.join(PARTS)})")
     when = row.get("when", "request")
     if when not in WHEN:
         raise TableError(f"{where}: `when` is one of {', '.join(WHEN)}")
     calls, decorators = _strings(row, "calls", where), _strings(row, "decorators", where)
-    if not calls and not decorators:
-        raise TableError(f"{where}: a row needs `calls` or `decorators`")
+    bases = _strings(row, "bases", where)
+    if not calls and not decorators and not bases:
+        raise TableError(f"{where}: a row needs `calls`, `decorators` or `bases`")
     if decorators and not row.get("returns"):
         raise TableError(f"{where}: a decorator row says which part its function `returns`")
+    if bases and not attributes:
+        raise TableError(f"{where}: a class row (`bases`) says which `attributes` are its text")
+    for text in calls:
+        if _last(text) == _CALL and text.startswith("."):
+            raise TableError(f"{where}: `{text}`: a `.__call__` pattern names what builds the object")
     return SinkModel(
         name=name,
         calls=calls,
         decorators=decorators,
+        bases=bases,
         imports=_strings(row, "imports", where),
-        arguments=dict(arguments),
+        arguments=arguments,
+        attributes=attributes,
         returns=row.get("returns", ""),
         when=when,
         templates=bool(row.get("templates", False)),

@@ -99,6 +99,26 @@ class ModuleIndex:
     def scope_for(self, node: cst.CSTNode) -> Scope:
         return self.scope_of.get(node, self.module_scope)
 
+    def assigned(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The expression a name read at `node` was last assigned (`x = e`: `e`) before it in its
+        function, else at module level; for `self.x`, the last `self.x = e` of the class's methods.
+        None when its last binding is anything else (a parameter, a loop, `+=`)."""
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+        ):
+            cls = self.scope_for(node).cls
+            found = self.instance_attrs.get((cls.name.value, node.attr.value), []) if cls is not None else []
+            return found[-1].expr if found else None
+        if not isinstance(node, cst.Name):
+            return None
+        scope, pos = self.scope_for(node), self.pos(node)
+        bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < pos]
+        if not bindings and scope.parent is not None and node.value not in scope.params:
+            bindings = list(self.module_scope.bindings.get(node.value, ()))
+        return bindings[-1].expr if bindings and bindings[-1].kind == "assign" else None
+
     def replay(self, visitor: object) -> None:
         """Call `visitor.visit_<Type>(node)` / `leave_<Type>(node)` as a libcst visit would, for the
         recorded node types (a visitor there must not skip children)."""
