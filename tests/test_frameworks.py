@@ -64,6 +64,7 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
             "a class row (`bases`) says which `attributes` are its text",
         ),
         ('[[sink]]\nname = "X"\ncalls = [".Llama.__call__"]\n', "a `.__call__` pattern names what builds"),
+        ('[[sink]]\nname = "X"\ncalls = ["autogen.*Agent"]\n', "its last name is written out"),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:
@@ -170,3 +171,4 @@ def test_a_call_of_a_built_object(
         f'def send_prompt():\n    return llm(f"{{datetime.now()}} {_LONG}")\n'
     )
     assert _found(tmp_path, source) == found
+

@@ -25,9 +25,9 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
+if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the table needs none of it
+    import libcst as cst
 
-if TYPE_CHECKING:
     from prefixlint.python.scopes import ModuleIndex
 
 # The parts of a request in the order a chat request puts them (tools and system first, OpenAI's,
@@ -122,20 +122,20 @@ class Frameworks:
                 self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
             for text in sink.bases:
                 self._bases.setdefault(_last(text), []).append((_pattern(text), sink))
-        patterns = [t for row in [*configs, *sinks] for t in row.calls] + [
-            t for s in sinks for t in (*s.decorators, *s.bases)
-        ]
         # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
         self._called = {p.text.split(".")[0] for p, _ in self._calls.get(_CALL, ())}
-        names = sorted({re.escape(_needle(t)) for t in patterns})
-        # A module whose text names none of these cannot call a modelled API.
-        self.needles = re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else re.compile(r"(?!x)x")
+        names = sorted({re.escape(n) for s in sinks for n in _needles(s)})
+        # A module whose text names none of these cannot use a modelled API (python.may_hold_prompts);
+        # a prefix, as `langchain` is of `langchain_core`.
+        self.needles = re.compile(r"\b(?:" + "|".join(names) + ")") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
         return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt)
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any."""
+        import libcst as cst
+
         found = _match(self._calls, index, call.func)
         if (
             found is None
@@ -147,6 +147,8 @@ class Frameworks:
         return found
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
+        import libcst as cst
+
         node = decorator.decorator
         found = _match(self._decorators, index, node.func if isinstance(node, cst.Call) else node)
         return found if isinstance(found, SinkModel) else None
@@ -188,6 +190,8 @@ def _match_instance(
     rows: list[tuple[_Pattern, Any]], index: ModuleIndex, func: cst.Name | cst.Attribute
 ) -> Any:
     """A call of an object (`llm(prompt)`, `self.llm(prompt)`) matched as `<what built it>.__call__`."""
+    import libcst as cst
+
     built = index.assigned(func)
     if not isinstance(built, cst.Call):
         return None
@@ -201,6 +205,8 @@ def _match_instance(
 def written_chain(node: cst.BaseExpression) -> str:
     """`self.client.chat.completions.create` for that chain of names; calls and subscripts in the
     chain (`get_client().messages.create`) keep only the names after them."""
+    import libcst as cst
+
     parts: list[str] = []
     while True:
         if isinstance(node, cst.Attribute):
@@ -233,10 +239,16 @@ def _last(pattern: str) -> str:
     return pattern.rsplit(".", 1)[-1]
 
 
-def _needle(pattern: str) -> str:
-    """The name a module must contain to match the pattern (for `.__call__`, what builds the object)."""
-    parts = pattern.rsplit(".", 2)
-    return parts[-2] if parts[-1] == _CALL and len(parts) > 1 else parts[-1]
+def _needles(row: SinkModel) -> set[str]:
+    """What a module's text must contain for the row to match in it: a package it imports (`imports`,
+    the first name of a qualified pattern), else the chain a suffix pattern is written as."""
+    if row.imports:
+        return {p.split("*")[0].rstrip(".") for p in row.imports if p.split("*")[0]}
+    out = set()
+    for text in (*row.calls, *row.decorators, *row.bases):
+        first = text.split(".")[0] if not text.startswith(".") else ""
+        out.add(first.split("*")[0] if first and first.split("*")[0] else text.lstrip("."))
+    return out
 
 
 def _pattern(text: str) -> _Pattern:
@@ -294,6 +306,9 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
         raise TableError(f"{where}: a decorator row says which part its function `returns`")
     if bases and not attributes:
         raise TableError(f"{where}: a class row (`bases`) says which `attributes` are its text")
+    for text in (*calls, *decorators, *bases):
+        if any(c in _last(text) for c in "*?["):
+            raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
     for text in calls:
         if _last(text) == _CALL and text.startswith("."):
             raise TableError(f"{where}: `{text}`: a `.__call__` pattern names what builds the object")
