@@ -72,6 +72,14 @@ def test_a_broken_row_is_named(text: str, message: str) -> None:
         parse_table(text, "table.toml")
 
 
+def test_every_row_has_both_examples() -> None:
+    """A sink row shows one call that is reported and one that is not; a config row shows a volatile
+    value passed to the constructor that is not."""
+    missing = [f"{s.name}: {k}" for s in builtin().sinks for k in ("valid", "invalid") if k not in s.examples]
+    missing += [f"{c.name}: valid" for c in builtin().configs if "valid" not in c.examples]
+    assert missing == []
+
+
 # --- what a row can say, each on a table of its own ----------------------------------------------------
 
 _LONG = "Follow the house style: short sentences, no jargon, and one example for every rule you state."
@@ -172,3 +180,11 @@ def test_a_call_of_a_built_object(
     )
     assert _found(tmp_path, source) == found
 
+
+def test_a_module_that_names_only_a_modelled_package_is_analysed() -> None:
+    """The table's packages and call chains open a module to analysis, as the prompt words do."""
+    from prefixlint.python import may_hold_prompts
+
+    assert may_hold_prompts("import dspy\n\n\nclass QA(dspy.Signature):\n    question = dspy.InputField()\n")
+    assert may_hold_prompts("def go(c, m):\n    return c.converse(modelId=m)\n")
+    assert not may_hold_prompts("import os\n\nprint(os.getcwd())\n")
