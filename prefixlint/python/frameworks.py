@@ -220,19 +220,18 @@ def written_chain(node: cst.BaseExpression) -> str:
     return ".".join(reversed(parts))
 
 
-_IMPORTED: dict[int, frozenset[str]] = {}
+_IMPORTED: dict[int, tuple[ModuleIndex, frozenset[str]]] = {}
 
 
 def imported_packages(index: ModuleIndex) -> frozenset[str]:
     """The top-level packages a module imports (`langchain_core`, `openai`)."""
-    key = id(index)
-    found = _IMPORTED.get(key)
-    if found is None or len(_IMPORTED) > 4096:
-        if len(_IMPORTED) > 4096:
+    found = _IMPORTED.get(id(index))
+    if found is None or found[0] is not index:  # an id is reused once its index is gone
+        if len(_IMPORTED) > 64:  # it keeps the indexes alive: a few modules at a time
             _IMPORTED.clear()
-        found = frozenset(d.lstrip(".").split(".")[0] for names in index.imports.values() for d in names)
-        _IMPORTED[key] = found
-    return found
+        packages = frozenset(d.lstrip(".").split(".")[0] for names in index.imports.values() for d in names)
+        found = _IMPORTED[id(index)] = (index, packages)
+    return found[1]
 
 
 def _last(pattern: str) -> str:
