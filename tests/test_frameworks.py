@@ -188,3 +188,38 @@ def test_a_module_that_names_only_a_modelled_package_is_analysed() -> None:
     assert may_hold_prompts("import dspy\n\n\nclass QA(dspy.Signature):\n    question = dspy.InputField()\n")
     assert may_hold_prompts("def go(c, m):\n    return c.converse(modelId=m)\n")
     assert not may_hold_prompts("import os\n\nprint(os.getcwd())\n")
+
+
+def test_a_method_passed_as_instructions_is_what_it_returns(tmp_path: Path) -> None:
+    """The Agents SDK calls `instructions` on every run: a bound method is followed as a function is."""
+    source = (
+        "from datetime import datetime\n\nfrom agents import Agent\n\n\nclass Bot:\n"
+        "    def instructions(self, ctx, agent) -> str:\n"
+        f'        return f"The time is {{datetime.now():%H:%M}}. {_LONG}"\n\n'
+        '    def build(self):\n        return Agent(name="Triage", instructions=self.instructions)\n'
+    )
+    found = analyze_python(str(tmp_path / "bot.py"), source, Options(project_root=str(tmp_path))).diagnostics
+    assert [(d.code, d.span.line, "Agents SDK" in d.message) for d in found] == [("PFX101", 8, True)]
+
+
+def test_a_parameter_named_like_a_function_is_not_that_function(tmp_path: Path) -> None:
+    source = (
+        "from datetime import datetime\n\nimport anthropic\n\nclient = anthropic.Anthropic()\n\n\n"
+        f'def system_prompt():\n    return f"Now {{datetime.now()}}. {_LONG}"\n\n\n'
+        "def review(system_prompt: str, diff: str):\n"
+        '    return client.messages.create(model="m", max_tokens=9, system=system_prompt, messages=[])\n'
+    )
+    found = analyze_python(str(tmp_path / "r.py"), source, Options(project_root=str(tmp_path))).diagnostics
+    assert all("Anthropic messages" not in d.message for d in found)
+
+
+def test_a_config_object_made_by_a_helper(tmp_path: Path) -> None:
+    source = (
+        "from datetime import datetime\n\nfrom google import genai\nfrom google.genai import types\n\n"
+        "client = genai.Client()\n\n\ndef make_config():\n"
+        "    return types.GenerateContentConfig(\n"
+        f'        system_instruction=f"Local time: {{datetime.now()}}. {_LONG}"\n    )\n\n\n'
+        "def ask(city: str):\n"
+        '    return client.models.generate_content(model="m", contents=city, config=make_config())\n'
+    )
+    assert _found(tmp_path, source) == {("PFX101", 11)}

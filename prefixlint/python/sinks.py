@@ -68,6 +68,8 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
             node = index.assigned(node)
         elif isinstance(node, cst.Call) and "json.dumps" in index.qualified_names(node.func):
             node = node.args[0].value if node.args else None
+        elif isinstance(node, cst.Call) and (made := _made_by(index, node)) is not None:
+            node = made  # `config=make_config()`: what the helper returns
         elif isinstance(node, cst.Call):
             return {a.keyword.value: a.value for a in node.args if a.keyword is not None}
         elif isinstance(node, cst.Dict):
@@ -84,11 +86,26 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
 
 
 def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:
-    """An argument's text; a function passed by name (`instructions=build_instructions`) is called
-    by the framework for each request: what it returns."""
-    if isinstance(node, cst.Name) and node.value in ev.index.functions:
-        return ev.function_output(ev.index.functions[node.value], None, env)
+    """An argument's text; a function or method passed by reference (`instructions=build_instructions`,
+    `instructions=self.instructions`, one imported) is called by the framework for each request:
+    what it returns."""
+    if isinstance(node, (cst.Name, cst.Attribute)) and not _local(ev.index, node):
+        found = ev.resolve_callable(node, node)
+        if found is not None:
+            callee, fn = found
+            output = callee.function_output(fn, None, env)
+            return output if callee is ev else ev.anchor(output, node)
     return ev.value(node, env)
+
+
+def _local(index: ModuleIndex, node: cst.BaseExpression) -> bool:
+    """A name its function binds (a parameter `prompt`), not the module's function of that name."""
+    scope = index.scope_for(node)
+    return (
+        isinstance(node, cst.Name)
+        and scope is not index.module_scope
+        and (node.value in scope.params or node.value in scope.bindings)
+    )
 
 
 def assemble(parts: dict[str, list[Value]]) -> Value:
@@ -127,6 +144,13 @@ def class_value(ev: Evaluator, cls: cst.ClassDef, row: SinkModel) -> Value | Non
             elif given is not None and field in given:
                 found.append((part, row.rank(key, table), ev.value(given[field], Env())))
     return in_order(found)
+
+
+def _made_by(index: ModuleIndex, call: cst.Call) -> cst.BaseExpression | None:
+    """What a module function called here returns, when it has one `return`."""
+    fn = index.functions.get(call.func.value) if isinstance(call.func, cst.Name) else None
+    returns = index.bodies[fn].returns if fn is not None and fn in index.bodies else []
+    return returns[0].value if len(returns) == 1 else None
 
 
 def in_order(found: list[tuple[str, int, Value]]) -> Value | None:
