@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from prefixlint.python import analyze_python
-from prefixlint.python.frameworks import Frameworks, TableError, builtin, parse_table
+from prefixlint.python.frameworks import TableError, builtin, parse_table
 from prefixlint.settings import Options
 
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
@@ -31,7 +31,7 @@ def _found(tmp_path: Path, source: str) -> set[tuple[str, int]]:
     return {(d.code, d.span.line) for d in result.diagnostics if d.code.startswith(OWNED)}
 
 
-ROWS = [row for row in [*builtin().sinks, *builtin().configs] if row.examples]
+ROWS = [row for row in [*builtin().sinks, *builtin().configs, *builtin().entries] if row.examples]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
@@ -88,8 +88,8 @@ _LONG = "Follow the house style: short sentences, no jargon, and one example for
 def _with_table(monkeypatch: pytest.MonkeyPatch, table: str) -> None:
     from prefixlint.python import analyze
 
-    frameworks = Frameworks(*parse_table(table, "test.toml"))
-    monkeypatch.setattr(analyze, "for_project", lambda declared: frameworks)
+    frameworks = parse_table(table, "test.toml")
+    monkeypatch.setattr(analyze, "for_project", lambda *declared: frameworks)
 
 
 @pytest.mark.parametrize(

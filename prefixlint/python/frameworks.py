@@ -25,6 +25,8 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from prefixlint.python.volatile import says_prompt_attribute
+
 if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the table needs none of it
     import libcst as cst
 
@@ -87,6 +89,17 @@ class ConfigModel:
     examples: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class EntryModel:
+    """A decorator that makes a function a request entry point (a web route, a chat handler, a
+    tool the model calls): what its parameters receive differs per request, whatever their names."""
+
+    name: str
+    decorators: tuple[str, ...]
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
 class TableError(ValueError):
     """A row of a models table that cannot be used (names the row)."""
 
@@ -106,22 +119,36 @@ class Frameworks:
     """The table, indexed by the last name of each pattern so that a call costs a dict lookup."""
 
     def __init__(
-        self, sinks: list[SinkModel], configs: list[ConfigModel], not_prompt: frozenset[str] = frozenset()
+        self,
+        sinks: list[SinkModel],
+        configs: list[ConfigModel],
+        not_prompt: frozenset[str] = frozenset(),
+        entries: list[EntryModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
+        self.entries = entries or []
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
         self._bases: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
+        # `*Config`: a class of any module named so, matched only when no named row is
+        self._named_like: list[tuple[str, ConfigModel]] = []
         for row in [*configs, *sinks]:  # config rows first: `OpenAI(...)` is no sink
             for text in row.calls:
-                self._calls.setdefault(_last(text), []).append((_pattern(text), row))
+                if text.startswith("*") and isinstance(row, ConfigModel):
+                    self._named_like.append((text, row))
+                else:
+                    self._calls.setdefault(_last(text), []).append((_pattern(text), row))
         for sink in sinks:
             for text in sink.decorators:
                 self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
             for text in sink.bases:
                 self._bases.setdefault(_last(text), []).append((_pattern(text), sink))
+        self._entries: dict[str, list[tuple[_Pattern, EntryModel]]] = {}
+        for entry in self.entries:
+            for text in entry.decorators:
+                self._entries.setdefault(_last(text), []).append((_pattern(text), entry))
         # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
         self._called = {p.text.split(".")[0] for p, _ in self._calls.get(_CALL, ())}
         names = sorted({re.escape(n) for s in sinks for n in _needles(s)})
@@ -130,10 +157,11 @@ class Frameworks:
         self.needles = re.compile(r"\b(?:" + "|".join(names) + ")") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
-        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt)
+        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries)
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
-        """The row a call is an instance of, if any."""
+        """The row a call is an instance of, if any. A configuration object known only by its name
+        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`)."""
         import libcst as cst
 
         found = _match(self._calls, index, call.func)
@@ -144,7 +172,25 @@ class Frameworks:
             and any(fnmatch.filter(imported_packages(index), p) for p in self._called)
         ):
             found = _match_instance(self._calls[_CALL], index, call.func)
-        return found
+        if found is not None or not self._named_like:
+            return found
+        last = written_chain(call.func).rsplit(".", 1)[-1]
+        for pattern, row in self._named_like:
+            if fnmatch.fnmatchcase(last, pattern):
+                keywords = [a.keyword.value for a in call.args if a.keyword is not None]
+                return None if any(says_prompt_attribute(k) for k in keywords) else row
+        return None
+
+    def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
+        """The row that makes `fn` a request entry point, if one of its decorators is one."""
+        import libcst as cst
+
+        for decorator in fn.decorators:
+            node = decorator.decorator
+            found = _match(self._entries, index, node.func if isinstance(node, cst.Call) else node)
+            if found is not None:
+                return found
+        return None
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
         import libcst as cst
@@ -341,19 +387,33 @@ def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
     return ConfigModel(name, calls, imports, dict(row.get("examples", {})))
 
 
-def parse_table(text: str, where: str) -> tuple[list[SinkModel], list[ConfigModel], frozenset[str]]:
+def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
+    unknown = sorted(set(row) - {f.name for f in fields(EntryModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    decorators = _strings(row, "decorators", f"{where} ({name})")
+    if not decorators:
+        raise TableError(f"{where} ({name}): an entry row needs `decorators`")
+    return EntryModel(name, decorators, _strings(row, "imports", where), dict(row.get("examples", {})))
+
+
+def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
     configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
+    entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return sinks, configs, frozenset(keywords)
+    return Frameworks(sinks, configs, frozenset(keywords), entries)
 
 
 @cache
 def builtin() -> Frameworks:
     """The table shipped with prefixlint (read once per process)."""
     text = resources.files("prefixlint.data").joinpath("frameworks.toml").read_text("utf-8")
-    return Frameworks(*parse_table(text, "frameworks.toml"))
+    return parse_table(text, "frameworks.toml")
 
 
 def declared_sink(name: str) -> SinkModel:
@@ -366,5 +426,11 @@ def declared_sink(name: str) -> SinkModel:
 
 
 @cache
-def for_project(declared: tuple[str, ...]) -> Frameworks:
-    return builtin().extended([declared_sink(n) for n in declared]) if declared else builtin()
+def for_project(declared: tuple[str, ...], rows: tuple[str, ...] = ()) -> Frameworks:
+    """The table with the project's own rows: `python.sinks` names and `[[python.sink]]` rows (JSON,
+    checked when the config was read)."""
+    import json
+
+    own = [declared_sink(n) for n in declared]
+    own += [sink_from_row(json.loads(row), "config python.sink") for row in rows]
+    return builtin().extended(own) if own else builtin()

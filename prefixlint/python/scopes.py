@@ -67,7 +67,8 @@ class ModuleIndex:
     # (entering?, node) in source order for the node types later passes look at (_EVENT_TYPES):
     # they replay this list instead of walking the whole tree again.
     events: list[tuple[bool, cst.CSTNode]] = field(default_factory=list)
-    branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name -> the arms around it
+    branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name, Return -> the arms around it
+    branch_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)  # id in a Branch -> its if/try/loop
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)  # module-level
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
@@ -100,9 +101,11 @@ class ModuleIndex:
         return self.scope_of.get(node, self.module_scope)
 
     def assigned(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
-        """The expression a name read at `node` was last assigned (`x = e`: `e`) before it in its
-        function, else at module level; for `self.x`, the last `self.x = e` of the class's methods.
-        None when its last binding is anything else (a parameter, a loop, `+=`)."""
+        """The expression a name read at `node` was last assigned (`x = e`: `e`), when that is the
+        one assignment that reaches it: the last one runs on every path to the read, or it is the
+        only one (None when another arm may have assigned something else, or the name is a
+        parameter or a loop variable there); not bound in its function, the module's last. For
+        `self.x`, the last `self.x = e` of the class's methods."""
         if (
             isinstance(node, cst.Attribute)
             and isinstance(node.value, cst.Name)
@@ -113,11 +116,17 @@ class ModuleIndex:
             return found[-1].expr if found else None
         if not isinstance(node, cst.Name):
             return None
-        scope, pos = self.scope_for(node), self.pos(node)
-        bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < pos]
-        if not bindings and scope.parent is not None and node.value not in scope.params:
-            bindings = list(self.module_scope.bindings.get(node.value, ()))
-        return bindings[-1].expr if bindings and bindings[-1].kind == "assign" else None
+        scope, here = self.scope_for(node), self.pos(node)
+        read_in = self.branch_of.get(node, ())
+        bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < here and b.kind != "setitem"]
+        if len(bindings) > 1 and bindings[-1].branch != read_in[: len(bindings[-1].branch)]:
+            return None
+        if bindings:
+            return bindings[-1].expr if bindings[-1].kind == "assign" else None
+        if scope is not self.module_scope and node.value in scope.params:
+            return None
+        module = self.module_scope.bindings.get(node.value)
+        return module[-1].expr if module and module[-1].kind == "assign" else None
 
     def replay(self, visitor: object) -> None:
         """Call `visitor.visit_<Type>(node)` / `leave_<Type>(node)` as a libcst visit would, for the
@@ -187,6 +196,7 @@ class _Indexer:
             if arm is not None:
                 self.branch = (*self.branch, (id(parent), arm))
                 self.arms.append(node)
+                self.index.branch_nodes[id(parent)] = parent
         path.append(node)
         kind = type(node)
         if kind is cst.Name:
@@ -302,6 +312,7 @@ class _Indexer:
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None and (body := self._body()) is not None:
             body.returns.append(node)
+            self.index.branch_of[node] = self.branch
 
     def visit_Yield(self, node: cst.Yield) -> None:
         if (body := self._body()) is not None:
