@@ -35,8 +35,13 @@ def _parses(path: str, text: str) -> bool:
 
 
 def may_hold_prompts(text: str) -> bool:
-    """Whether a module has any text a prompt sink needs (else it is only checked for syntax)."""
-    return _MAY_HOLD_PROMPTS.search(text) is not None
+    """Whether a module has any text a prompt sink needs (else it is only checked for syntax): the
+    words above, or what a row of the models table needs (`dspy`, `smolagents`, `converse`)."""
+    if _MAY_HOLD_PROMPTS.search(text) is not None:
+        return True
+    from prefixlint.python.frameworks import builtin  # the table is read without libcst
+
+    return builtin().needles.search(text) is not None
 
 
 def analyze_python(path: str, text: str, options: Options) -> SourceResult:
