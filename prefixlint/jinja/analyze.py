@@ -77,6 +77,13 @@ class Finding:
     required: bool = True  # False: optional variables (info unless the user says they vary)
     origin_line: int = 0  # the template line that prints the divergent text (0: `line`)
     origin_column: int = 0  # and its column (0: `column`)
+    # The value changes at most once a day (a date, not a time): the requests of a day still share
+    # the prefix, so the cache is split per day, a lower kind of loss than per request.
+    periodic: bool = False
+
+
+# Clock variants that only a date (not a time) differs across: it changes once a day or a month.
+_PERIODIC = frozenset({"after midnight", "every month"})
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -286,8 +293,9 @@ def _clock_finding(
     when = {
         "within the same second": "every request misses the cache",
         "every second": "every request in a new second misses the cache",
-        "after midnight": "every request after midnight misses the cache",
-        "every month": "every request in a new month misses the cache",
+        "after midnight": "the cache is split once a day: the first requests after midnight recompute "
+        "them, and a conversation that crosses midnight its history",
+        "every month": "the cache is split once a month: the first requests of a month recompute them",
     }[other.variant]
     printed = f" (printed at {template.where(origin.line)})" if origin.line != line else ""
     called = f" at {template.where(line)}" if template.fixed_line is not None else ""
@@ -306,6 +314,7 @@ def _clock_finding(
         div,
         origin_line=origin.line,
         origin_column=origin.column,
+        periodic=other.variant in _PERIODIC,
     )
 
 
@@ -442,6 +451,8 @@ def _merge(
         if not first.required:
             message += "; the template has a default, so this matters only if you pass it per request"
             severity = Severity.INFO
+        if first.periodic:
+            severity = Severity(max(Severity.INFO, severity - 1))
         severity, note = cost_severity(severity, first.divergence.cost, engine, tokenizer, template.controls)
         if note:
             message += f"; {note}"

@@ -40,14 +40,17 @@ if TYPE_CHECKING:
 RELOCATABLE = frozenset({"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201", "PFX301", "PFX501"})
 MAX_MOVED_CHARS = 300  # a sentence around a value, not a section of the prompt
 
+# A value the template prints itself is rendered anew at every turn: wherever it goes, the turns
+# after it are rendered otherwise than the reply they were (printed at the end of the generation
+# prompt, the previous reply is recomputed on every turn). The caller's last user message is where
+# a request differs anyway.
 ADVICE = {
-    "PFX101": "print the date or time after the conversation (at the end of the generation prompt), or "
-    "leave it to the caller's last message",
-    "PFX102": "print ids after the conversation, or send them as request metadata",
-    "PFX103": "make the choice stable (a fixed order), or print it after the conversation",
-    "PFX104": "print per-machine values after the conversation, or leave them out",
-    "PFX105": "print per-request values after the conversation (the generation prompt or the last user "
-    "message)",
+    "PFX101": "leave the date or time to the caller's last user message, where each request differs "
+    "anyway (printed at the end of the generation prompt, it costs the previous reply on every turn)",
+    "PFX102": "send ids as request metadata, or leave them to the caller's last user message",
+    "PFX103": "make the choice stable (a fixed order or a seed)",
+    "PFX104": "leave per-machine values out, or to the caller's last user message",
+    "PFX105": "leave per-request values to the caller's last user message",
     "PFX201": "sort it before printing (`dictsort`, `sort`)",
     "PFX301": "make this whitespace the same for every request",
     "PFX302": "end the static text before the user's turn on a token boundary (a newline, not a space)",

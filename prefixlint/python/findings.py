@@ -300,6 +300,9 @@ def _diagnostic(
     if hole.timing in _TIMING:
         message += f"; {_TIMING[hole.timing]}"
         severity = _lower(severity)
+    elif hole.daily:
+        message += "; it changes once a day, so the cache is split per day rather than per request"
+        severity = _lower(severity)
     if hole.by_name:  # a name is a guess, not a source seen
         severity = min(severity, Severity.INFO if hole.weak else guess_severity)
     if not ev.prompt.reached:
