@@ -413,17 +413,19 @@ def test_a_clock_read_to_the_day_splits_the_cache_per_day(clock: str, daily: boo
         (
             "from datetime import datetime\nfrom agents import Agent\n"
             + RULES_LINE
-            + 'agent = Agent(name="a", instructions=lambda ctx, a: f"The time is {datetime.now():%H:%M}. {RULES}")\n',
-            [("PFX101", 4, Severity.ERROR)],
+            + 'agent = Agent(\n    name="a",\n'
+            + '    instructions=lambda ctx, a: f"Time: {datetime.now():%H:%M}. {RULES}",\n)\n',
+            [("PFX101", 6, Severity.ERROR)],
         ),
         # the static text of a tool's schema after the value counts
         (
             "from datetime import date\nfrom openai import OpenAI\nclient = OpenAI()\n\n\ndef ask(q):\n"
-            "    return client.chat.completions.create(model='m', messages=[{'role': 'user', 'content': q}],\n"
+            "    return client.chat.completions.create(\n"
+            "        model='m', messages=[{'role': 'user', 'content': q}],\n"
             "        tools=[{'type': 'function', 'function': {'name': 'search', 'description':\n"
-            "            f'Search flights after {date.today()}; give the origin and destination airport codes, "
-            "the number of travellers, and whether the dates are flexible.'}}])\n",
-            [("PFX101", 9, Severity.WARNING)],
+            "            f'Search flights after {date.today()}; give the origin and destination airport "
+            "codes, the number of travellers, and whether the dates are flexible.'}}])\n",
+            [("PFX101", 10, Severity.WARNING)],
         ),
         # a batch of prompts is several requests, not one prompt after another
         (
