@@ -110,7 +110,7 @@ def test_no_respect_gitignore_reads_them_again(ignoring_repo: Path, monkeypatch:
     config = ignoring_repo / "prefixlint.toml"
     config.write_text("respect-gitignore = false\n", encoding="utf-8")
     again = invoke("check", "--no-cache", "--no-multiturn", "--statistics", "-q", ".")
-    assert again.stdout.split() == ["5", "PFX101", "clock-in-prefix", "error"]
+    assert again.stdout.split() == ["5", "PFX101", "clock-in-prefix", "warning"]
 
 
 @needs_git
@@ -153,7 +153,7 @@ def test_statistics_counts_per_code(tmp_path: Path) -> None:
     result = invoke("check", "--no-cache", "--no-multiturn", "--statistics", str(tmp_path))
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0].split("\t") == ["    2", "PFX101", "clock-in-prefix", "error"]
+    assert lines[0].split("\t") == ["    2", "PFX101", "clock-in-prefix", "warning"]
     counts = {line.split("\t")[1]: int(line.split("\t")[0]) for line in lines[:-1]}
     assert counts["PFX102"] == 1 and list(counts.values()) == sorted(counts.values(), reverse=True)
     assert lines[-1].startswith(f"Found {sum(counts.values())} finding(s) in 3 file(s)")
@@ -161,7 +161,7 @@ def test_statistics_counts_per_code(tmp_path: Path) -> None:
         "check", "--no-cache", "--no-multiturn", "--statistics", "--format", "json", str(tmp_path)
     )
     items = json.loads(as_json.stdout)
-    assert items[0] == {"code": "PFX101", "name": "clock-in-prefix", "count": 2, "severity": "error"}
+    assert items[0] == {"code": "PFX101", "name": "clock-in-prefix", "count": 2, "severity": "warning"}
 
 
 def test_engine_names_in_any_case(tmp_path: Path) -> None:
