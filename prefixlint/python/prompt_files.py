@@ -199,7 +199,10 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
         for el in node.elements:
             if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
                 key = el.key.evaluated_value
-                out[key if isinstance(key, str) else repr(key)] = data(ev, el.value, env, depth + 1)
+                item = data(ev, el.value, env, depth + 1)
+                if item is None:  # not data we can read (`os.environ["X"]`): what it evaluates to
+                    item = ev.value(el.value, env.deeper())
+                out[key if isinstance(key, str) else repr(key)] = item
             elif isinstance(el, cst.StarredDictElement):
                 inner = data(ev, el.value, env, depth + 1)
                 if isinstance(inner, dict):
