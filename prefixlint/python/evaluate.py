@@ -71,6 +71,8 @@ _PASS_THROUGH = {"str", "list", "tuple", "repr", "format", "reversed"}
 # Methods that fill a template's placeholders (str, string.Template, LangChain, LlamaIndex, Jinja).
 _FILL_METHODS = {"format", "format_map", "substitute", "safe_substitute", "partial", "format_messages",
                  "format_prompt", "invoke", "render"}  # fmt: skip
+# Factories of template objects and the keyword of their text (LangChain, Jinja's `from_string`).
+_TEMPLATE_FACTORIES = {"from_template": "template", "from_messages": "messages", "from_string": "source"}
 _LOOKUPS = {"get", "pop", "setdefault", "index", "count", "startswith", "endswith", "__getitem__"}
 # Classes whose instances are volatile (a parameter annotated so), and ones a literal seed makes stable.
 _VOLATILE_TYPES = {
@@ -469,8 +471,10 @@ class Evaluator:
             if method == "replace" and len(args) >= 2 and first is not None and is_static(first):
                 new = self.value(args[1].value, deeper)
                 return per_option(receiver, lambda v: self.replace(v, static_text(first), new))
-            if method in ("from_template", "from_messages", "from_string") and args:
-                return self.value(args[0].value, env.deeper(template=env.template))
+            if method in _TEMPLATE_FACTORIES:
+                source = args[0].value if args else kwargs.get(_TEMPLATE_FACTORIES[method])
+                if source is not None:
+                    return self.value(source, env.deeper(template=env.template))
             if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
                 return self.propagate(node, [receiver])
             if (h := first_volatile(receiver)) is not None and h.by_name:
