@@ -291,6 +291,13 @@ class Evaluator:
                     value = found[0].module_attribute(found[1], env)
                     if value is not None:
                         return self.anchor(value, node)
+        if not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")):
+            owner = self.object_class(receiver, node)  # `Settings.TEXT`, `Settings().TEXT`, `obj.text`
+            if owner is not None:
+                here = owner[0] is self
+                found = owner[0].class_attribute(owner[1], node.attr.value, env, at=node if here else None)
+                if found is not None:
+                    return found if here else self.anchor(found, node)
         base = self.value(receiver, env.deeper())
         if (h := first_volatile(base)) is not None and not h.by_name:
             return (h,)
@@ -550,6 +557,26 @@ class Evaluator:
                 return evaluator, evaluator.index.functions[head]
             if tail and head in evaluator.index.classes:
                 return evaluator.method(evaluator.index.classes[head], tail)
+        if isinstance(func, cst.Attribute):  # `Builder().build()`, `builder.build()`
+            owner = self.object_class(func.value, call)
+            if owner is not None:
+                return owner[0].method(owner[1], func.attr.value)
+        return None
+
+    def object_class(
+        self, node: cst.BaseExpression, at: cst.CSTNode
+    ) -> tuple[Evaluator, cst.ClassDef] | None:
+        """The project class `node` names (`Settings`) or makes (`Settings()`), or the class of the
+        object it holds (`builder = Builder()`, a parameter `b: Builder`, `self.builder`)."""
+        if isinstance(node, cst.Call):
+            return self.find_class(node.func)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            found = self.find_class(node)
+            if found is not None:
+                return found
+            from prefixlint.python.summaries import receiver_class
+
+            return receiver_class(self, node, at)
         return None
 
     def call_output(self, call: cst.Call, env: Env) -> Value | None:
