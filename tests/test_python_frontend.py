@@ -258,3 +258,12 @@ def test_a_prompt_file_read_in_a_with_block(tmp_path: Path) -> None:
         str(module), module.read_text(encoding="utf-8"), Options(project_root=str(tmp_path))
     )
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("PFX101", 8)]
+
+
+def test_a_module_calling_a_modelled_api_is_analysed_without_a_prompt_word() -> None:
+    from prefixlint.python import may_hold_prompts
+
+    assert may_hold_prompts("from camel.agents import ChatAgent\nagent = ChatAgent(text)\n")
+    assert may_hold_prompts("r = client.chat.completions\n    .create(model=m)\n")
+    assert not may_hold_prompts("import math\nprint(math.pi)\n")
+    assert may_hold_prompts("ask_model(text)\n", ("myapp.llm.ask_model",))

@@ -25,9 +25,9 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
 if TYPE_CHECKING:
+    import libcst as cst
+
     from prefixlint.python.scopes import ModuleIndex
 
 # The parts of a request in the order a chat request puts them (tools and system first, OpenAI's,
@@ -104,8 +104,9 @@ class Frameworks:
         for sink in sinks:
             for text in sink.decorators:
                 self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
-        names = sorted({re.escape(_last(t)) for t in [*self._calls, *self._decorators]})
-        # A module whose text names none of these cannot call a modelled API.
+        # A module whose text names none of these cannot call a modelled API: a `.a.b` pattern's
+        # names as written, a dotted name's last one (whatever it is imported as, it is called so).
+        names = sorted({_needle(t) for sink in sinks for t in [*sink.calls, *sink.decorators]})
         self.needles = re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
@@ -116,6 +117,8 @@ class Frameworks:
         return _match(self._calls, index, call.func)
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
+        import libcst as cst
+
         node = decorator.decorator
         found = _match(self._decorators, index, node.func if isinstance(node, cst.Call) else node)
         return found if isinstance(found, SinkModel) else None
@@ -141,6 +144,8 @@ def _match(table: dict[str, list[tuple[_Pattern, Any]]], index: ModuleIndex, fun
 def written_chain(node: cst.BaseExpression) -> str:
     """`self.client.chat.completions.create` for that chain of names; calls and subscripts in the
     chain (`get_client().messages.create`) keep only the names after them."""
+    import libcst as cst  # loaded by whoever parsed `node`: reading the table alone needs no libcst
+
     parts: list[str] = []
     while True:
         if isinstance(node, cst.Attribute):
@@ -167,6 +172,13 @@ def imported_packages(index: ModuleIndex) -> frozenset[str]:
         found = frozenset(d.lstrip(".").split(".")[0] for names in index.imports.values() for d in names)
         _IMPORTED[key] = found
     return found
+
+
+def _needle(pattern: str) -> str:
+    """A regular expression for the text a call of `pattern` has to contain."""
+    if pattern.startswith("."):
+        return r"\s*\.\s*".join(re.escape(name) for name in pattern[1:].split("."))
+    return re.escape(max(_last(pattern).split("*"), key=len))
 
 
 def _last(pattern: str) -> str:
