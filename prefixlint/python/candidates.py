@@ -124,6 +124,8 @@ class _CandidateFinder:
                 )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ev.project.frameworks.match_call(self.index, node) is not None:
+            return  # the models table says what this call's arguments are (sinks.py): no guess
         name = func_name(node.func)
         if self.declared and (name in self.declared or self.index.qualified_names(node.func) & self.declared):
             parts = [self.value(a.value) for a in node.args]
