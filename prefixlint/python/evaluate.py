@@ -457,6 +457,13 @@ class Evaluator:
         if called is not None:
             return called
 
+        template_class = isinstance(node.func, cst.Name) or name[:1].isupper()  # not `x.render_template()`
+        if name.endswith("Template") and template_class and (args or kwargs):
+            # `PromptTemplate("...")`, `string.Template(...)`, `PromptTemplate(template="...")`: the
+            # text, formatted later
+            source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
+            if source is not None:
+                return self._template_source(source, env)
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             if (prov := self.receiver_provenance(node.func.value)) is not None:
@@ -488,11 +495,6 @@ class Evaluator:
                 return (h,)  # `timestamp.astimezone().strftime(...)`: the value itself, transformed
             parts = [receiver] + [self.value(a.value, deeper) for a in self.text_arguments(node)]
             return self._opaque(node, name, parts)
-        if name.endswith("Template") and (args or kwargs):
-            # `PromptTemplate("...")`, `PromptTemplate(template="...")`: the text, formatted later
-            source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
-            if source is not None:
-                return self._template_source(source, env)
         parts = [self.value(a.value, deeper) for a in self.text_arguments(node)]
         if not any(first_volatile(p) for p in parts) and (prov := call_name_provenance(name)) is not None:
             return self.hole(prov, node, f"{name}()", by_name=True)
