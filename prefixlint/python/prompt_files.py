@@ -86,6 +86,12 @@ def _path_text(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int) ->
             return _path_text(ev, args[0], env, depth + 1)
         if name in ("resolve", "absolute", "expanduser"):
             return _path_text(ev, node.func.value, env, depth + 1)
+        if name == "with_name" and args:  # `Path(__file__).with_name("prompt.txt")`
+            folder = _path_text(ev, node.func.value, env, depth + 1)
+            file = _path_text(ev, args[0], env, depth + 1)
+            if file is None:
+                return None
+            return os.path.join(os.path.dirname(folder), file) if folder is not None else file
         if qnames & {"importlib.resources.files", "importlib_resources.files"} and args:
             return _package_folder(ev, args[0], env)
         return None
