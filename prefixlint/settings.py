@@ -57,6 +57,8 @@ class Options:
     # The most a Python finding on a value known only by its name (a `{current_date}` placeholder,
     # a parameter named `query`) may be: config `[tool.prefixlint.python] guess-severity`.
     python_guess_severity: str = "info"
+    # The project's own rows of the models table (`[[tool.prefixlint.python.sink]]`), as JSON.
+    python_sink_rows: tuple[str, ...] = ()
     # Count a Python source's prompt in tokens (its JSON `cacheable_prefix_tokens`/`total_tokens`);
     # off for outputs that do not show them, so a pre-commit run loads no tokenizer for a clean file.
     python_numbers: bool = True

@@ -110,6 +110,9 @@ TAIL = (
         # Sorted, or at the very end: nothing.
         ("import time\nPROMPT = 'static text first, then ' + time.ctime()\n", set()),
         ("import json\nT = {'a', 'b'}\nPROMPT = json.dumps(sorted(T)) + ' static text follows'\n", set()),
+        # A set of one element has one order; of two, none.
+        ("import json\nR = 'x'\nPROMPT = ', '.join({R}) + ' " + TAIL + "'\n", set()),
+        ("import json\nR = 'x'\nPROMPT = ', '.join({R, 'y'}) + ' " + TAIL + "'\n", {("PFX201", 3)}),
         # A local variable that is not a prompt and never reaches one.
         ("import time\ndef f():\n    label = f'{time.time()} static text follows'\n    return 1\n", set()),
     ],
@@ -240,6 +243,35 @@ def test_configured_sink_is_a_prompt(tmp_path: Path) -> None:
     ]
 
 
+def test_a_project_row_of_the_models_table(tmp_path: Path) -> None:
+    """`[[tool.prefixlint.python.sink]]`: the project's own API, a row of the same table, with
+    which argument is which part of the request."""
+    from prefixlint.config import ConfigError, build_options, load_config
+
+    config = tmp_path / "pyproject.toml"
+    config.write_text(
+        '[[tool.prefixlint.python.sink]]\nname = "our gateway"\ncalls = ["gateway.Gateway.ask"]\n'
+        'arguments = { system = "system", question = "user" }\n',
+        encoding="utf-8",
+    )
+    module = tmp_path / "bot.py"
+    module.write_text(
+        "import uuid\nfrom gateway import Gateway\n\n\ndef answer(question):\n"
+        "    return Gateway.ask(\n"
+        "        system=f'Run {uuid.uuid4()}. You answer questions about the opening hours of the city "
+        "library and its branches, in English, citing the web site.',\n"
+        "        question=question,\n    )\n",
+        encoding="utf-8",
+    )
+    options = build_options(load_config(config))
+    found = analyze_python(str(module), module.read_text(encoding="utf-8"), options).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX102", 7, Severity.ERROR)]
+    assert "(our gateway)" in found[0].message
+    config.write_text('[[tool.prefixlint.python.sink]]\nname = "x"\ncalls = ["a.b"]\nwhen = "daily"\n')
+    with pytest.raises(ConfigError, match="python.sink` 1 .x.: `when` is one of"):
+        load_config(config)
+
+
 def test_a_prompt_file_read_in_a_with_block(tmp_path: Path) -> None:
     """`with open(path) as f: f.read()`: the file's text is static text of the prompt."""
     (tmp_path / "rules.txt").write_text(
@@ -258,6 +290,92 @@ def test_a_prompt_file_read_in_a_with_block(tmp_path: Path) -> None:
         str(module), module.read_text(encoding="utf-8"), Options(project_root=str(tmp_path))
     )
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("PFX101", 8)]
+
+
+HANDLER = """from litellm import acompletion
+
+
+class Handler:
+    async def chat_completion(self, model: str, system: str, user: str):
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        kwargs = {"model": model, "messages": messages, "temperature": 0}
+        return await acompletion(**kwargs)
+"""
+RULES_LINE = (
+    'RULES = "Answer in English, cite the knowledge base, never invent order numbers, escalate '
+    'refunds to a human."\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("wiring", "call"),
+    [
+        # the handler class is a parameter's default, constructed in __init__
+        ("def __init__(self, ai_handler: type = Handler):\n        self.ai = ai_handler()", "self.ai"),
+        # a parameter annotated with the class
+        ("def __init__(self, ai: Handler):\n        self.ai = ai", "self.ai"),
+        # injected from elsewhere, its class unknown: found by the method's name in the project
+        ("def __init__(self, ai):\n        self.ai = ai", "self.ai"),
+    ],
+    ids=["default", "annotation", "by-name"],
+)
+def test_a_wrapper_of_a_modelled_api_in_another_module_is_a_sink(
+    wiring: str, call: str, tmp_path: Path
+) -> None:
+    (tmp_path / "handler.py").write_text(HANDLER, encoding="utf-8")
+    reviewer = tmp_path / "reviewer.py"
+    reviewer.write_text(
+        "from datetime import datetime\n\nfrom handler import Handler\n\n"
+        + RULES_LINE
+        + f"\n\nclass Reviewer:\n    {wiring}\n\n    async def run(self, diff: str):\n"
+        + '        system = f"Today {datetime.now():%Y-%m-%d}. {RULES}"\n'
+        + f'        return await {call}.chat_completion(model="gpt-4o", system=system, user=diff)\n',
+        encoding="utf-8",
+    )
+    options = Options(project_root=str(tmp_path))
+    found = analyze_python(str(reviewer), reviewer.read_text(encoding="utf-8"), options).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX101", 13, Severity.ERROR)]
+    assert "the request `chat_completion()` sends (`acompletion()` (LiteLLM completion))" in found[0].message
+
+
+def test_a_branch_no_caller_takes_sends_nothing(tmp_path: Path) -> None:
+    """Without the caller that passes `pick=True`, the random example is on no path to a request."""
+    text = (FIXTURES / "python" / "branch_not_taken.py").read_text(encoding="utf-8")
+    text = text[: text.index("def ask_with_a_random_example")]
+    path = tmp_path / "one_caller.py"
+    path.write_text(text, encoding="utf-8")
+    assert analyze_python(str(path), text, Options()).diagnostics == []
+
+
+def test_a_prompt_module_checked_alone_is_judged_by_the_modules_that_send_it(tmp_path: Path) -> None:
+    """`prompts.py` sends nothing itself; `agent.py` imports its constant into a chat request, so
+    the clock in it is a finding at its own line with the loss that request really has."""
+    (tmp_path / "prompts.py").write_text(
+        "from datetime import datetime\n\n"
+        'SYSTEM_PROMPT = """You are a support assistant for ACME. Answer in English, cite the knowledge\n'
+        'base, never invent order numbers, and escalate refunds above 100 EUR to a human agent."""\n\n\n'
+        "def system_prompt() -> str:\n"
+        '    return f"Now: {datetime.now()}\\n{SYSTEM_PROMPT}"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "agent.py").write_text(
+        "from openai import OpenAI\n\nfrom prompts import system_prompt\n\nclient = OpenAI()\n\n\n"
+        "def answer(question: str) -> str:\n"
+        "    return client.chat.completions.create(\n"
+        '        model="gpt-4o",\n'
+        '        messages=[{"role": "system", "content": system_prompt()},\n'
+        '                  {"role": "user", "content": question}],\n'
+        "    )\n",
+        encoding="utf-8",
+    )
+    prompts = tmp_path / "prompts.py"
+    options = Options(project_root=str(tmp_path))
+    (finding,) = analyze_python(str(prompts), prompts.read_text(encoding="utf-8"), options).diagnostics
+    assert (finding.code, finding.span.line, finding.severity) == ("PFX101", 8, Severity.ERROR)
+    assert "in agent.py (line 9)" in finding.message and "no call that sends it" not in finding.message
+    (tmp_path / "agent.py").unlink()  # nothing sends it: a candidate only
+    (alone,) = analyze_python(str(prompts), prompts.read_text(encoding="utf-8"), options).diagnostics
+    assert alone.severity == Severity.INFO and "no call that sends it to a model was found" in alone.message
 
 
 def test_a_module_calling_a_modelled_api_is_analysed_without_a_prompt_word() -> None:

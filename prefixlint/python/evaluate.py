@@ -100,6 +100,9 @@ class Env:
     # The function whose summary is being made (summaries.py): its parameters stay parameters, not
     # what the calls in this module pass.
     summary: cst.CSTNode | None = None
+    # Literal values the call being inlined passes (or leaves at a literal default), per function:
+    # `if flag:` with `flag=False` does not run (branches no caller takes are no prompt text).
+    consts: dict[cst.CSTNode, dict[str, object]] = field(default_factory=dict)
 
     def deeper(self, **changes: object) -> Env:
         fields = {
@@ -108,6 +111,7 @@ class Env:
             "depth": self.depth + 1,
             "template": self.template,
             "summary": self.summary,
+            "consts": self.consts,
         }
         return Env(**{**fields, **changes})
 
@@ -217,7 +221,9 @@ class Evaluator:
                 return h
             where = f"{os.path.relpath(h.path, self.project.root)}:{h.line}"
             via = h.via or f"`{h.label}` in {where}"
-            return replace(h, line=line, column=column, path=self.path, label=self.label(node), via=via)
+            origin = h.origin or (h.path, h.line, h.column, h.label, h.via)
+            label = self.label(node)
+            return replace(h, line=line, column=column, path=self.path, label=label, via=via, origin=origin)
 
         return map_holes(value, move)
 
@@ -337,15 +343,57 @@ class Evaluator:
         return choice([self.value(node.left, env.deeper()), self.value(node.right, env.deeper())])
 
     def _v_IfExp(self, node: cst.IfExp, env: Env) -> Value:
+        test = self.constant(node.test, env)
+        if test is not _UNKNOWN:
+            return self.value(node.body if test else node.orelse, env.deeper())
         return choice([self.value(node.body, env.deeper()), self.value(node.orelse, env.deeper())])
+
+    def may_run(self, branch: Branch, env: Env) -> bool:
+        """Whether code in these arms can run, given the literal arguments of the calls inlined:
+        an `if` arm whose test they decide otherwise cannot."""
+        if not env.consts:
+            return True
+        for key, arm in branch:
+            node = self.index.branch_nodes.get(key)
+            if isinstance(node, cst.If):
+                test = self.constant(node.test, env)
+                if test is not _UNKNOWN and bool(test) != (arm == 0):
+                    return False
+        return True
+
+    def constant(self, node: cst.BaseExpression, env: Env) -> object:
+        """The value of a test made of literals and the literal arguments of the call being inlined
+        (`flag`, `not flag`, `mode == "x"`, `x is None`), else _UNKNOWN."""
+        if isinstance(node, cst.Name):
+            if node.value in _LITERALS:
+                return _LITERALS[node.value]
+            fn = self.index.scope_for(node).node
+            known = env.consts.get(fn, {})
+            return known.get(node.value, _UNKNOWN)
+        if isinstance(node, (cst.Integer, cst.SimpleString)):
+            return literal_value(node)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            inner = self.constant(node.expression, env)
+            return _UNKNOWN if inner is _UNKNOWN else not inner
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            left, right = self.constant(node.left, env), self.constant(node.comparisons[0].comparator, env)
+            if left is _UNKNOWN or right is _UNKNOWN:
+                return _UNKNOWN
+            op = type(node.comparisons[0].operator)
+            compare = _COMPARE.get(op)
+            return compare(left, right) if compare is not None else _UNKNOWN
+        return _UNKNOWN
 
     def _v_Lambda(self, node: cst.Lambda, env: Env) -> Value:
         return self.value(node.body, env.deeper())  # a default_factory: what calling it gives
 
-    def _v_Set(self, node: cst.CSTNode, env: Env) -> Value:
+    def _v_Set(self, node: cst.Set, env: Env) -> Value:
+        if len(node.elements) == 1 and not isinstance(node.elements[0], cst.StarredElement):
+            return self.value(node.elements[0].value, env.deeper())  # one element has one order
         return self.hole(Provenance.UNORDERED, node, "a set")
 
-    _v_SetComp = _v_Set
+    def _v_SetComp(self, node: cst.SetComp, env: Env) -> Value:
+        return self.hole(Provenance.UNORDERED, node, "a set")
 
     def _v_List(self, node: cst.CSTNode, env: Env) -> Value:
         items = self.items(node, env)
@@ -589,13 +637,20 @@ class Evaluator:
             return None
         evaluator, fn = callee
         bound = self.bind_arguments(fn, call, env)
-        output = evaluator.function_output(fn, call if evaluator is self else None, env, bound)
+        consts = constant_arguments(fn, call)
+        output = evaluator.function_output(fn, call if evaluator is self else None, env, bound, consts)
         return output if evaluator is self else self.anchor(output, call)
 
     def function_output(
-        self, fn: cst.FunctionDef, call: cst.Call | None, env: Env, bound: dict[str, Value] | None = None
+        self,
+        fn: cst.FunctionDef,
+        call: cst.Call | None,
+        env: Env,
+        bound: dict[str, Value] | None = None,
+        consts: dict[str, object] | None = None,
     ) -> Value:
-        """What a helper contributes: its yields in order, or one of its return values."""
+        """What a helper contributes: its yields in order, or one of its return values (those on
+        the branches the call's literal arguments take)."""
         if fn in self.active or env.depth > MAX_DEPTH or len(self.active) >= MAX_CALLS:
             return self.unknown(call or fn)
         args = dict(env.args)
@@ -603,13 +658,20 @@ class Evaluator:
             args[fn] = bound
         elif call is not None:
             args[fn] = self.bind_arguments(fn, call, env)
-        inner = Env(args=args, depth=env.depth + 1, summary=env.summary)
+        if consts is None and call is not None:
+            consts = constant_arguments(fn, call)
+        known = {**env.consts, fn: consts} if consts is not None else env.consts
+        inner = Env(args=args, depth=env.depth + 1, summary=env.summary, consts=known)
         self.active.append(fn)
         try:
             body = self.index.bodies[fn]
             if body.yields:
                 return concat(*(self.yielded(y, inner) for y in body.yields))
-            options = [self.value(r.value, inner) for r in body.returns if r.value is not None]
+            options = [
+                self.value(r.value, inner)
+                for r in body.returns
+                if r.value is not None and self.may_run(self.index.branch_of.get(r, ()), inner)
+            ]
         finally:
             self.active.pop()
         if not options:
@@ -692,7 +754,11 @@ class Evaluator:
         last one that runs on every path to the read, and any later ones in branches), or None if
         nothing in this module binds it."""
         options: list[Value] = []
-        earlier = [b for b in scope.bindings.get(name, ()) if b.pos < pos and not self._reads_itself(b, node)]
+        earlier = [
+            b
+            for b in scope.bindings.get(name, ())
+            if b.pos < pos and not self._reads_itself(b, node) and self.may_run(b.branch, env)
+        ]
         for binding in reversed(earlier):
             if binding.kind == "setitem":
                 continue  # an entry of a dict (prompt_files.data reads those)
@@ -740,6 +806,13 @@ class Evaluator:
         fn = scope.node
         param = (id(fn), name)
         if isinstance(fn, cst.FunctionDef):
+            entry = self.project.frameworks.entry_point(self.index, fn)
+            if entry is not None and not isinstance(_default_of(fn, name), cst.Call):
+                # What a route or a handler receives is the request itself, whatever its name (a
+                # default made by a call, `Depends(get_db)`, is wiring, not input).
+                where = f"a parameter of `{fn.name.value}()`, a request entry point ({entry.name})"
+                (hole,) = self.hole(Provenance.REQUEST, node, name, weak=False)
+                return (replace(hole, via=where, param=param),)
             if fn.name.value == "__init__":
                 (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
                 return (replace(hole, param=param),)
@@ -990,7 +1063,7 @@ class Evaluator:
                     out.append(self.value(el.value, env.deeper()))
             return out
         if isinstance(node, (cst.Set, cst.SetComp)):
-            return [self.hole(Provenance.UNORDERED, node, "a set")]
+            return [self.value(node, env)]  # one element keeps its order, more do not
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             shadow = dict(env.shadow)
             order: Hole | None = None
@@ -1172,6 +1245,46 @@ class Evaluator:
         return concat(*out)
 
 
+_UNKNOWN = object()  # a test whose value the literal arguments do not decide
+_LITERALS: dict[str, object] = {"True": True, "False": False, "None": None}
+_COMPARE = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.Is: lambda a, b: a is b,
+    cst.IsNot: lambda a, b: a is not b,
+}
+
+
+def literal_value(node: cst.BaseExpression | None) -> object:
+    """`True`, `None`, `3`, `"x"` as Python values; anything else is _UNKNOWN."""
+    if isinstance(node, cst.Name) and node.value in _LITERALS:
+        return _LITERALS[node.value]
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value
+    return _UNKNOWN
+
+
+def constant_arguments(fn: cst.FunctionDef, call: cst.Call) -> dict[str, object]:
+    """The literal values a call gives `fn`'s parameters (passed, or left at a literal default)."""
+    params = [*fn.params.posonly_params, *fn.params.params]
+    if params and params[0].name.value in ("self", "cls"):
+        params = params[1:]
+    out = {p.name.value: literal_value(p.default) for p in (*params, *fn.params.kwonly_params) if p.default}
+    positional = [a for a in call.args if a.keyword is None]
+    for param, arg in zip(params, positional, strict=False):
+        if arg.star:
+            return {}  # `*args`: what goes where is unknown
+        out[param.name.value] = literal_value(arg.value)
+    for arg in call.args:
+        if arg.star == "**":
+            return {}
+        if arg.keyword is not None:
+            out[arg.keyword.value] = literal_value(arg.value)
+    return {k: v for k, v in out.items() if v is not _UNKNOWN}
+
+
 def _is_message_list(node: cst.BaseExpression, value: Value) -> bool:
     """A list display, or a value that is messages (it opens with a role)."""
     return isinstance(node, (cst.List, cst.ListComp)) or bool(value) and isinstance(value[0], Break)
@@ -1191,7 +1304,12 @@ def _as_history(value: Value) -> Value:
 
 def _is_parameter(value: Value) -> bool:
     """A value that is just a parameter of the function it was read in."""
-    return len(value) == 1 and isinstance(value[0], Hole) and value[0].via.startswith(PARAMETER_OF)
+    return (
+        len(value) == 1
+        and isinstance(value[0], Hole)
+        and value[0].by_name  # an entry point's parameter is the request, not an unknown caller's value
+        and value[0].via.startswith(PARAMETER_OF)
+    )
 
 
 def _inside(index: ModuleIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:

@@ -25,6 +25,8 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from prefixlint.python.volatile import says_prompt_attribute
+
 if TYPE_CHECKING:
     import libcst as cst
 
@@ -72,6 +74,17 @@ class ConfigModel:
     examples: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class EntryModel:
+    """A decorator that makes a function a request entry point (a web route, a chat handler, a
+    tool the model calls): what its parameters receive differs per request, whatever their names."""
+
+    name: str
+    decorators: tuple[str, ...]
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
 class TableError(ValueError):
     """A row of a models table that cannot be used (names the row)."""
 
@@ -91,30 +104,64 @@ class Frameworks:
     """The table, indexed by the last name of each pattern so that a call costs a dict lookup."""
 
     def __init__(
-        self, sinks: list[SinkModel], configs: list[ConfigModel], not_prompt: frozenset[str] = frozenset()
+        self,
+        sinks: list[SinkModel],
+        configs: list[ConfigModel],
+        not_prompt: frozenset[str] = frozenset(),
+        entries: list[EntryModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
+        self.entries = entries or []
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
+        # `*Config`: a class of any module named so, matched only when no named row is
+        self._named_like: list[tuple[str, ConfigModel]] = []
         for row in [*configs, *sinks]:  # config rows first: `OpenAI(...)` is no sink
             for text in row.calls:
-                self._calls.setdefault(_last(text), []).append((_pattern(text), row))
+                if text.startswith("*") and isinstance(row, ConfigModel):
+                    self._named_like.append((text, row))
+                else:
+                    self._calls.setdefault(_last(text), []).append((_pattern(text), row))
         for sink in sinks:
             for text in sink.decorators:
                 self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
+        self._entries: dict[str, list[tuple[_Pattern, EntryModel]]] = {}
+        for entry in self.entries:
+            for text in entry.decorators:
+                self._entries.setdefault(_last(text), []).append((_pattern(text), entry))
         # A module whose text names none of these cannot call a modelled API: a `.a.b` pattern's
         # names as written, a dotted name's last one (whatever it is imported as, it is called so).
         names = sorted({_needle(t) for sink in sinks for t in [*sink.calls, *sink.decorators]})
         self.needles = re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
-        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt)
+        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries)
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
-        """The row a call is an instance of, if any."""
-        return _match(self._calls, index, call.func)
+        """The row a call is an instance of, if any. A configuration object known only by its name
+        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`)."""
+        found = _match(self._calls, index, call.func)
+        if found is not None or not self._named_like:
+            return found
+        last = written_chain(call.func).rsplit(".", 1)[-1]
+        for pattern, row in self._named_like:
+            if fnmatch.fnmatchcase(last, pattern):
+                keywords = [a.keyword.value for a in call.args if a.keyword is not None]
+                return None if any(says_prompt_attribute(k) for k in keywords) else row
+        return None
+
+    def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
+        """The row that makes `fn` a request entry point, if one of its decorators is one."""
+        import libcst as cst
+
+        for decorator in fn.decorators:
+            node = decorator.decorator
+            found = _match(self._entries, index, node.func if isinstance(node, cst.Call) else node)
+            if found is not None:
+                return found
+        return None
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
         import libcst as cst
@@ -250,19 +297,33 @@ def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
     return ConfigModel(name, calls, imports, dict(row.get("examples", {})))
 
 
-def parse_table(text: str, where: str) -> tuple[list[SinkModel], list[ConfigModel], frozenset[str]]:
+def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
+    unknown = sorted(set(row) - {f.name for f in fields(EntryModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    decorators = _strings(row, "decorators", f"{where} ({name})")
+    if not decorators:
+        raise TableError(f"{where} ({name}): an entry row needs `decorators`")
+    return EntryModel(name, decorators, _strings(row, "imports", where), dict(row.get("examples", {})))
+
+
+def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
     configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
+    entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return sinks, configs, frozenset(keywords)
+    return Frameworks(sinks, configs, frozenset(keywords), entries)
 
 
 @cache
 def builtin() -> Frameworks:
     """The table shipped with prefixlint (read once per process)."""
     text = resources.files("prefixlint.data").joinpath("frameworks.toml").read_text("utf-8")
-    return Frameworks(*parse_table(text, "frameworks.toml"))
+    return parse_table(text, "frameworks.toml")
 
 
 def declared_sink(name: str) -> SinkModel:
@@ -275,5 +336,11 @@ def declared_sink(name: str) -> SinkModel:
 
 
 @cache
-def for_project(declared: tuple[str, ...]) -> Frameworks:
-    return builtin().extended([declared_sink(n) for n in declared]) if declared else builtin()
+def for_project(declared: tuple[str, ...], rows: tuple[str, ...] = ()) -> Frameworks:
+    """The table with the project's own rows: `python.sinks` names and `[[python.sink]]` rows (JSON,
+    checked when the config was read)."""
+    import json
+
+    own = [declared_sink(n) for n in declared]
+    own += [sink_from_row(json.loads(row), "config python.sink") for row in rows]
+    return builtin().extended(own) if own else builtin()

@@ -157,13 +157,13 @@ def _opened(ev: Evaluator, node: cst.BaseExpression, env: Env) -> str | None:
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "open":
             return _path_of(ev, node.func.value, env)
     if isinstance(node, cst.Name):
-        expr = _last_assignment(ev, node)
+        expr = last_assignment(ev, node)
         if expr is not None:
             return _opened(ev, expr, env)
     return _path_of(ev, node, env)
 
 
-def _set_items(ev: Evaluator, node: cst.Name, env: Env) -> dict[str, Any]:
+def entries_set_after(ev: Evaluator, node: cst.Name, env: Env) -> dict[str, Any]:
     """Entries set on a dict after it was built (`variables["date"] = value`), before `node`."""
     out: dict[str, Any] = {}
     scope = ev.index.scope_for(node)
@@ -185,10 +185,16 @@ def _call_names(ev: Evaluator, func: cst.BaseExpression) -> set[str]:
     return names
 
 
-def _last_assignment(ev: Evaluator, node: cst.Name) -> cst.BaseExpression | None:
+def last_assignment(ev: Evaluator, node: cst.Name) -> cst.BaseExpression | None:
+    """The expression `node` was last assigned, when that is the one assignment that reaches it:
+    the last one runs on every path to the read, or it is the only one (None when another arm may
+    have assigned something else: the evaluator weighs those)."""
     scope = ev.index.scope_for(node)
     here = ev.index.pos(node)
+    read_in = ev.index.branch_of.get(node, ())
     bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < here and b.kind != "setitem"]
+    if len(bindings) > 1 and bindings[-1].branch != read_in[: len(bindings[-1].branch)]:
+        return None
     if bindings and bindings[-1].kind == "assign":
         return bindings[-1].expr
     module = ev.index.module_scope.bindings.get(node.value)
@@ -217,11 +223,11 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
     if isinstance(node, (cst.List, cst.Tuple)):
         return [data(ev, el.value, env, depth + 1) for el in node.elements]
     if isinstance(node, cst.Name):
-        expr = _last_assignment(ev, node)
+        expr = last_assignment(ev, node)
         if expr is not None:
             found = data(ev, expr, env, depth + 1)
             if isinstance(found, dict):
-                found = {**found, **_set_items(ev, node, env)}
+                found = {**found, **entries_set_after(ev, node, env)}
             return found
         for qualified in sorted(ev.index.imports.get(node.value, ())):  # a constant of another module
             found = ev.project.resolve(qualified, ev.path)

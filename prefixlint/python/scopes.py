@@ -67,7 +67,8 @@ class ModuleIndex:
     # (entering?, node) in source order for the node types later passes look at (_EVENT_TYPES):
     # they replay this list instead of walking the whole tree again.
     events: list[tuple[bool, cst.CSTNode]] = field(default_factory=list)
-    branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name -> the arms around it
+    branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name, Return -> the arms around it
+    branch_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)  # id in a Branch -> its if/try/loop
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)  # module-level
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
@@ -167,6 +168,7 @@ class _Indexer:
             if arm is not None:
                 self.branch = (*self.branch, (id(parent), arm))
                 self.arms.append(node)
+                self.index.branch_nodes[id(parent)] = parent
         path.append(node)
         kind = type(node)
         if kind is cst.Name:
@@ -282,6 +284,7 @@ class _Indexer:
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None and (body := self._body()) is not None:
             body.returns.append(node)
+            self.index.branch_of[node] = self.branch
 
     def visit_Yield(self, node: cst.Yield) -> None:
         if (body := self._body()) is not None:

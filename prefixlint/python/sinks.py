@@ -27,6 +27,12 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     parts: dict[str, list[Value]] = {}
     position = 0
     for arg in call.args:
+        if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
+            for key, item in _mapping(ev, arg.value, env).items():
+                part = row.part_of(key, -1)
+                if part is not None:
+                    parts.setdefault(part, []).append(item)
+            continue
         if arg.star:
             continue
         keyword = arg.keyword.value if arg.keyword is not None else None
@@ -39,6 +45,24 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     if not parts:
         return None
     return assemble(parts)
+
+
+def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env) -> dict[str, Value]:
+    """The entries of a dict passed as `**mapping`: a dict display, or a name bound to one here
+    (and its entries set afterwards, `kwargs["tools"] = tools`), each entry's value evaluated."""
+    from prefixlint.python.prompt_files import entries_set_after, last_assignment
+
+    shown = last_assignment(ev, node) if isinstance(node, cst.Name) else node
+    out: dict[str, Value] = {}
+    if isinstance(shown, cst.Dict):
+        for el in shown.elements:
+            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                key = el.key.evaluated_value
+                if isinstance(key, str):
+                    out[key] = ev.value(el.value, env.deeper())
+    if isinstance(node, cst.Name):
+        out.update({k: v for k, v in entries_set_after(ev, node, env).items() if isinstance(v, tuple)})
+    return out
 
 
 def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:
@@ -99,8 +123,9 @@ class _SinkFinder:
                 return  # a client constructor: configuration only
             from prefixlint.python.summaries import requests_at_call
 
-            for value, what, whole in requests_at_call(self.ev, node, Env()):
-                self._add(node, value, what, whole)
+            for name, template in requests_at_call(self.ev, node, Env()):
+                what = f"the request `{name}()` sends ({template.what})"
+                self._add(node, template.value, what, template.whole)
         except RecursionError:  # pathologically deep code: skip this request, not the file
             return
 
