@@ -639,7 +639,19 @@ class Evaluator:
         bound = self.bind_arguments(fn, call, env)
         consts = constant_arguments(fn, call)
         output = evaluator.function_output(fn, call if evaluator is self else None, env, bound, consts)
+        output = self.run_at(output, call)
         return output if evaluator is self else self.anchor(output, call)
+
+    def run_at(self, value: Value, call: cst.Call) -> Value:
+        """What a function gives, run by a call at import (`SYSTEM = build()`) or in a constructor:
+        the values its code makes are made then, once, not on each request (a placeholder or a
+        parameter, known by its name, is filled where it is, not where this runs)."""
+        timing = self.timing(call)
+        if timing == "call":
+            return value
+        return map_holes(
+            value, lambda h: replace(h, timing=timing) if h.timing == "call" and not h.by_name else h
+        )
 
     def function_output(
         self,
