@@ -28,11 +28,13 @@ Nothing here imports or runs the generated code.
 
 from __future__ import annotations
 
+import fnmatch
 import itertools
 import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cache
 
 from prefixlint.model import Severity
 from prefixlint.python.frameworks import PARTS, SinkModel, builtin
@@ -155,15 +157,26 @@ POSITIONS = [
 
 # --- the rows of the table -----------------------------------------------------------------------
 def _primary(row: SinkModel) -> str:
-    """The part a row's text goes to: its system text, else the messages, else a whole prompt."""
+    """The part a row's text goes to: its system text, else the messages, else a whole prompt, else
+    the user's turn, else the tools."""
     if row.decorators:
         return row.returns
-    parts = set(row.arguments.values())
+    parts = set(row.arguments.values()) | set(_attributes(row).values())
     return next(p for p in ("system", "messages", "prompt", "user", "tools") if p in parts)
 
 
 def _takes(row: SinkModel, part: str) -> bool:
-    return not row.decorators and part in row.arguments.values()
+    """Whether a call of the row passes `part` (a class row or a decorated function sends one text)."""
+    return not row.decorators and not _bases(row) and part in row.arguments.values()
+
+
+def _bases(row: SinkModel) -> tuple[str, ...]:
+    """A class row's base classes (a table before class rows has none)."""
+    return getattr(row, "bases", ())
+
+
+def _attributes(row: SinkModel) -> dict[str, str]:
+    return getattr(row, "attributes", {})
 
 
 def _slug(text: str) -> str:
@@ -183,10 +196,14 @@ class Callee:
 def callee(pattern: str, imports: tuple[str, ...], receiver: str = "client") -> Callee:
     """`.chat.completions.create` is called on a client; a dotted name (`langchain*.PromptTemplate`,
     `litellm.completion`) is imported, its `*` filled in, from the module up to its first
-    capitalised name (a class), or up to its last name."""
-    needed = tuple(f"import {name}" for name in imports[:1])
+    capitalised name (a class), or up to its last name; `pkg.Llama.__call__` is a call of an object
+    `pkg.Llama(...)` builds. A row that applies only where a package is imported imports it."""
+    needed = tuple(f"import {name.replace('*', '')}" for name in imports[:1])
     if pattern.startswith("."):
         return Callee(needed, (f"{receiver} = connect()",), receiver + pattern)
+    if pattern.endswith(".__call__"):
+        built = callee(pattern.removesuffix(".__call__"), imports)
+        return Callee(built.imports, (*built.setup, f'llm = {built.expr}("model.gguf")'), "llm")
     names = [part.replace("*", "") or "pkg" for part in pattern.split(".")]
     first_class = next((i for i, n in enumerate(names) if n[:1].isupper()), len(names) - 1)
     module, head, tail = names[:first_class], names[first_class], names[first_class + 1 :]
@@ -197,7 +214,7 @@ def callee(pattern: str, imports: tuple[str, ...], receiver: str = "client") -> 
         statement, written = f"import {'.'.join(module)}", ".".join([*module, head])
     else:
         statement = f"from {'.'.join(module)} import {head}"
-    if imports and names[0] not in imports:
+    if imports and not any(fnmatch.fnmatchcase(names[0], i.split(".")[0]) for i in imports):
         return Callee((statement, *needed), (), written)
     return Callee((statement,), (), written)
 
@@ -385,6 +402,8 @@ class Writer:
         self.folder = ""  # of the modules and files, in the project
         self.methods: list[Line] = []  # of `class Assistant`, beside `respond`
         self.body: list[Line] = []  # of `respond`, before the request
+        # When the value is made: on each request, once at import or once per object.
+        self.timing = "import" if _bases(row) else TIMING.get(way, "call")
 
     # What the values need, and where they are made.
     def values_in(self, module: Module) -> None:
@@ -430,15 +449,16 @@ class Writer:
         for line in made.setup:
             self.main.add(line)
         literal = ' + "\\n" + '.join(f'"{{{_key(p)}}}"' if p in (V, W) else p for p in self.pieces)
-        self.main.add(f"TEMPLATE = {made.expr}({_argument(row, 'prompt', literal, self.turn)})")
+        self.main.add(f"TEMPLATE = {made.expr}({', '.join(self.call_arguments(row, {'prompt': literal}))})")
         self.values_in(self.main)
         self.body += self.setup()
         fills = self.fills()
-        filled = [
-            f"TEMPLATE.format({_keywords(self.source, fills)})",
-            f"TEMPLATE.invoke({_mapping(self.source, fills)})",
-            f"TEMPLATE.partial({_keywords(self.source, fills)}).format()",
-        ][self.variant % 3]
+        methods = FILLED_BY[_package(row)]
+        filled = {
+            "format": f"TEMPLATE.format({_keywords(self.source, fills)})",
+            "invoke": f"TEMPLATE.invoke({_mapping(self.source, fills)})",
+            "partial": f"TEMPLATE.partial({_keywords(self.source, fills)}).format()",
+        }[methods[self.variant % len(methods)]]
         self.body.append((f"text = {filled}", self.made_here(in_respond=True)))
 
     def function(self) -> None:
@@ -472,6 +492,13 @@ class Writer:
             called = "builder.build"
         if way == "other-module-function":
             called = self.import_other("build")
+        if way in ("helper", "object-method") and not param and self.variant % 4 == 2:
+            # Called once, at import (`TEXT = build()`): what it makes is made then.
+            self.main.add(f"TEXT = {called}()")
+            self.main.add()
+            self.body.append(("text = TEXT", NOTHING))
+            self.timing = "import"
+            return
         # A parameter is read where `respond` passes it; a value made in another module is
         # reported where it enters the checked one.
         marks = {"value"} if param else set()
@@ -590,8 +617,37 @@ class Writer:
                 '[{"type": "function", "function": {"name": "lookup_order", "description": text, '
                 '"parameters": {"type": "object", "properties": {}}}}]'
             )
-        written = [_argument(row, part, parts[part], self.turn) for part in PARTS if part in parts]
-        return sorted(written, key=lambda a: re.match(r"\w+=", a) is not None)  # positional first
+        return self.call_arguments(row, {p: parts[p] for p in PARTS if p in parts})
+
+    def call_arguments(self, row: SinkModel, parts: dict[str, str]) -> list[str]:
+        """The arguments that pass each part to a call of the row: by keyword, by position (every
+        other case, where the row takes both), or as a field of an argument (`config.tools`: in a
+        dict, a call's keywords or JSON, in turn)."""
+        positional: dict[int, str] = {}
+        keywords: list[str] = []
+        fields: dict[str, list[tuple[str, str]]] = {}
+        for part, value in parts.items():
+            keys = [k for k, p in row.arguments.items() if p == part]
+            named = [k for k in keys if not k.isdigit() and k != "*"]
+            places = sorted(int(k) for k in keys if k.isdigit()) or ([0] if "*" in keys else [])
+            if places and (not named or self.turn % 2):
+                positional[places[0]] = value
+            elif "." in named[0]:
+                outer, inner = named[0].split(".", 1)
+                fields.setdefault(outer, []).append((inner, value))
+            else:
+                keywords.append(f"{named[0]}={value}")
+        for outer, items in fields.items():
+            mapping = "{" + ", ".join(f'"{k}": {v}' for k, v in items) + "}"
+            form = self.turn % 3
+            if form == 1:
+                self.main.need(["import json"])
+                mapping = f"json.dumps({mapping})"
+            elif form == 2:
+                mapping = "Options(" + ", ".join(f"{k}={v}" for k, v in items) + ")"
+            keywords.append(f"{outer}={mapping}")
+        last = max(positional, default=-1)
+        return [positional.get(i, "None") for i in range(last + 1)] + keywords
 
     def write(self) -> Case:
         main, row = self.main, self.row
@@ -605,7 +661,7 @@ class Writer:
             self.function()
         else:
             getattr(self, self.way.replace("-", "_"))()
-        patterns = row.decorators or row.calls
+        patterns = row.decorators or _bases(row) or row.calls
         made = callee(
             patterns[self.turn % len(patterns)], row.imports, "agent" if row.decorators else "client"
         )
@@ -613,6 +669,32 @@ class Writer:
         for line in made.setup:
             main.add(line)
         main.add()
+        if _bases(row):
+            self.prompt_class(made.expr)
+        else:
+            self.respond(made.expr)
+        files = {CHECKED: main.text(), **self.files}
+        if self.other.lines:
+            files[OTHER] = self.other.text()
+        name = f"{_slug(row.name)}/{self.source.name}/{self.way}/{self.position.name}"
+        folder = self.folder
+        return Case(name, {folder + k: v for k, v in files.items()}, self.expected(), folder + CHECKED)
+
+    def prompt_class(self, base: str) -> None:
+        """A class row: a subclass whose attribute (or a keyword of the call an attribute is
+        assigned) holds the text, built in the class body."""
+        keys = [k for k, p in _attributes(self.row).items() if p == _primary(self.row) and k != "__doc__"]
+        key = keys[self.turn % len(keys)]
+        owner, _, field = key.partition(".")
+        self.main.add(f"class Support({base}):")
+        for s, m in self.body:
+            self.main.add(s, m, depth=1)
+        attribute = "answer" if owner == "*" else owner
+        self.main.add(f"{attribute} = InputField({field}=text)" if field else f"{owner} = text", depth=1)
+
+    def respond(self, called: str) -> None:
+        """`respond()`, which sends the request (or, decorated, returns the text)."""
+        main, row = self.main, self.row
         depth = 0
         params = ["question: str", *([f"{self.source.param}: str"] if self.source.param else [])]
         if self.way in IN_CLASS:
@@ -622,23 +704,17 @@ class Writer:
             main.add()
             depth, params = 1, ["self", *params]
         if row.decorators:
-            main.add(f"@{made.expr}")
+            main.add(f"@{called}")
         main.add(f"def respond({', '.join(params)}):", depth=depth)
         for s, m in self.body:
             main.add(s, m, depth=depth + 1)
         if row.decorators:
             main.add("return text", depth=depth + 1)
         else:
-            main.add(f"return {made.expr}(", depth=depth + 1)
+            main.add(f"return {called}(", depth=depth + 1)
             for argument in self.arguments():
                 main.add(argument + ",", depth=depth + 2)
             main.add(")", depth=depth + 1)
-        files = {CHECKED: main.text(), **self.files}
-        if self.other.lines:
-            files[OTHER] = self.other.text()
-        name = f"{_slug(row.name)}/{self.source.name}/{self.way}/{self.position.name}"
-        folder = self.folder
-        return Case(name, {folder + k: v for k, v in files.items()}, self.expected(), folder + CHECKED)
 
     def expected(self) -> dict[tuple[str, int], str]:
         """The finding the loss rule gives this case: at the first value that parts the requests."""
@@ -657,34 +733,36 @@ class Writer:
             # Nothing static follows the value where the request ends, or where the user's turn
             # (a per-request input) comes next; after a piece of a request, what follows is built
             # elsewhere: at most a warning, and nothing for a value meant to vary.
-            followed_by_input = _takes(self.row, "messages") or _takes(self.row, "user")
-            if self.row.whole_request or followed_by_input or src.param:
+            row = self.row
+            followed_by_input = _takes(row, "messages") or _takes(row, "user") and _primary(row) != "user"
+            if row.whole_request or followed_by_input or src.param:
                 return {}
             severity = min(severity, Severity.WARNING)
-        if self.way in TIMING:  # made once per process or object: a lower kind of loss
+        if self.timing != "call":  # made once per process or object: a lower kind of loss
             severity = Severity(max(Severity.INFO, severity - 1))
         if mark == "value" and src.param:
             severity = Severity.INFO  # a per-request input known by its name: a guess
         return {(code, self.main.line_of(mark)): severity.label}
 
 
-def _argument(row: SinkModel, part: str, value: str, turn: int) -> str:
-    """`keyword=value`, or the value alone where the row takes the part by position (every other
-    case, when it takes it both ways)."""
-    keys = [k for k, p in row.arguments.items() if p == part]
-    keywords = [k for k in keys if not k.isdigit() and k != "*"]
-    positional = [k for k in keys if k in ("0", "*")]
-    if positional and (not keywords or turn % 2):
-        return value
-    return f"{keywords[0]}={value}"
+# How the template objects of a package are filled with values by name (`{value}` placeholders): the
+# table does not say, so the template rows of other packages (Jinja's `{{ value }}` and `.run()` of
+# Haystack, Semantic Kernel's `{{$value}}`) are not used to build text here (they are rows still).
+FILLED_BY = {"langchain": ("format", "invoke", "partial"), "llama_index": ("format", "partial")}
 
 
+def _package(row: SinkModel) -> str:
+    return row.calls[0].split(".")[0].replace("*", "") if row.calls else ""
+
+
+@cache
 def template_rows() -> list[tuple[SinkModel, int]]:
-    """The table's template rows that take a string template, with each of their call patterns."""
+    """The table's template rows that take a string template filled by name, with each of their call
+    patterns."""
     return [
         (row, i)
         for row in builtin().sinks
-        if row.templates and "prompt" in row.arguments.values()
+        if row.templates and "prompt" in row.arguments.values() and _package(row) in FILLED_BY
         for i in range(len(row.calls))
     ]
 
@@ -707,39 +785,35 @@ WAYS = [
 def valid(row: SinkModel, source: Source, way: str, position: Position) -> bool:
     if position.needs and not _takes(row, position.needs):
         return False
-    if row.decorators and way in IN_CLASS:
-        return False  # the decorated function is the request: no class around it
+    if (row.decorators or _bases(row)) and way in IN_CLASS:
+        return False  # the decorated function or the class is the request: no class around it
+    if _bases(row) and source.param:
+        return False  # a class body has no parameters
     if source.param and (TIMING.get(way) == "import" or position.name == "tool-description"):
         return False
     return not (way == "template-method" and not template_rows())
 
 
-def all_pairs(dims: list[list[object]], ok: Callable[..., bool]) -> list[tuple[object, ...]]:
+def all_pairs(
+    dims: list[list[object]], ok: Callable[..., bool], cover: list[tuple[int, int]] | None = None
+) -> list[tuple[object, ...]]:
     """Tuples, one value of each dimension, that hold every valid pair of values of any two
-    dimensions (greedy, deterministic: each tuple starts from the first pair not yet covered and
-    is completed by the values that cover the most pairs not yet covered, the least used first)."""
+    dimensions (or of the dimensions `cover` pairs), greedily and deterministically: each tuple
+    starts from the first pair not yet covered and takes, dimension by dimension, the value that
+    covers the most pairs not yet covered (the least used first) and still makes a valid tuple."""
     index = [range(len(d)) for d in dims]
-    full = {t for t in itertools.product(*index) if ok(*(dims[k][i] for k, i in enumerate(t)))}
-    pairs = {p for t in full for p in _pairs(t)}
+    tuples = zip(itertools.product(*index), itertools.product(*dims), strict=True)
+    full = {t for t, values in tuples if ok(*values)}
+    wanted = sorted(cover if cover is not None else itertools.combinations(range(len(dims)), 2))
+    pairs = {((a, i), (b, j)) for a, b in wanted for i, j in {(t[a], t[b]) for t in full}}
+    order = sorted(pairs)  # the pairs still to cover are taken first to last
     used = [[0] * len(d) for d in dims]
     out = []
-    while pairs:
-        (a, i), (b, j) = min(pairs)
-        rest = [k for k in range(len(dims)) if k not in (a, b)]
-        best: tuple[int, int, tuple[int, ...]] | None = None
-        for values in itertools.product(*(index[k] for k in rest)):
-            t = [0] * len(dims)
-            t[a], t[b] = i, j
-            for k, v in zip(rest, values, strict=True):
-                t[k] = v
-            if tuple(t) not in full:
-                continue
-            gain = sum(p in pairs for p in _pairs(tuple(t)))
-            rank = (gain, -sum(used[k][v] for k, v in zip(rest, values, strict=True)), tuple(t))
-            if best is None or rank[:2] > best[:2]:
-                best = rank
-        assert best is not None
-        chosen = best[2]
+    for first in order:
+        if first not in pairs:
+            continue
+        (a, i), (b, j) = first
+        chosen = _complete({a: i, b: j}, index, full, pairs, used)
         pairs -= set(_pairs(chosen))
         for k, v in enumerate(chosen):
             used[k][v] += 1
@@ -747,19 +821,46 @@ def all_pairs(dims: list[list[object]], ok: Callable[..., bool]) -> list[tuple[o
     return out
 
 
+def _complete(
+    fixed: dict[int, int],
+    index: list[range],
+    full: set[tuple[int, ...]],
+    pairs: set[tuple[tuple[int, int], tuple[int, int]]],
+    used: list[list[int]],
+) -> tuple[int, ...]:
+    """The valid tuple with the `fixed` values whose other values, taken in turn, cover the most
+    pairs not covered yet."""
+    rest = [k for k in range(len(index)) if k not in fixed]
+    if not rest:
+        t = tuple(fixed[k] for k in range(len(index)))
+        return t if t in full else ()
+    k = rest[0]
+
+    def rank(v: int) -> tuple[int, int, int]:
+        gain = sum((((k, v), (f, w)) if k < f else ((f, w), (k, v))) in pairs for f, w in fixed.items())
+        return (-gain, used[k][v], v)
+
+    for v in sorted(index[k], key=rank):
+        found = _complete({**fixed, k: v}, index, full, pairs, used)
+        if found:
+            return found
+    return ()
+
+
 def _pairs(t: tuple[int, ...]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     return [((a, t[a]), (b, t[b])) for a, b in itertools.combinations(range(len(t)), 2)]
 
 
 def cases() -> list[Case]:
-    """All pairs of row, source, way and position where static text follows the value, and all
-    pairs of row, source and way at the tail, where it does not: each source is built each way
+    """All pairs of row, source, way and position where static text follows the value, and at the
+    tail, where it does not, each row and all pairs of source and way: each source is built each way
     where a finding is expected, and where silence is."""
     rows = list(builtin().sinks)
     costing = [p for p in POSITIONS if p.costs]
     ending = [p for p in POSITIONS if not p.costs]
+    # At the tail: every source built every way, and every row.
     chosen = all_pairs([rows, SOURCES, WAYS, costing], valid) + all_pairs(
-        [rows, SOURCES, WAYS, ending], valid
+        [rows, SOURCES, WAYS, ending], valid, cover=[(1, 2), (0, 3)]
     )
     turns: dict[str, int] = {}
     variants: dict[str, int] = {}
