@@ -206,19 +206,9 @@ def written_chain(node: cst.BaseExpression) -> str:
     return ".".join(reversed(parts))
 
 
-_IMPORTED: dict[int, frozenset[str]] = {}
-
-
 def imported_packages(index: ModuleIndex) -> frozenset[str]:
     """The top-level packages a module imports (`langchain_core`, `openai`)."""
-    key = id(index)
-    found = _IMPORTED.get(key)
-    if found is None or len(_IMPORTED) > 4096:
-        if len(_IMPORTED) > 4096:
-            _IMPORTED.clear()
-        found = frozenset(d.lstrip(".").split(".")[0] for names in index.imports.values() for d in names)
-        _IMPORTED[key] = found
-    return found
+    return index.packages()
 
 
 def _needle(pattern: str) -> str:

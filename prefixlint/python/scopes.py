@@ -73,6 +73,15 @@ class ModuleIndex:
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     path: str = ""
+    _packages: frozenset[str] | None = field(default=None, repr=False, compare=False)
+
+    def packages(self) -> frozenset[str]:
+        """The top-level packages the module imports (`langchain_core`, `openai`), found once."""
+        if self._packages is None:
+            self._packages = frozenset(
+                d.lstrip(".").split(".")[0] for names in self.imports.values() for d in names
+            )
+        return self._packages
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
