@@ -794,27 +794,59 @@ def valid(row: SinkModel, source: Source, way: str, position: Position) -> bool:
     return not (way == "template-method" and not template_rows())
 
 
+@dataclass(frozen=True)
+class Cover:
+    """Pairs to cover: every valid pair of a value of dimension `a` and one of `b`, or of the
+    classes the values are in (`of_a`, `of_b`: a source's family, a way's group)."""
+
+    a: int
+    b: int
+    of_a: Callable[[object], object] | None = None  # None: each value is a class of its own
+    of_b: Callable[[object], object] | None = None
+
+
 def all_pairs(
-    dims: list[list[object]], ok: Callable[..., bool], cover: list[tuple[int, int]] | None = None
+    dims: list[list[object]], ok: Callable[..., bool], covers: list[Cover]
 ) -> list[tuple[object, ...]]:
-    """Tuples, one value of each dimension, that hold every valid pair of values of any two
-    dimensions (or of the dimensions `cover` pairs), greedily and deterministically: each tuple
-    starts from the first pair not yet covered and takes, dimension by dimension, the value that
-    covers the most pairs not yet covered (the least used first) and still makes a valid tuple."""
+    """Tuples, one value of each dimension, that together hold every valid pair the `covers` ask
+    for, greedily and deterministically: each tuple starts from the first pair not yet held and
+    takes, dimension by dimension, the value that holds the most pairs not yet held (the least used
+    first) and still makes a valid tuple."""
     index = [range(len(d)) for d in dims]
     tuples = zip(itertools.product(*index), itertools.product(*dims), strict=True)
     full = {t for t, values in tuples if ok(*values)}
-    wanted = sorted(cover if cover is not None else itertools.combinations(range(len(dims)), 2))
-    pairs = {((a, i), (b, j)) for a, b in wanted for i, j in {(t[a], t[b]) for t in full}}
-    order = sorted(pairs)  # the pairs still to cover are taken first to last
+    # The class of each value, per cover and side (as a position in a sorted list: comparable).
+    classes = []
+    for c in covers:
+        sides = []
+        for dim, of in ((c.a, c.of_a), (c.b, c.of_b)):
+            names = [of(v) if of is not None else i for i, v in enumerate(dims[dim])]
+            order = {n: i for i, n in enumerate(dict.fromkeys(names))}
+            sides.append([order[n] for n in names])
+        classes.append(sides)
+
+    def held(t: dict[int, int]) -> set[tuple[int, int, int]]:
+        return {
+            (k, classes[k][0][t[c.a]], classes[k][1][t[c.b]])
+            for k, c in enumerate(covers)
+            if c.a in t and c.b in t
+        }
+
+    pairs = {p for t in full for p in held(dict(enumerate(t)))}
     used = [[0] * len(d) for d in dims]
     out = []
-    for first in order:
+    for first in sorted(pairs):
         if first not in pairs:
             continue
-        (a, i), (b, j) = first
-        chosen = _complete({a: i, b: j}, index, full, pairs, used)
-        pairs -= set(_pairs(chosen))
+        c = covers[first[0]]
+        allowed = {
+            c.a: [i for i in index[c.a] if classes[first[0]][0][i] == first[1]],
+            c.b: [i for i in index[c.b] if classes[first[0]][1][i] == first[2]],
+        }
+        dims_order = [c.a, c.b, *(k for k in range(len(dims)) if k not in (c.a, c.b))]
+        chosen = _complete({}, dims_order, allowed, index, full, pairs, used, held)
+        assert chosen, first
+        pairs -= held(dict(enumerate(chosen)))
         for k, v in enumerate(chosen):
             used[k][v] += 1
         out.append(tuple(dims[k][v] for k, v in enumerate(chosen)))
@@ -823,45 +855,67 @@ def all_pairs(
 
 def _complete(
     fixed: dict[int, int],
+    dims_order: list[int],
+    allowed: dict[int, list[int]],
     index: list[range],
     full: set[tuple[int, ...]],
-    pairs: set[tuple[tuple[int, int], tuple[int, int]]],
+    pairs: set[tuple[int, int, int]],
     used: list[list[int]],
+    held: Callable[[dict[int, int]], set[tuple[int, int, int]]],
 ) -> tuple[int, ...]:
-    """The valid tuple with the `fixed` values whose other values, taken in turn, cover the most
-    pairs not covered yet."""
-    rest = [k for k in range(len(index)) if k not in fixed]
-    if not rest:
+    """A valid tuple extending `fixed` along `dims_order`, each value the one that holds the most
+    pairs not held yet; () if there is none."""
+    if len(fixed) == len(index):
         t = tuple(fixed[k] for k in range(len(index)))
         return t if t in full else ()
-    k = rest[0]
+    k = dims_order[len(fixed)]
+    before = held(fixed) & pairs
 
     def rank(v: int) -> tuple[int, int, int]:
-        gain = sum((((k, v), (f, w)) if k < f else ((f, w), (k, v))) in pairs for f, w in fixed.items())
-        return (-gain, used[k][v], v)
+        return (-len((held({**fixed, k: v}) & pairs) - before), used[k][v], v)
 
-    for v in sorted(index[k], key=rank):
-        found = _complete({**fixed, k: v}, index, full, pairs, used)
+    for v in sorted(allowed.get(k, index[k]), key=rank):
+        found = _complete({**fixed, k: v}, dims_order, allowed, index, full, pairs, used, held)
         if found:
             return found
     return ()
 
 
-def _pairs(t: tuple[int, ...]) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    return [((a, t[a]), (b, t[b])) for a, b in itertools.combinations(range(len(t)), 2)]
+def _family(source: object) -> object:
+    return source.name.split("-")[0]  # type: ignore[attr-defined]
+
+
+WAY_GROUPS = {
+    **dict.fromkeys(INLINE, "inline"),
+    "template-method": "template",
+    **dict.fromkeys(["helper", "self-method", "object-method"], "function"),
+    **dict.fromkeys(["class-attribute", "constructor-attribute"], "attribute"),
+    **dict.fromkeys(["other-module-function", "other-module-constant"], "module"),
+    "prompt-file": "file",
+}
 
 
 def cases() -> list[Case]:
-    """All pairs of row, source, way and position where static text follows the value, and at the
-    tail, where it does not, each row and all pairs of source and way: each source is built each way
-    where a finding is expected, and where silence is."""
+    """The combinations of row, source, way and position, chosen pairwise, where static text
+    follows the value (a finding) and at the tail, where it does not (silence)."""
     rows = list(builtin().sinks)
     costing = [p for p in POSITIONS if p.costs]
     ending = [p for p in POSITIONS if not p.costs]
-    # At the tail: every source built every way, and every row.
-    chosen = all_pairs([rows, SOURCES, WAYS, costing], valid) + all_pairs(
-        [rows, SOURCES, WAYS, ending], valid, cover=[(1, 2), (0, 3)]
-    )
+    # Each row with each family of sources, each group of ways and each position it has; each
+    # source with each way and position, each way at each position. At the tail, where nothing is
+    # lost: each row, and each source built each way.
+    r, s, w, p = range(4)  # the dimensions
+    where_lost = [
+        Cover(r, s, of_b=_family),
+        Cover(r, w, of_b=WAY_GROUPS.__getitem__),
+        Cover(r, p),
+        Cover(s, w),
+        Cover(s, p),
+        Cover(w, p),
+    ]
+    at_tail = [Cover(r, p), Cover(s, w)]
+    chosen = all_pairs([rows, SOURCES, WAYS, costing], valid, where_lost)
+    chosen += all_pairs([rows, SOURCES, WAYS, ending], valid, at_tail)
     turns: dict[str, int] = {}
     variants: dict[str, int] = {}
     out = []
