@@ -1077,6 +1077,9 @@ class Evaluator:
         if isinstance(node, (cst.Set, cst.SetComp)):
             return [self.value(node, env)]  # one element keeps its order, more do not
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            each = self.each_item(node, env)
+            if each is not None:
+                return each
             shadow = dict(env.shadow)
             order: Hole | None = None
             comp: cst.CompFor | None = node.for_in
@@ -1096,6 +1099,10 @@ class Evaluator:
                 return self.items(node.args[0].value, env.deeper())
             if node.func.value == "filter" and len(node.args) == 2:  # `filter(None, parts)`
                 return self.items(node.args[1].value, env.deeper())
+            if node.func.value == "map" and len(node.args) == 2:  # `map(str, parts)`
+                func = node.args[0].value
+                if isinstance(func, cst.Name) and func.value in _PASS_THROUGH:
+                    return self.items(node.args[1].value, env.deeper())
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
             left, right = self.items(node.left, env.deeper()), self.items(node.right, env.deeper())
             if left is not None and right is not None:
@@ -1114,6 +1121,20 @@ class Evaluator:
                 return [item if isinstance(item, tuple) else self.unknown(node) for item in found]
             return [self.lookup(node.value, node, env)]
         return None
+
+    def each_item(self, node: cst.ListComp | cst.GeneratorExp, env: Env) -> list[Value] | None:
+        """`(f"{part}\\n" for part in (a, b))` over a list or tuple written out: the element once per
+        item, in order (the items are known, so their order is too); None for any other loop."""
+        comp = node.for_in
+        if comp.inner_for_in is not None or comp.ifs or not isinstance(comp.target, cst.Name):
+            return None
+        if not isinstance(comp.iter, (cst.List, cst.Tuple)):
+            return None
+        items = self.items(comp.iter, env.deeper())
+        if items is None:
+            return None
+        target = comp.target.value
+        return [self.value(node.elt, env.deeper(shadow={**env.shadow, target: item})) for item in items]
 
     # --- formatting ----------------------------------------------------------------------------
     def format(self, template: Value, call: cst.Call, env: Env) -> Value:
