@@ -329,15 +329,21 @@ def _concat(src: Source, pieces: list[str], variant: int) -> Inline:
 
 def _join(src: Source, pieces: list[str], variant: int) -> Inline:
     operands = [_operand(src, p, as_str=True) for p in pieces]
-    if variant % 3 == 0:
+    form = variant % 5
+    if form == 0:
         return ['text = "\\n".join([' + ", ".join(operands) + "])"], ()
-    if variant % 3 == 1:
+    if form == 1:
         return ['text = "\\n".join((' + ", ".join(operands) + "))"], ()
-    return [
-        f"parts = [{operands[0]}]",
-        *(f"parts.append({o})" for o in operands[1:]),
-        'text = "\\n".join(parts)',
-    ], ()
+    if form == 2:
+        return [
+            f"parts = [{operands[0]}]",
+            *(f"parts.append({o})" for o in operands[1:]),
+            'text = "\\n".join(parts)',
+        ], ()
+    if form == 3:  # a generator over the pieces written out
+        items = ", ".join(_operand(src, p) for p in pieces)
+        return ['text = "".join(f"{part}\\n" for part in (' + items + "))"], ()
+    return ['text = "\\n".join(map(str, [' + ", ".join(_operand(src, p) for p in pieces) + "]))"], ()
 
 
 def _string_template(src: Source, pieces: list[str], variant: int) -> Inline:
