@@ -737,7 +737,7 @@ class Evaluator:
 
     def imported_value(self, name: str, node: cst.CSTNode, env: Env) -> Value | None:
         """A constant another module of the project defines (`from .prompts import SYSTEM`)."""
-        for qualified in sorted(self.index.imports.get(name, ())):
+        for qualified in sorted(self.index.imported_as(name)):
             found = self.project.resolve(qualified, self.path)
             if found is None:
                 continue

@@ -229,7 +229,7 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
             if isinstance(found, dict):
                 found = {**found, **entries_set_after(ev, node, env)}
             return found
-        for qualified in sorted(ev.index.imports.get(node.value, ())):  # a constant of another module
+        for qualified in sorted(ev.index.imported_as(node.value)):  # a constant of another module
             found = ev.project.resolve(qualified, ev.path)
             bindings = found[0].index.module_scope.bindings.get(found[1]) if found is not None else None
             if bindings and bindings[-1].kind == "assign" and bindings[-1].expr is not None:
