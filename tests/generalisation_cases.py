@@ -513,12 +513,15 @@ class Writer:
         self.body.append((f"text = {called}({param})", frozenset(marks)))
 
     def import_other(self, name: str) -> str:
-        """How the checked module imports `name` from the other one: by name, the module itself, or
-        relatively, the two in a package."""
-        form = self.variant % 3
+        """How the checked module imports `name` from the other one: by name, the module itself,
+        relatively (the two in a package), or all its names (`*`)."""
+        form = self.variant % 4
         if form == 1:
             self.main.need([f"import {OTHER_MODULE}"])
             return f"{OTHER_MODULE}.{name}"
+        if form == 3:
+            self.main.need([f"from {OTHER_MODULE} import *"])
+            return name
         if form == 2:
             self.folder = "support/"
             self.files["__init__.py"] = ""
