@@ -328,7 +328,7 @@ def test_a_wrapper_of_a_modelled_api_in_another_module_is_a_sink(
         "from datetime import datetime\n\nfrom handler import Handler\n\n"
         + RULES_LINE
         + f"\n\nclass Reviewer:\n    {wiring}\n\n    async def run(self, diff: str):\n"
-        + '        system = f"Today {datetime.now():%Y-%m-%d}. {RULES}"\n'
+        + '        system = f"Now {datetime.now()}. {RULES}"\n'
         + f'        return await {call}.chat_completion(model="gpt-4o", system=system, user=diff)\n',
         encoding="utf-8",
     )
@@ -378,10 +378,37 @@ def test_a_prompt_module_checked_alone_is_judged_by_the_modules_that_send_it(tmp
     assert alone.severity == Severity.INFO and "no call that sends it to a model was found" in alone.message
 
 
+@pytest.mark.parametrize(
+    ("clock", "daily"),
+    [
+        ("datetime.now()", False),
+        ("datetime.now():%Y-%m-%d", True),
+        ("datetime.now().strftime('%d %B %Y')", True),
+        ("datetime.now().strftime('%H:%M')", False),
+        ("date.today()", True),
+        ("datetime.now().date()", True),
+    ],
+)
+def test_a_clock_read_to_the_day_splits_the_cache_per_day(clock: str, daily: bool, tmp_path: Path) -> None:
+    """A date changes once a day: the requests of a day still share the prefix, a lower kind of
+    loss than a time, which changes on every request."""
+    source = (
+        "from datetime import date, datetime\nfrom openai import OpenAI\n\nclient = OpenAI()\n"
+        + RULES_LINE
+        + "\n\ndef answer(question):\n    return client.chat.completions.create(model='m', messages=[\n"
+        + f"        {{'role': 'system', 'content': f'Now {{{clock}}}. {{RULES}}'}},\n"
+        + "        {'role': 'user', 'content': question}])\n"
+    )
+    path = tmp_path / "app.py"
+    (finding,) = analyze_python(str(path), source, Options()).diagnostics
+    assert finding.code == "PFX101" and finding.span.line == 10
+    assert finding.severity == (Severity.WARNING if daily else Severity.ERROR)
+    assert ("once a day" in finding.message) == daily
+
+
 def test_a_module_calling_a_modelled_api_is_analysed_without_a_prompt_word() -> None:
     from prefixlint.python import may_hold_prompts
 
     assert may_hold_prompts("from camel.agents import ChatAgent\nagent = ChatAgent(text)\n")
-    assert may_hold_prompts("r = client.chat.completions\n    .create(model=m)\n")
     assert not may_hold_prompts("import math\nprint(math.pi)\n")
-    assert may_hold_prompts("ask_model(text)\n", ("myapp.llm.ask_model",))
+    assert may_hold_prompts("from myapp.llm import ask_model\n\nask_model(text)\n", ("myapp.llm.ask_model",))

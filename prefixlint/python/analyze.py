@@ -41,6 +41,12 @@ class _LazyTokenizer:
     def count(self, text: str) -> int:
         return self.get().count(text)
 
+    def stand_in(self) -> bool:
+        """Whether the counts come from the embedded stand-in, not the model's own tokenizer."""
+        from prefixlint.tokens import EMBEDDED_NAME
+
+        return self.get().name == EMBEDDED_NAME
+
 
 def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
     """PFX003 where CPython's own parser puts the error (libcst's position can be a line late);
@@ -91,7 +97,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     project.frameworks = for_project(options.python_sinks, options.python_sink_rows)
     prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, options.python_sinks)
     guess = Severity.parse(options.python_guess_severity)
-    found = diagnostics(path, prompts, tokenizer.count, engine, guess)
+    found = diagnostics(path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in)
     if _sent_elsewhere(prompts, os.path.abspath(path)):
         # Its text reaches no sink here: the modules that import it may send it.
         from prefixlint.python.consumers import consumer_requests
@@ -99,7 +105,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
         elsewhere = consumer_requests(project, path)
         if elsewhere:
             here = {d.span.path for d in found} | {path}
-            seen = diagnostics(path, prompts + elsewhere, tokenizer.count, engine, guess)
+            seen = diagnostics(path, prompts + elsewhere, tokenizer.count, engine, guess, tokenizer.stand_in)
             found = [d for d in seen if d.span.path in here]
     from prefixlint.python.embedded import embedded_template_diagnostics
 

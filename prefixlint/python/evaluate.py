@@ -9,7 +9,7 @@ import os
 import re
 import string
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -265,7 +265,12 @@ class Evaluator:
             if isinstance(part, cst.FormattedStringText):
                 parts.append(text(_fstring_text(part.value, node.prefix)))
             else:
-                parts.append(self.value(part.expression, env))
+                value = self.value(part.expression, env)
+                spec = part.format_spec
+                literal = spec is not None and all(isinstance(p, cst.FormattedStringText) for p in spec)
+                if literal and not _TIME_DIRECTIVES.search("".join(p.value for p in spec)):
+                    value = _to_the_day(value)  # `{datetime.now():%Y-%m-%d}`
+                parts.append(value)
         return concat(*parts)
 
     def _v_Integer(self, node: cst.Integer, env: Env) -> Value:
@@ -455,7 +460,10 @@ class Evaluator:
         if qnames & _SEEDABLE and node.args and all(_is_literal(a.value) for a in node.args):
             return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
         if (prov := qualified_provenance(qnames)) is not None:
-            return self.hole(prov, node)
+            found = self.hole(prov, node)
+            if qnames & _DAY_CLOCKS or (qnames & {"time.strftime"} and _day_format(node.args)):
+                return _to_the_day(found)
+            return found
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
             return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
         name = func_name(node.func)
@@ -539,6 +547,10 @@ class Evaluator:
                     return self.value(source, env.deeper(template=env.template))
             if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
                 return self.propagate(node, [receiver])
+            clock = first_volatile(receiver)
+            to_the_day = method == "date" or method == "strftime" and _day_format(node.args)
+            if clock is not None and clock.provenance is Provenance.CLOCK and to_the_day:
+                return _to_the_day((clock,))  # `datetime.now().strftime("%Y-%m-%d")`: the day only
             if (h := first_volatile(receiver)) is not None and h.by_name:
                 return (h,)  # `timestamp.astimezone().strftime(...)`: the value itself, transformed
             parts = [receiver] + [self.value(a.value, deeper) for a in self.text_arguments(node)]
@@ -1276,6 +1288,24 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+# Clocks read to the day, and the strftime directives that read finer than a day.
+_DAY_CLOCKS = {"datetime.date.today", "pendulum.today"}
+_TIME_DIRECTIVES = re.compile(r"%[-#]?[HIMSfpXcTrRsz]")
+
+
+def _day_format(args: Sequence[cst.Arg]) -> bool:
+    """Whether a strftime call's format (its first argument, a literal) reads no finer than the day."""
+    first = next((a.value for a in args if a.keyword is None), None)
+    return isinstance(first, cst.SimpleString) and not _TIME_DIRECTIVES.search(str(first.evaluated_value))
+
+
+def _to_the_day(value: Value) -> Value:
+    """A clock value read to the day only (only when it is just that clock)."""
+    if len(value) == 1 and isinstance(value[0], Hole) and value[0].provenance is Provenance.CLOCK:
+        return (replace(value[0], daily=True),)
+    return value
 
 
 _UNKNOWN = object()  # a test whose value the literal arguments do not decide

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from prefixlint.model import Diagnostic, Severity, Span
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
-from prefixlint.rules import RULES
+from prefixlint.rules import RULES, TOKENIZER_DEPENDS_NOTE, loss_severity
 
 if TYPE_CHECKING:
     from prefixlint.engines import Engine
@@ -224,8 +224,11 @@ def diagnostics(
     count_tokens: Callable[[str], int],
     engine: Engine | None = None,
     guess_severity: Severity = Severity.INFO,
+    stand_in: Callable[[], bool] = lambda: False,
 ) -> list[Diagnostic]:
-    """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches."""
+    """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches.
+    `stand_in()`: the tokens are counted with the embedded stand-in tokenizer, whose block
+    boundaries are not the model's."""
     block = max(engine.block_size if engine is not None else 1, 1)
     best: dict[tuple[str, str, int, int], _Evidence] = {}
     for prompt in prompts:
@@ -236,7 +239,7 @@ def diagnostics(
                 best[key] = ev
     out = []
     for (place, code, line, column), ev in sorted(best.items()):
-        found = _diagnostic(ev, code, count_tokens, engine, guess_severity)
+        found = _diagnostic(ev, code, count_tokens, engine, guess_severity, stand_in())
         if found is not None:
             out.append(
                 Diagnostic(
@@ -252,6 +255,7 @@ def _diagnostic(
     count: Callable[[str], int],
     engine: Engine | None,
     guess_severity: Severity,
+    stand_in: bool,
 ) -> tuple[str, Severity] | None:
     """The message and severity of one finding, or None when it costs nothing worth saying."""
     hole, prov = ev.hole, ev.hole.provenance
@@ -269,7 +273,12 @@ def _diagnostic(
             f"{what} is ahead of {least}{tokens} static tokens of {where}: they cannot be served from "
             "the prefix cache"
         )
-        lost = _blocks_lost(_tokens(ev.before, count), tokens, engine)
+        before = _tokens(ev.before, count)
+        lost = _costs_a_block(before, tokens, engine, any_alignment=False)
+        if stand_in and lost and not _costs_a_block(before, tokens, engine, any_alignment=True):
+            # the stand-in's block boundaries are not the model's: never more than info on them
+            lost = False
+            message += "; " + TOKENIZER_DEPENDS_NOTE.format(measured=RULES[code].default_severity.label)
         if not (lost or per_turn):
             if ev.unseen:
                 severity = min(severity, Severity.WARNING)  # at least some: more is built by code
@@ -296,6 +305,9 @@ def _diagnostic(
     if hole.timing in _TIMING:
         message += f"; {_TIMING[hole.timing]}"
         severity = _lower(severity)
+    elif hole.daily:
+        message += "; it changes once a day, so the cache is split per day rather than per request"
+        severity = _lower(severity)
     if hole.by_name:  # a name is a guess, not a source seen
         severity = min(severity, Severity.INFO if hole.weak else guess_severity)
     if not ev.prompt.reached:
@@ -307,12 +319,11 @@ def _diagnostic(
     return message, severity
 
 
-def _blocks_lost(before: int, after: int, engine: Engine | None) -> int:
-    """Tokens of `after` the engine would serve from cache if the value ahead of them moved: its
-    cacheable prefix grows from `before` to `before + after` tokens (whole blocks, minimums)."""
-    if engine is None:
-        return after
-    return max(0, engine.cacheable(before + after) - engine.cacheable(before))
+def _costs_a_block(before: int, after: int, engine: Engine | None, any_alignment: bool) -> bool:
+    """Whether moving the value would let the engine serve at least one more cache block of the
+    `after` static tokens that follow `before` shared ones (the shared rule, rules.loss_severity)."""
+    kept = loss_severity(Severity.ERROR, before, after, engine, any_alignment=any_alignment)
+    return kept is Severity.ERROR
 
 
 def prefix_numbers(prompts: list[Prompt], count_tokens: Callable[[str], int]) -> tuple[int, int] | None:

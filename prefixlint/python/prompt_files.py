@@ -186,19 +186,9 @@ def _call_names(ev: Evaluator, func: cst.BaseExpression) -> set[str]:
 
 
 def last_assignment(ev: Evaluator, node: cst.Name) -> cst.BaseExpression | None:
-    """The expression `node` was last assigned, when that is the one assignment that reaches it:
-    the last one runs on every path to the read, or it is the only one (None when another arm may
-    have assigned something else: the evaluator weighs those)."""
-    scope = ev.index.scope_for(node)
-    here = ev.index.pos(node)
-    read_in = ev.index.branch_of.get(node, ())
-    bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < here and b.kind != "setitem"]
-    if len(bindings) > 1 and bindings[-1].branch != read_in[: len(bindings[-1].branch)]:
-        return None
-    if bindings and bindings[-1].kind == "assign":
-        return bindings[-1].expr
-    module = ev.index.module_scope.bindings.get(node.value)
-    return module[-1].expr if module and module[-1].kind == "assign" else None
+    """The expression `node` was last assigned, when that is the one assignment that reaches it
+    (ModuleIndex.assigned)."""
+    return ev.index.assigned(node)
 
 
 # --- data: YAML, JSON and literal containers ---------------------------------------------------

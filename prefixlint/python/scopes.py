@@ -78,15 +78,6 @@ class ModuleIndex:
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     path: str = ""
     star_imports: list[str] = field(default_factory=list)  # the modules of `from m import *`
-    _packages: frozenset[str] | None = field(default=None, repr=False, compare=False)
-
-    def packages(self) -> frozenset[str]:
-        """The top-level packages the module imports (`langchain_core`, `openai`), found once."""
-        if self._packages is None:
-            self._packages = frozenset(
-                d.lstrip(".").split(".")[0] for names in self.imports.values() for d in names
-            )
-        return self._packages
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
@@ -126,6 +117,34 @@ class ModuleIndex:
 
     def scope_for(self, node: cst.CSTNode) -> Scope:
         return self.scope_of.get(node, self.module_scope)
+
+    def assigned(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The expression a name read at `node` was last assigned (`x = e`: `e`), when that is the
+        one assignment that reaches it: the last one runs on every path to the read, or it is the
+        only one (None when another arm may have assigned something else, or the name is a
+        parameter or a loop variable there); not bound in its function, the module's last. For
+        `self.x`, the last `self.x = e` of the class's methods."""
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+        ):
+            cls = self.scope_for(node).cls
+            found = self.instance_attrs.get((cls.name.value, node.attr.value), []) if cls is not None else []
+            return found[-1].expr if found else None
+        if not isinstance(node, cst.Name):
+            return None
+        scope, here = self.scope_for(node), self.pos(node)
+        read_in = self.branch_of.get(node, ())
+        bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < here and b.kind != "setitem"]
+        if len(bindings) > 1 and bindings[-1].branch != read_in[: len(bindings[-1].branch)]:
+            return None
+        if bindings:
+            return bindings[-1].expr if bindings[-1].kind == "assign" else None
+        if scope is not self.module_scope and node.value in scope.params:
+            return None
+        module = self.module_scope.bindings.get(node.value)
+        return module[-1].expr if module and module[-1].kind == "assign" else None
 
     def replay(self, visitor: object) -> None:
         """Call `visitor.visit_<Type>(node)` / `leave_<Type>(node)` as a libcst visit would, for the
