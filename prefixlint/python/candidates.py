@@ -196,6 +196,8 @@ class _CandidateFinder:
         self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool
     ) -> None:
         in_class = self.depth == 0 and bool(self.classes)
+        if in_class and self.ev.project.frameworks.match_class(self.index, self.classes[-1]) is not None:
+            return  # a class row's attributes are what the table says they are (sinks.py): no guess
         if (
             isinstance(target, cst.Name)
             and in_class
