@@ -19,8 +19,9 @@ expects of it, decided here from the rule and never by running prefixlint:
   (`whole_request = false`) and no user's turn follows, what follows is built elsewhere: a finding
   of at most a warning (none for a per-request input, which is meant to vary);
 - two values less than a block apart part the requests as one: one finding, at the first;
-- a value made once, at import (a class or module constant) or construction (`__init__`), is one
-  severity lower; a per-request input known by its name is at most info;
+- a value made once, at import (a class or module constant) or construction (`__init__`), or a date
+  (it changes once a day), is one severity lower; a per-request input known by its name is at
+  most info;
 - a stable value (a sorted set, a seeded generator) is silent wherever it is.
 
 Nothing here imports or runs the generated code.
@@ -81,12 +82,13 @@ class Source:
     mark_setup: int | None = None  # the value is made by this setup statement (a shuffle)
     param: str = ""  # a per-request input: a parameter of the function that sends the request
     is_str: bool = False  # `+` needs no `str()` around it
+    daily: bool = False  # a date: it changes once a day, so it splits the cache per day
 
 
 SOURCES = [
     Source("clock-datetime-now", "PFX101", "datetime.now()", ("from datetime import datetime",)),
     Source("clock-time-time", "PFX101", "time.time()", ("import time",)),
-    Source("clock-date-today", "PFX101", "date.today()", ("from datetime import date",)),
+    Source("clock-date-today", "PFX101", "date.today()", ("from datetime import date",), daily=True),
     Source("clock-strftime", "PFX101", "time.strftime('%Y-%m-%d %H:%M')", ("import time",), is_str=True),
     Source("id-uuid4", "PFX102", "uuid.uuid4()", ("import uuid",)),
     Source("id-token-hex", "PFX102", "secrets.token_hex(8)", ("import secrets",), is_str=True),
@@ -747,7 +749,8 @@ class Writer:
             if row.whole_request or followed_by_input or src.param:
                 return {}
             severity = min(severity, Severity.WARNING)
-        if self.timing != "call":  # made once per process or object: a lower kind of loss
+        daily = src.daily if mark == "value" else SECOND.daily
+        if self.timing != "call" or daily:  # made once per process, object or day: a lower loss
             severity = Severity(max(Severity.INFO, severity - 1))
         if mark == "value" and src.param:
             severity = Severity.INFO  # a per-request input known by its name: a guess
