@@ -163,22 +163,13 @@ def _primary(row: SinkModel) -> str:
     the user's turn, else the tools."""
     if row.decorators:
         return row.returns
-    parts = set(row.arguments.values()) | set(_attributes(row).values())
+    parts = set(row.arguments.values()) | set(row.attributes.values())
     return next(p for p in ("system", "messages", "prompt", "user", "tools") if p in parts)
 
 
 def _takes(row: SinkModel, part: str) -> bool:
     """Whether a call of the row passes `part` (a class row or a decorated function sends one text)."""
-    return not row.decorators and not _bases(row) and part in row.arguments.values()
-
-
-def _bases(row: SinkModel) -> tuple[str, ...]:
-    """A class row's base classes (a table before class rows has none)."""
-    return getattr(row, "bases", ())
-
-
-def _attributes(row: SinkModel) -> dict[str, str]:
-    return getattr(row, "attributes", {})
+    return not row.decorators and not row.bases and part in row.arguments.values()
 
 
 def _slug(text: str) -> str:
@@ -411,7 +402,7 @@ class Writer:
         self.methods: list[Line] = []  # of `class Assistant`, beside `respond`
         self.body: list[Line] = []  # of `respond`, before the request
         # When the value is made: on each request, once at import or once per object.
-        self.timing = "import" if _bases(row) else TIMING.get(way, "call")
+        self.timing = "import" if row.bases else TIMING.get(way, "call")
 
     # What the values need, and where they are made.
     def values_in(self, module: Module) -> None:
@@ -672,7 +663,7 @@ class Writer:
             self.function()
         else:
             getattr(self, self.way.replace("-", "_"))()
-        patterns = row.decorators or _bases(row) or row.calls
+        patterns = row.decorators or row.bases or row.calls
         made = callee(
             patterns[self.turn % len(patterns)], row.imports, "agent" if row.decorators else "client"
         )
@@ -680,7 +671,7 @@ class Writer:
         for line in made.setup:
             main.add(line)
         main.add()
-        if _bases(row):
+        if row.bases:
             self.prompt_class(made.expr)
         else:
             self.respond(made.expr)
@@ -694,7 +685,7 @@ class Writer:
     def prompt_class(self, base: str) -> None:
         """A class row: a subclass whose attribute (or a keyword of the call an attribute is
         assigned) holds the text, built in the class body."""
-        keys = [k for k, p in _attributes(self.row).items() if p == _primary(self.row) and k != "__doc__"]
+        keys = [k for k, p in self.row.attributes.items() if p == _primary(self.row) and k != "__doc__"]
         key = keys[self.turn % len(keys)]
         owner, _, field = key.partition(".")
         self.main.add(f"class Support({base}):")
@@ -797,9 +788,9 @@ WAYS = [
 def valid(row: SinkModel, source: Source, way: str, position: Position) -> bool:
     if position.needs and not _takes(row, position.needs):
         return False
-    if (row.decorators or _bases(row)) and way in IN_CLASS:
+    if (row.decorators or row.bases) and way in IN_CLASS:
         return False  # the decorated function or the class is the request: no class around it
-    if _bases(row) and source.param:
+    if row.bases and source.param:
         return False  # a class body has no parameters
     if source.param and (TIMING.get(way) == "import" or position.name == "tool-description"):
         return False
