@@ -553,10 +553,21 @@ class Writer:
 
     def prompt_file(self) -> None:
         """The static text in a file the code reads by a path it writes; the values filled in here."""
-        content = "\n".join("{" + _key(p) + "}" if p in (V, W) else CONSTANTS[p] for p in self.pieces)
         add, need = self.main.add, self.main.need
-        reader = self.variant % 6
-        if reader == 3:
+        reader = self.variant % 8
+        jinja = reader >= 6  # a Jinja template, rendered with the values
+        field = "{{{{ {} }}}}" if jinja else "{{{}}}"
+        content = "\n".join(field.format(_key(p)) if p in (V, W) else CONSTANTS[p] for p in self.pieces)
+        if reader == 6:
+            self.files["prompt.j2"] = content + "\n"
+            need(["import jinja2", "from pathlib import Path"])
+            add("LOADER = jinja2.FileSystemLoader(Path(__file__).parent)")
+            add('TEMPLATE = jinja2.Environment(loader=LOADER).get_template("prompt.j2")')
+        elif reader == 7:
+            self.files["prompt.jinja"] = content + "\n"
+            need(["from jinja2 import Template", "from pathlib import Path"])
+            add('TEMPLATE = Template((Path(__file__).parent / "prompt.jinja").read_text())')
+        elif reader == 3:
             indented = "\n".join("    " + line for line in content.splitlines())
             self.files["prompts.yaml"] = f"support:\n  system: |\n{indented}\n"
             need(["import yaml", "from pathlib import Path"])
@@ -585,8 +596,9 @@ class Writer:
         self.main.add()
         self.values_in(self.main)
         self.body += self.setup()
+        fill = "render" if jinja else "format"
         self.body.append(
-            (f"text = TEMPLATE.format({_keywords(self.source, self.fills())})", self.made_here(True))
+            (f"text = TEMPLATE.{fill}({_keywords(self.source, self.fills())})", self.made_here(True))
         )
 
     # The request.
