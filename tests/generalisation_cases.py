@@ -3,12 +3,14 @@
 Every `[[sink]]` row of the table (prefixlint/data/frameworks.toml) × every source kind (a clock, an
 id, randomness, a machine value, unordered data, a per-request input, and stable look-alikes) ×
 every way text is built (f-string, `%`, `.format`, `+`, `join`, `string.Template`, the table's
-template rows, helpers, methods, class and instance attributes, another module, a prompt file) ×
-every position in the request (head, middle, tail, ahead of static messages, a later message, a
-tool description, two values close together), combined so that every pair of values of any two of
-these appears in a case (all-pairs), both where a finding is expected and, at the tail, where
-silence is. Each case is a small project written to a folder, and the findings the loss rule
-expects of it, decided here from the rule and never by running prefixlint:
+template rows, helpers, methods, class and instance attributes, another module, a prompt file),
+each in a few variants × every position in the request (head, middle, tail, ahead of static
+messages, a later message, a tool description, two values close together). Combined pairwise
+(`cases`): each row with each family of sources, each group of ways and each position it has,
+each source with each way and each position, each way at each position, both where a finding is
+expected and, at the tail, where silence is. Each case is a small project written to a folder,
+and the findings the loss rule expects of it, decided here from the rule and never by running
+prefixlint:
 
 - a value costs the static text after it, up to the next per-request input, including the later
   static messages and tools of the request: the static texts here are well over a cache block (40
@@ -172,7 +174,7 @@ def _takes(row: SinkModel, part: str) -> bool:
     return not row.decorators and not row.bases and part in row.arguments.values()
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
@@ -690,7 +692,7 @@ class Writer:
         files = {CHECKED: main.text(), **self.files}
         if self.other.lines:
             files[OTHER] = self.other.text()
-        name = f"{_slug(row.name)}/{self.source.name}/{self.way}/{self.position.name}"
+        name = f"{slug(row.name)}/{self.source.name}/{self.way}/{self.position.name}"
         folder = self.folder
         return Case(name, {folder + k: v for k, v in files.items()}, self.expected(), folder + CHECKED)
 

@@ -9,11 +9,23 @@ import itertools
 from pathlib import Path
 
 import pytest
-from generalisation_cases import POSITIONS, SOURCES, WAYS, Case, Cover, _slug, all_pairs, cases, valid
+from generalisation_cases import (
+    CONSTANTS,
+    POSITIONS,
+    SOURCES,
+    WAYS,
+    Case,
+    Cover,
+    all_pairs,
+    cases,
+    slug,
+    valid,
+)
 
 from prefixlint.python import analyze_python
 from prefixlint.python.frameworks import builtin
 from prefixlint.settings import Options
+from prefixlint.tokens import load_tokenizer
 
 CASES = cases()
 OWNED = ("PFX0", "PFX1", "PFX2")  # PFX003: a generated file that does not parse
@@ -40,7 +52,7 @@ def _parts(case: Case) -> list[str]:
 
 def test_every_row_source_way_and_position_is_generated() -> None:
     ids = [_parts(c) for c in CASES]
-    assert {i[0] for i in ids} == {_slug(r.name) for r in builtin().sinks}
+    assert {i[0] for i in ids} == {slug(r.name) for r in builtin().sinks}
     assert {i[1] for i in ids} == {s.name for s in SOURCES}
     assert {i[2] for i in ids} == set(WAYS)
     assert {i[3] for i in ids} == {p.name for p in POSITIONS}
@@ -52,7 +64,7 @@ def test_each_row_is_sent_at_each_position_it_has() -> None:
     for row in builtin().sinks:
         for position in POSITIONS:
             if any(valid(row, s, w, position) for s in SOURCES for w in WAYS):
-                assert (_slug(row.name), position.name) in seen
+                assert (slug(row.name), position.name) in seen
 
 
 def test_each_source_is_built_each_way_where_a_finding_is_expected_and_where_none_is() -> None:
@@ -83,6 +95,13 @@ def test_all_pairs_holds_every_valid_pair_and_no_invalid_tuple() -> None:
         assert wanted == {(t[a], t[b]) for t in chosen}
     assert len(chosen) < len(valid_tuples)
     assert chosen == all_pairs(dims, ok, [Cover(0, 1), Cover(0, 2), Cover(1, 2)])  # deterministic
+
+
+def test_the_static_texts_a_finding_rests_on_are_more_than_a_block() -> None:
+    """40 tokens and more after a value, so that a finding does not depend on block alignment."""
+    count = load_tokenizer(None).count
+    assert count(CONSTANTS["RULES"]) >= 40 and count(CONSTANTS["MORE"]) >= 40
+    assert count(CONSTANTS["EXAMPLE_Q"] + CONSTANTS["EXAMPLE_A"]) >= 40
 
 
 def test_findings_and_silences_are_both_expected() -> None:
