@@ -17,7 +17,10 @@ from prefixlint.jinja.inputs import USER_TURNS, conversation
 from prefixlint.jinja.template import ChatTemplate
 
 TEMPLATES = FIXTURES / "templates"
-MOVED = "Today is {{ today }}.\n"
+# An app's system prompt that opens with the date: its fix moves the line to the end (verified).
+DATED = FIXTURES / "fixes" / "dated_system.j2"
+MOVED = "Today: {{ current_date }}\n"
+HELP = "Move `Today: {{ current_date }}` (line 1) to the end of the template (before line 5)"
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -28,34 +31,43 @@ def run(*args: str) -> tuple[int, str]:
 
 @pytest.fixture
 def clock(tmp_path: Path) -> Path:
-    path = tmp_path / "clock.jinja"
-    shutil.copy(TEMPLATES / "clock_in_system.jinja", path)
+    path = tmp_path / "system.j2"
+    shutil.copy(DATED, path)
     return path
 
 
 def fixed_clock_text() -> str:
-    text = (TEMPLATES / "clock_in_system.jinja").read_text(encoding="utf-8").replace(MOVED, "", 1)
-    return text.replace("<|assistant|>\n{% endif %}", f"<|assistant|>\n{MOVED}{{% endif %}}")
+    text = DATED.read_text(encoding="utf-8")
+    return text.replace(MOVED, "", 1) + MOVED
 
 
 def test_concise_shows_the_severity_and_a_help_line(clock: Path) -> None:
     code, out = run(str(clock))
     lines = out.splitlines()
     assert code == 1
-    assert lines[0].startswith(f"{clock}:3:21: PFX101 clock-in-prefix: `strftime_now")
-    assert lines[0].endswith("every request after midnight misses the cache [error]")
-    assert lines[1] == (
-        "  help: Move `Today is {{ today }}.` (line 6) to the end of the generation prompt (before line 26)"
-        " (unsafe fix: `--fix --unsafe-fixes` applies it)"
-    )
+    assert lines[0].startswith(f"{clock}:1:8: PFX101 clock-in-prefix: `current_date` is named like")
+    assert lines[0].endswith("(where its value comes from is not visible here) [warning]")
+    assert lines[1] == f"  help: {HELP} (unsafe fix: `--fix --unsafe-fixes` applies it)"
     assert lines[-1] == "1 fixable with `--fix --unsafe-fixes`."
+
+
+def test_a_chat_template_that_prints_the_date_itself_has_no_fix_and_says_why(tmp_path: Path) -> None:
+    """Moved to the end of the generation prompt, the date would cost the previous reply on every
+    turn (PFX403): the help says what to do instead."""
+    path = tmp_path / "chat_template.jinja"
+    shutil.copy(TEMPLATES / "clock_in_system.jinja", path)
+    code, out = run(str(path))
+    lines = out.splitlines()
+    assert code == 1 and lines[0].endswith("[warning]") and "split once a day" in lines[0]
+    assert lines[1].startswith("  help: leave the date or time to the caller's last user message")
+    assert "did not hold: it adds PFX403 (warning) at line 25)" in lines[1]
 
 
 def test_unsafe_fixes_mark_the_finding_fixable(clock: Path) -> None:
     _, out = run(str(clock), "--unsafe-fixes")
     lines = out.splitlines()
-    assert lines[0].startswith(f"{clock}:3:21: PFX101 [*] clock-in-prefix: ")
-    assert lines[1].endswith("(before line 26) (`--fix` applies it)")
+    assert lines[0].startswith(f"{clock}:1:8: PFX101 [*] clock-in-prefix: ")
+    assert lines[1] == f"  help: {HELP} (`--fix` applies it)"
     assert lines[-1] == "[*] 1 fixable with `--fix`."
 
 
@@ -72,23 +84,18 @@ def test_fix_with_unsafe_fixes_writes_the_fix_and_passes(clock: Path) -> None:
     assert clock.read_text(encoding="utf-8") == fixed_clock_text()
     lines = out.splitlines()
     at = lines.index("Fixed 1 finding(s).")
-    assert lines[at + 1 : at + 3] == [
-        f"- {clock}:",
-        "    3:21 PFX101 clock-in-prefix (unsafe): Move `Today is {{ today }}.` (line 6) to the end of the "
-        "generation prompt (before line 26)",
-    ]
-    # What is left is the info the moved date costs the generation prompt, below --fail-on.
-    assert [line.split(": ")[1].split()[0] for line in lines if line.startswith(str(clock))] == ["PFX403"]
+    assert lines[at + 1 : at + 3] == [f"- {clock}:", f"    1:8 PFX101 clock-in-prefix (unsafe): {HELP}"]
+    assert lines[0].startswith("No findings in 1 file(s)")
     assert run(str(clock))[0] == 0  # green
 
 
 def test_fixed_findings_do_not_fail_the_run_what_is_left_does(tmp_path: Path) -> None:
-    shutil.copy(TEMPLATES / "clock_in_system.jinja", tmp_path / "clock.jinja")
+    shutil.copy(DATED, tmp_path / "system.j2")
     shutil.copy(FIXTURES / "multiturn" / "system_in_last_user.jinja", tmp_path / "relocated.jinja")
     code, out = run(str(tmp_path), "--fix", "--unsafe-fixes")
     assert code == 1
     findings = [line for line in out.splitlines() if line.startswith(str(tmp_path))]
-    assert [f.split(": ")[1].split()[0] for f in findings] == ["PFX403", "PFX402"]
+    assert [f.split(": ")[1].split()[0] for f in findings] == ["PFX402"]
     assert "Fixed 1 finding(s)." in out
     assert (tmp_path / "relocated.jinja").read_bytes() == (
         FIXTURES / "multiturn" / "system_in_last_user.jinja"
@@ -99,10 +106,7 @@ def test_show_fixes_without_fix_lists_what_fix_would_write(clock: Path) -> None:
     before = clock.read_text(encoding="utf-8")
     code, out = run(str(clock), "--show-fixes")
     assert code == 1 and clock.read_text(encoding="utf-8") == before
-    assert (
-        f"- {clock}:3:21 PFX101 (--fix --unsafe-fixes): Move `Today is {{{{ today }}}}.` (line 6)"
-        in out.splitlines()[-2]
-    )
+    assert out.splitlines()[-2] == f"- {clock}:1:8 PFX101 (--fix --unsafe-fixes): {HELP}"
 
 
 def test_fix_is_a_real_process_exit_code(clock: Path) -> None:
@@ -128,7 +132,7 @@ def test_a_gguf_is_never_written(tmp_path: Path) -> None:
         templates={"": (TEMPLATES / "clock_in_system.jinja").read_text(encoding="utf-8")},
     )
     before = model.read_bytes()
-    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg")}  # not a `prefixlint/` folder in the working dir
     result = run_prefixlint(
         "check",
         "--no-cache",
@@ -192,7 +196,7 @@ def test_add_noqa_in_python_adds_to_the_line_or_the_file(tmp_path: Path) -> None
     trees = {
         p: ast.dump(ast.parse(p.read_text(encoding="utf-8"))) for p in (tmp_path / "set_tools.py", inside)
     }
-    assert run(str(tmp_path))[0] == 1
+    assert run(str(tmp_path), "--fail-on", "info")[0] == 1
     code, out = run(str(tmp_path), "--add-noqa")
     assert code == 0, out
     assert {p: ast.dump(ast.parse(p.read_text(encoding="utf-8"))) for p in trees} == trees  # comments only
@@ -200,7 +204,7 @@ def test_add_noqa_in_python_adds_to_the_line_or_the_file(tmp_path: Path) -> None
     assert "  # noqa: PFX201" in text
     first = inside.read_text(encoding="utf-8").splitlines()[0]
     assert first == "# prefixlint: ignore-file[PFX101]"  # the finding's line ends inside a string
-    assert run(str(tmp_path))[0] == 0
+    assert run(str(tmp_path), "--fail-on", "info")[0] == 0
 
 
 # -- every format shows the fix --------------------------------------------------------------------------
@@ -212,22 +216,21 @@ def test_json_has_the_fix_object_and_what_was_fixed(clock: Path) -> None:
     assert d["fix"] == {
         "applicability": "unsafe",
         "verified": True,
-        "message": "Move `Today is {{ today }}.` (line 6) to the end of the generation prompt"
-        " (before line 26)",
+        "message": HELP,
         "edits": [
             {
                 "path": str(clock),
-                "start_line": 6,
+                "start_line": 1,
                 "start_column": 1,
-                "end_line": 7,
+                "end_line": 2,
                 "end_column": 1,
                 "replacement": "",
             },
             {
                 "path": str(clock),
-                "start_line": 26,
+                "start_line": 5,
                 "start_column": 1,
-                "end_line": 26,
+                "end_line": 5,
                 "end_column": 1,
                 "replacement": MOVED,
             },
@@ -235,7 +238,7 @@ def test_json_has_the_fix_object_and_what_was_fixed(clock: Path) -> None:
     }
     _, out = run(str(clock), "--format", "json", "--fix", "--unsafe-fixes")
     (fixed,) = json.loads(out)["fixed"]
-    assert (fixed["code"], fixed["line"], fixed["applicability"]) == ("PFX101", 3, "unsafe")
+    assert (fixed["code"], fixed["line"], fixed["applicability"]) == ("PFX101", 1, "unsafe")
 
 
 def test_sarif_has_fixes_with_replacements(clock: Path) -> None:
@@ -245,38 +248,36 @@ def test_sarif_has_fixes_with_replacements(clock: Path) -> None:
     (change,) = fix["artifactChanges"]
     assert change["replacements"] == [
         {
-            "deletedRegion": {"startLine": 6, "startColumn": 1, "endLine": 7, "endColumn": 1},
+            "deletedRegion": {"startLine": 1, "startColumn": 1, "endLine": 2, "endColumn": 1},
             "insertedContent": {"text": ""},
         },
         {
-            "deletedRegion": {"startLine": 26, "startColumn": 1, "endLine": 26, "endColumn": 1},
+            "deletedRegion": {"startLine": 5, "startColumn": 1, "endLine": 5, "endColumn": 1},
             "insertedContent": {"text": MOVED},
         },
     ]
-    assert fix["description"]["text"].endswith("(before line 26) (unsafe)")
-    assert "\nhelp: Move `Today is {{ today }}.`" in result["message"]["text"]
+    assert fix["description"]["text"] == f"{HELP} (unsafe)"
+    assert f"\nhelp: {HELP}" in result["message"]["text"]
 
 
 def test_github_annotations_carry_the_help(clock: Path) -> None:
     _, out = run(str(clock), "--format", "github")
-    assert "%0Ahelp: Move `Today is {{ today }}.` (line 6) to the end of the generation prompt" in out
+    assert f"%0Ahelp: {HELP}" in out
 
 
 def test_full_shows_the_fix_as_a_diff(clock: Path) -> None:
     _, out = run(str(clock), "--format", "full")
     lines = [line.strip() for line in out.splitlines()]
     at = lines.index(f"--- {clock}")
-    assert lines[at : at + 11] == [
+    assert lines[at : at + 9] == [
         f"--- {clock}",
         f"+++ {clock} (fixed)",
-        "@@ -5,3 +5,2 @@",
-        "<|system|>",
-        "-Today is {{ today }}.",
-        "You are a careful assistant for a travel company. Follow the company policy below in every answer.",
-        "@@ -25,2 +24,3 @@",
-        "<|assistant|>",
-        "+Today is {{ today }}.",
-        "{% endif %}",
+        "@@ -1,2 +1 @@",
+        "-Today: {{ current_date }}",
+        "You are the support assistant of Northwind Outfitters, a shop for hiking and camping gear.",
+        "@@ -4 +3,2 @@",
+        "Returns: 60 days, unused, with the receipt; refunds go back to the original payment method.",
+        "+Today: {{ current_date }}",
         "",
     ]
 
@@ -286,11 +287,11 @@ def test_the_readme_loop_runs_as_written(tmp_path: Path) -> None:
     `…` are compared up to it)."""
     readme = (FIXTURES.parent / "README.md").read_text(encoding="utf-8")
     block = readme.split("## Find, fix, green", 1)[1].split("```\n", 2)[1]
-    target = tmp_path / "chat_template.jinja"
-    shown = block.replace("/tmp/chat_template.jinja", str(target))
+    target = tmp_path / "system.j2"
+    shown = block.replace("/tmp/system.j2", str(target))
     steps = shown.split("$ ")[1:]
-    assert steps[0].startswith("cp fixtures/templates/clock_in_system.jinja ")
-    shutil.copy(TEMPLATES / "clock_in_system.jinja", target)
+    assert steps[0].startswith("cp fixtures/fixes/dated_system.j2 ")
+    shutil.copy(DATED, target)
     for step, args, code in (
         (steps[1], ["check", str(target)], 1),
         (steps[2], ["check", "--fix", "--unsafe-fixes", str(target)], 0),

@@ -41,6 +41,15 @@ def the_fix(path: Path, code: str) -> Fix:
     return d.fix
 
 
+def first_candidate(path: Path, code: str) -> Fix:
+    """The first move tried for a finding, verified or not (a chat template's own value has no
+    place that holds: the edit's shape is what is tested)."""
+    (d,) = [d for d in findings(path) if d.code == code]
+    kind = fixes_for(source_kind(path))
+    assert kind is not None
+    return next(iter(kind.candidates(str(path), path.read_text(encoding="utf-8"), d)))
+
+
 # -- edits -----------------------------------------------------------------------------------------
 
 
@@ -64,11 +73,11 @@ def test_apply_edits_sorts_keeps_insertion_order_and_refuses_overlaps() -> None:
 
 
 def test_a_line_moves_into_the_generation_prompt(tmp_path: Path) -> None:
-    """The loop of issue 23: `Today is {{ today }}.` (line 6) goes to the end of the generation
-    prompt, the only place where nothing static follows it."""
+    """The first move tried: `Today is {{ today }}.` (line 6) to the end of the generation prompt,
+    where nothing static follows it (it does not hold: there it costs the previous reply)."""
     path = copy(tmp_path, TEMPLATES / "clock_in_system.jinja")
-    fix = the_fix(path, "PFX101")
-    assert (fix.applicability, fix.verified) == ("unsafe", True)
+    fix = first_candidate(path, "PFX101")
+    assert fix.applicability == "unsafe"
     assert fix.message == (
         "Move `Today is {{ today }}.` (line 6) to the end of the generation prompt (before line 26)"
     )
@@ -91,7 +100,7 @@ def test_a_concatenation_is_split_so_the_turn_marker_stays(tmp_path: Path) -> No
     """`'<|im_start|>system\\nToday Date: ' + date_string + '\\n'`: the header stays, the dated
     sentence moves."""
     path = copy(tmp_path, FIXTURES / "trust" / "date_read_twice.jinja")
-    fix = the_fix(path, "PFX101")
+    fix = first_candidate(path, "PFX101")
     assert fix.edits == (
         Edit(str(path), 5, 1, 5, 63, "{{- '<|im_start|>system\\n' }}"),
         Edit(str(path), 12, 1, 12, 1, "{{- 'Today Date: ' + date_string + '\\n' }}\n"),
@@ -116,7 +125,7 @@ def test_a_template_in_a_tokenizer_config_is_edited_in_its_json_string(tmp_path:
     folder = tmp_path / "model"
     shutil.copytree(TEMPLATES / "tokenizer_config_list", folder)
     path = folder / "tokenizer_config.json"
-    fix = the_fix(path, "PFX101")
+    fix = first_candidate(path, "PFX101")
     assert fix.message.startswith(
         "Move `Today is {{ today }}.` (template line 6) to the end of the generation"
     )
@@ -366,9 +375,10 @@ def test_fix_loop_on_every_corpus_template(tmp_path: Path) -> None:
         codes = check_fix_loop(folder, path)
         if codes:
             fixed[path.name] = codes
-    # The clock and the date variable the Llama templates print in their system prompt, and:
+    # A value a chat template prints itself has no place that holds (at the end of the generation
+    # prompt it costs the previous reply, PFX403); what is fixed is the generation prompt's
+    # trailing newline, which no assistant turn of the history has.
     assert fixed == {
-        # The generation prompt's trailing newline, which no assistant turn of the history has.
         "chatml.jinja": ["PFX403"],
         "falcon-instruct.jinja": ["PFX403"],
         "llama-3-instruct.jinja": ["PFX403"],
@@ -377,10 +387,6 @@ def test_fix_loop_on_every_corpus_template(tmp_path: Path) -> None:
         "phi-3.jinja": ["PFX403"],
         "solar-instruct.jinja": ["PFX403"],
         "zephyr.jinja": ["PFX403"],
-        "meta-llama-Llama-3.1-8B-Instruct.jinja": ["PFX105"],
-        "meta-llama-Llama-3.2-3B-Instruct.jinja": ["PFX101"],
-        "meta-llama-Llama-3.3-70B-Instruct.jinja": ["PFX105"],
-        "tool_chat_template_llama3.2_json.jinja": ["PFX101"],
     }
 
 
@@ -394,13 +400,7 @@ def test_the_known_fixture_fixes(tmp_path: Path) -> None:
         if codes:
             fixed[str(path.relative_to(FIXTURES))] = codes
     assert fixed == {
-        "ecosystem/diff/base.jinja": ["PFX101"],
-        "ecosystem/diff/timestamp_top.jinja": ["PFX101"],
-        "ecosystem/diff/user_turn_edit.jinja": ["PFX101"],
+        "fixes/dated_system.j2": ["PFX101"],
         "multiturn/generation_prompt_mismatch.jinja": ["PFX403"],
-        "templates/clock_in_system.jinja": ["PFX101"],
-        "templates/request_id.jinja": ["PFX102"],
-        "templates/tokenizer_config_list/tokenizer_config.json": ["PFX101"],
         "templates/user_name_optional.jinja": ["PFX105"],
-        "trust/date_read_twice.jinja": ["PFX101"],
     }

@@ -406,6 +406,42 @@ def test_a_clock_read_to_the_day_splits_the_cache_per_day(clock: str, daily: boo
     assert ("once a day" in finding.message) == daily
 
 
+@pytest.mark.parametrize(
+    ("source", "want"),
+    [
+        # a lambda passed as instructions runs on every request, not at import
+        (
+            "from datetime import datetime\nfrom agents import Agent\n"
+            + RULES_LINE
+            + 'agent = Agent(\n    name="a",\n'
+            + '    instructions=lambda ctx, a: f"Time: {datetime.now():%H:%M}. {RULES}",\n)\n',
+            [("PFX101", 6, Severity.ERROR)],
+        ),
+        # the static text of a tool's schema after the value counts
+        (
+            "from datetime import date\nfrom openai import OpenAI\nclient = OpenAI()\n\n\ndef ask(q):\n"
+            "    return client.chat.completions.create(\n"
+            "        model='m', messages=[{'role': 'user', 'content': q}],\n"
+            "        tools=[{'type': 'function', 'function': {'name': 'search', 'description':\n"
+            "            f'Search flights after {date.today()}; give the origin and destination airport "
+            "codes, the number of travellers, and whether the dates are flexible.'}}])\n",
+            [("PFX101", 10, Severity.WARNING)],
+        ),
+        # a batch of prompts is several requests, not one prompt after another
+        (
+            "from vllm import LLM\n" + RULES_LINE + "llm = LLM(model='m')\n"
+            "out = llm.generate([f'Summarise: {RULES}', f'Translate into French: {RULES}'])\n",
+            [],
+        ),
+    ],
+    ids=["lambda-instructions", "tool-schema", "batch"],
+)
+def test_shapes_the_models_table_brings(source: str, want: list, tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    found = analyze_python(str(path), source, Options()).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == want
+
+
 def test_a_module_calling_a_modelled_api_is_analysed_without_a_prompt_word() -> None:
     from prefixlint.python import may_hold_prompts
 

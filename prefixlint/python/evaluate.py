@@ -86,6 +86,8 @@ _OPAQUE = {"len", "bool", "isinstance", "hasattr", "getattr", "type", "id", "pri
 # Builtins whose result is their argument in another form: `int(time.time())` is still the clock.
 _CONVERSIONS = {"int", "float", "round", "abs"}
 _CONSTRUCTORS = {"__init__", "__post_init__", "model_post_init", "__attrs_post_init__"}
+# Keys of a tool's (or function's) schema: a dict holding one is text the model reads.
+_SCHEMA_KEYS = {"description", "parameters", "input_schema", "function"}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 
 
@@ -203,6 +205,8 @@ class Evaluator:
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"
         (in `__init__` and the like: once per object), else "call"."""
+        if id(node) in self.index.in_lambda:
+            return "call"  # `instructions=lambda ctx: f"... {datetime.now()}"`: each time it is called
         owner = self.index.scope_for(node).node
         if isinstance(owner, (cst.Module, cst.ClassDef)):
             return "import"
@@ -446,10 +450,17 @@ class Evaluator:
             and not (isinstance(e.key, cst.SimpleString) and e.key.evaluated_value in config)
         ]
         values = [self.value(e.value, env.deeper()) for e in kept]
-        for value in values:
-            for h in holes(value):
-                if h.provenance.volatile and not h.by_name:
-                    return (h,)
+        volatile = any(h.provenance.volatile and not h.by_name for v in values for h in holes(v))
+        if volatile and entries.keys() & _SCHEMA_KEYS:
+            # A tool's schema, serialised into the prompt: its text, in order, with the value in it
+            # and the static text after it (`"description": f"... {date.today()} ..."`).
+            parts: list[Value] = []
+            for e, value in zip(kept, values, strict=True):
+                key = e.key.evaluated_value if isinstance(e.key, cst.SimpleString) else None
+                parts += [text(f'"{key}": ' if isinstance(key, str) else ""), value, text(", ")]
+            return concat(*parts)
+        if volatile:  # any other dict (an API payload): a volatile value makes its text volatile
+            return next((h,) for v in values for h in holes(v) if h.provenance.volatile and not h.by_name)
         if values and len(kept) == len(node.elements) and all(is_constant(v) for v in values):
             return (Open(self.index.pos(node)[0]),)  # constant data: its rendering is the same every time
         return self.unknown(node)

@@ -73,6 +73,7 @@ class ModuleIndex:
     events: list[tuple[bool, cst.CSTNode]] = field(default_factory=list)
     branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name, Return -> the arms around it
     branch_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)  # id in a Branch -> its if/try/loop
+    in_lambda: set[int] = field(default_factory=set)  # ids of the calls and names inside a lambda
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)  # module-level
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
@@ -172,6 +173,7 @@ _EVENT_TYPES = (
     cst.Assign, cst.AnnAssign, cst.AugAssign,
 )  # fmt: skip
 _SHUFFLES = {"random.shuffle", "numpy.random.shuffle"}
+_IN_LAMBDA = (cst.Call, cst.Name, cst.Attribute)  # where a volatile value can be read
 
 
 class _Indexer:
@@ -219,6 +221,8 @@ class _Indexer:
         kind = type(node)
         if kind is cst.Name:
             self.index.branch_of[node] = self.branch
+        if kind in _IN_LAMBDA and self.owners and type(self.owners[-1]) is cst.Lambda:
+            self.index.in_lambda.add(id(node))
         if kind in _EVENT_TYPES:
             self.index.events.append((True, node))
         method = _ENTER.get(kind)

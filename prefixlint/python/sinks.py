@@ -15,7 +15,7 @@ from prefixlint.python.evaluate import Env, Evaluator, func_name
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import ModuleIndex
-from prefixlint.python.segments import Break, Value, concat, text
+from prefixlint.python.segments import Break, Value, choice, concat, text
 
 # Parts that are one message's text, and the role they are sent as.
 _ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
@@ -43,9 +43,12 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
         if keyword is None:
             position += 1
         if part is not None:
-            found.append(
-                (part, row.rank(key if key in row.arguments else "*"), argument_value(ev, arg.value, inner))
-            )
+            if part == "prompt" and isinstance(arg.value, (cst.List, cst.Tuple)) and arg.value.elements:
+                # `llm.generate([p1, p2])`: a batch, each prompt a request of its own
+                value = choice([argument_value(ev, el.value, inner) for el in arg.value.elements])
+            else:
+                value = argument_value(ev, arg.value, inner)
+            found.append((part, row.rank(key if key in row.arguments else "*"), value))
         if nested:
             found += field_values(ev, row, key, arg.value, nested, inner)
     return in_order(found)

@@ -214,7 +214,7 @@ PROMPT_ATTRIBUTES = PROMPT_WORDS | {"description", "backstory", "template"}
 _NOT_TEXT = {"tokens", "token", "count", "counts", "len", "length", "id", "ids", "num", "size", "limit",
              "cost", "path", "paths", "file", "dir", "url", "key", "keys", "type", "hash", "index",
              "version", "enabled", "flag", "mode", "ms", "seconds", "names", "name", "dict", "code",
-             "uid"}  # fmt: skip
+             "uid", "info", "status", "stats", "metadata"}  # fmt: skip
 ROLES = {"system", "user", "assistant", "human", "ai", "developer", "tool", "function", "model"}
 
 
