@@ -372,7 +372,9 @@ def _renders(source: Source, options: Options) -> bool:
         if source.kind == "python":
             from prefixlint.python import may_hold_prompts
 
-            return options.python_numbers and may_hold_prompts(data.decode("utf-8", "replace"))
+            return options.python_numbers and may_hold_prompts(
+                data.decode("utf-8", "replace"), options.python_sinks, options.python_sink_rows
+            )
         return b"chat_template" in data
     return True
 

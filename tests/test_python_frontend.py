@@ -440,3 +440,11 @@ def test_shapes_the_models_table_brings(source: str, want: list, tmp_path: Path)
     path = tmp_path / "app.py"
     found = analyze_python(str(path), source, Options()).diagnostics
     assert [(d.code, d.span.line, d.severity) for d in found] == want
+
+
+def test_a_module_calling_a_modelled_api_is_analysed_without_a_prompt_word() -> None:
+    from prefixlint.python import may_hold_prompts
+
+    assert may_hold_prompts("from camel.agents import ChatAgent\nagent = ChatAgent(text)\n")
+    assert not may_hold_prompts("import math\nprint(math.pi)\n")
+    assert may_hold_prompts("from myapp.llm import ask_model\n\nask_model(text)\n", ("myapp.llm.ask_model",))

@@ -124,6 +124,8 @@ class _CandidateFinder:
                 )
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ev.project.frameworks.match_call(self.index, node) is not None:
+            return  # the models table says what this call's arguments are (sinks.py): no guess
         name = func_name(node.func)
         if self.declared and (name in self.declared or self.index.qualified_names(node.func) & self.declared):
             parts = [self.value(a.value) for a in node.args]
@@ -194,6 +196,8 @@ class _CandidateFinder:
         self, node: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression, augmented: bool
     ) -> None:
         in_class = self.depth == 0 and bool(self.classes)
+        if in_class and self.ev.project.frameworks.match_class(self.index, self.classes[-1]) is not None:
+            return  # a class row's attributes are what the table says they are (sinks.py): no guess
         if (
             isinstance(target, cst.Name)
             and in_class

@@ -71,6 +71,8 @@ _PASS_THROUGH = {"str", "list", "tuple", "repr", "format", "reversed"}
 # Methods that fill a template's placeholders (str, string.Template, LangChain, LlamaIndex, Jinja).
 _FILL_METHODS = {"format", "format_map", "substitute", "safe_substitute", "partial", "format_messages",
                  "format_prompt", "invoke", "render"}  # fmt: skip
+# Factories of template objects and the keyword of their text (LangChain, Jinja's `from_string`).
+_TEMPLATE_FACTORIES = {"from_template": "template", "from_messages": "messages", "from_string": "source"}
 _LOOKUPS = {"get", "pop", "setdefault", "index", "count", "startswith", "endswith", "__getitem__"}
 # Classes whose instances are volatile (a parameter annotated so), and ones a literal seed makes stable.
 _VOLATILE_TYPES = {
@@ -304,6 +306,13 @@ class Evaluator:
                     value = found[0].module_attribute(found[1], env)
                     if value is not None:
                         return self.anchor(value, node)
+        if not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")):
+            owner = self.object_class(receiver, node)  # `Settings.TEXT`, `Settings().TEXT`, `obj.text`
+            if owner is not None:
+                here = owner[0] is self
+                found = owner[0].class_attribute(owner[1], node.attr.value, env, at=node if here else None)
+                if found is not None:
+                    return found if here else self.anchor(found, node)
         base = self.value(receiver, env.deeper())
         if (h := first_volatile(base)) is not None and not h.by_name:
             return (h,)
@@ -515,6 +524,13 @@ class Evaluator:
         if called is not None:
             return called
 
+        template_class = isinstance(node.func, cst.Name) or name[:1].isupper()  # not `x.render_template()`
+        if name.endswith("Template") and template_class and (args or kwargs):
+            # `PromptTemplate("...")`, `string.Template(...)`, `PromptTemplate(template="...")`: the
+            # text, formatted later
+            source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
+            if source is not None:
+                return self._template_source(source, env)
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             if (prov := self.receiver_provenance(node.func.value)) is not None:
@@ -536,8 +552,10 @@ class Evaluator:
             if method == "replace" and len(args) >= 2 and first is not None and is_static(first):
                 new = self.value(args[1].value, deeper)
                 return per_option(receiver, lambda v: self.replace(v, static_text(first), new))
-            if method in ("from_template", "from_messages", "from_string") and args:
-                return self.value(args[0].value, env.deeper(template=env.template))
+            if method in _TEMPLATE_FACTORIES:
+                source = args[0].value if args else kwargs.get(_TEMPLATE_FACTORIES[method])
+                if source is not None:
+                    return self.value(source, env.deeper(template=env.template))
             if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
                 return self.propagate(node, [receiver])
             clock = first_volatile(receiver)
@@ -548,11 +566,6 @@ class Evaluator:
                 return (h,)  # `timestamp.astimezone().strftime(...)`: the value itself, transformed
             parts = [receiver] + [self.value(a.value, deeper) for a in self.text_arguments(node)]
             return self._opaque(node, name, parts)
-        if name.endswith("Template") and (args or kwargs):
-            # `PromptTemplate("...")`, `PromptTemplate(template="...")`: the text, formatted later
-            source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
-            if source is not None:
-                return self._template_source(source, env)
         parts = [self.value(a.value, deeper) for a in self.text_arguments(node)]
         if not any(first_volatile(p) for p in parts) and (prov := call_name_provenance(name)) is not None:
             return self.hole(prov, node, f"{name}()", by_name=True)
@@ -617,6 +630,26 @@ class Evaluator:
                 return evaluator, evaluator.index.functions[head]
             if tail and head in evaluator.index.classes:
                 return evaluator.method(evaluator.index.classes[head], tail)
+        if isinstance(func, cst.Attribute):  # `Builder().build()`, `builder.build()`
+            owner = self.object_class(func.value, call)
+            if owner is not None:
+                return owner[0].method(owner[1], func.attr.value)
+        return None
+
+    def object_class(
+        self, node: cst.BaseExpression, at: cst.CSTNode
+    ) -> tuple[Evaluator, cst.ClassDef] | None:
+        """The project class `node` names (`Settings`) or makes (`Settings()`), or the class of the
+        object it holds (`builder = Builder()`, a parameter `b: Builder`, `self.builder`)."""
+        if isinstance(node, cst.Call):
+            return self.find_class(node.func)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            found = self.find_class(node)
+            if found is not None:
+                return found
+            from prefixlint.python.summaries import receiver_class
+
+            return receiver_class(self, node, at)
         return None
 
     def call_output(self, call: cst.Call, env: Env) -> Value | None:
@@ -629,7 +662,19 @@ class Evaluator:
         bound = self.bind_arguments(fn, call, env)
         consts = constant_arguments(fn, call)
         output = evaluator.function_output(fn, call if evaluator is self else None, env, bound, consts)
+        output = self.run_at(output, call)
         return output if evaluator is self else self.anchor(output, call)
+
+    def run_at(self, value: Value, call: cst.Call) -> Value:
+        """What a function gives, run by a call at import (`SYSTEM = build()`) or in a constructor:
+        the values its code makes are made then, once, not on each request (a placeholder or a
+        parameter, known by its name, is filled where it is, not where this runs)."""
+        timing = self.timing(call)
+        if timing == "call":
+            return value
+        return map_holes(
+            value, lambda h: replace(h, timing=timing) if h.timing == "call" and not h.by_name else h
+        )
 
     def function_output(
         self,
@@ -715,7 +760,7 @@ class Evaluator:
 
     def imported_value(self, name: str, node: cst.CSTNode, env: Env) -> Value | None:
         """A constant another module of the project defines (`from .prompts import SYSTEM`)."""
-        for qualified in sorted(self.index.imports.get(name, ())):
+        for qualified in sorted(self.index.imported_as(name)):
             found = self.project.resolve(qualified, self.path)
             if found is None:
                 continue
@@ -1055,6 +1100,9 @@ class Evaluator:
         if isinstance(node, (cst.Set, cst.SetComp)):
             return [self.value(node, env)]  # one element keeps its order, more do not
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            each = self.each_item(node, env)
+            if each is not None:
+                return each
             shadow = dict(env.shadow)
             order: Hole | None = None
             comp: cst.CompFor | None = node.for_in
@@ -1074,6 +1122,10 @@ class Evaluator:
                 return self.items(node.args[0].value, env.deeper())
             if node.func.value == "filter" and len(node.args) == 2:  # `filter(None, parts)`
                 return self.items(node.args[1].value, env.deeper())
+            if node.func.value == "map" and len(node.args) == 2:  # `map(str, parts)`
+                func = node.args[0].value
+                if isinstance(func, cst.Name) and func.value in _PASS_THROUGH:
+                    return self.items(node.args[1].value, env.deeper())
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
             left, right = self.items(node.left, env.deeper()), self.items(node.right, env.deeper())
             if left is not None and right is not None:
@@ -1092,6 +1144,20 @@ class Evaluator:
                 return [item if isinstance(item, tuple) else self.unknown(node) for item in found]
             return [self.lookup(node.value, node, env)]
         return None
+
+    def each_item(self, node: cst.ListComp | cst.GeneratorExp, env: Env) -> list[Value] | None:
+        """`(f"{part}\\n" for part in (a, b))` over a list or tuple written out: the element once per
+        item, in order (the items are known, so their order is too); None for any other loop."""
+        comp = node.for_in
+        if comp.inner_for_in is not None or comp.ifs or not isinstance(comp.target, cst.Name):
+            return None
+        if not isinstance(comp.iter, (cst.List, cst.Tuple)):
+            return None
+        items = self.items(comp.iter, env.deeper())
+        if items is None:
+            return None
+        target = comp.target.value
+        return [self.value(node.elt, env.deeper(shadow={**env.shadow, target: item})) for item in items]
 
     # --- formatting ----------------------------------------------------------------------------
     def format(self, template: Value, call: cst.Call, env: Env) -> Value:

@@ -184,8 +184,13 @@ def _follows(
     if not re.search(r"\w", static):
         static = ""  # trailing punctuation or whitespace is not content
         # Only text built elsewhere may follow: a finding for a value seen at its source, not for
-        # one meant to vary or known by its name (a guess followed by a guess is none).
-        elsewhere = prompt.open_tail and not (hole.provenance is Provenance.REQUEST or hole.by_name)
+        # one meant to vary or known by its name (a guess followed by a guess is none), nor for one
+        # a per-request input follows (the user's turn: nothing after it is shared anyway).
+        elsewhere = (
+            prompt.open_tail
+            and not input_follows
+            and not (hole.provenance is Provenance.REQUEST or hole.by_name)
+        )
         if not (unseen or history or elsewhere):
             return None, merged
     evidence = _Evidence(hole, prompt, before, static, unseen, history, more, companions)

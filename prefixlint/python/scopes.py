@@ -5,6 +5,7 @@ binding before that position in the same function, else the module's last bindin
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -52,6 +53,9 @@ class FunctionBody:
     yields: list[cst.Yield] = field(default_factory=list)
 
 
+_BUILTINS = frozenset(dir(builtins))
+
+
 @dataclass
 class ModuleIndex:
     module: cst.Module
@@ -74,6 +78,7 @@ class ModuleIndex:
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     path: str = ""
+    star_imports: list[str] = field(default_factory=list)  # the modules of `from m import *`
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
@@ -89,14 +94,27 @@ class ModuleIndex:
         while isinstance(node, cst.Attribute):
             parts.append(node.attr.value)
             node = node.value
-        if not isinstance(node, cst.Name) or node.value not in self.imports:
+        if not isinstance(node, cst.Name):
+            return set()
+        bases = self.imported_as(node.value)
+        if not bases:
             return set()
         if scope is None:
             scope = self.scope_of.get(node, self.module_scope)
         if scope is not self.module_scope and (node.value in scope.params or node.value in scope.bindings):
             return set()
         tail = "".join("." + p for p in reversed(parts))
-        return {base + tail for base in self.imports[node.value]}
+        return {base + tail for base in bases}
+
+    def imported_as(self, name: str) -> set[str]:
+        """The dotted names a module-level name is imported as; a name no import statement names
+        may come from each `from m import *` (unless the module binds it itself, or a builtin)."""
+        found = self.imports.get(name)
+        if found or not self.star_imports or name in self.module_scope.bindings or name in _BUILTINS:
+            return found or set()
+        if name in self.functions or name in self.classes:
+            return set()
+        return {m + name if m.endswith(".") else f"{m}.{name}" for m in self.star_imports}
 
     def scope_for(self, node: cst.CSTNode) -> Scope:
         return self.scope_of.get(node, self.module_scope)
@@ -394,9 +412,10 @@ class _Indexer:
                 self.index.imports.setdefault(head, set()).add(head)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
         base = "." * len(node.relative) + (_dotted(node.module) if node.module is not None else "")
+        if isinstance(node.names, cst.ImportStar):
+            self.index.star_imports.append(base)
+            return
         for alias in node.names:
             name = _dotted(alias.name)
             asname = alias.asname.name if alias.asname is not None else None
