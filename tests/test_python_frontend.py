@@ -457,8 +457,10 @@ def test_an_agent_class_that_keeps_its_first_argument_as_a_path_is_no_prompt(tmp
         "from datetime import datetime\n\n\nclass ReportAgent:\n    def __init__(self, output_dir):\n"
         "        self.output_dir = output_dir\n\n\nclass PlannerAgent:\n    def __init__(self, text):\n"
         "        self.system_prompt = text\n\n\n"
-        'writer = ReportAgent(\n    f"out/{datetime.now():%Y%m%d-%H%M%S} reports of the research team, kept a month"\n)\n'
-        'planner = PlannerAgent(\n    f"It is {datetime.now()}. You plan research: pick a tool, say why, list gaps."\n)\n'
+        "writer = ReportAgent(\n"
+        '    f"out/{datetime.now():%Y%m%d-%H%M%S} reports of the research team, kept a month"\n)\n'
+        "planner = PlannerAgent(\n"
+        '    f"It is {datetime.now()}. You plan research: pick a tool, say why, list gaps."\n)\n'
     )
     path = tmp_path / "agents.py"
     found = analyze_python(str(path), source, Options()).diagnostics
