@@ -47,6 +47,10 @@ class Report:
     # not be replayed on them.
     replayable: bool = True
     template_vars: dict[str, Any] = field(default_factory=dict)  # `--var`, `--chat-template-kwargs`
+    # `check --fix`: the fixes written (prefixlint.autofix.Applied), and whether unsafe ones apply
+    # (`--unsafe-fixes`: the reporters mark those fixable too).
+    fixed: list[Any] = field(default_factory=list)
+    unsafe_fixes: bool = False
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -122,6 +126,23 @@ def lint_source(source: Source, options: Options, text: str | None = None) -> li
         if retry[0] is choice[0]:
             raise
         results = _lint_templates(source, text, named, options, *retry, prompt=prompt)
+    return results
+
+
+def analyse_source(source: Source, options: Options) -> list[SourceResult]:
+    """`lint_source` of a source file, each cache-busting finding with its verified fix (or a hint
+    that says there is none) when `options.fixes` (prefixlint/fixes.py)."""
+    results = lint_source(source, options)
+    if options.fixes and any(r.diagnostics for r in results):
+        from prefixlint.fixes import attach_fixes
+
+        text = ""  # a GGUF is never edited: its findings only get words
+        if source.kind != "gguf":
+            try:
+                text = read_text(source.path, options.limits.file_bytes)
+            except (OSError, ValueError):
+                return results
+        attach_fixes(source, text, results, options)
     return results
 
 
@@ -351,7 +372,9 @@ def _renders(source: Source, options: Options) -> bool:
         if source.kind == "python":
             from prefixlint.python import may_hold_prompts
 
-            return options.python_numbers and may_hold_prompts(data.decode("utf-8", "replace"))
+            return options.python_numbers and may_hold_prompts(
+                data.decode("utf-8", "replace"), options.python_sinks, options.python_sink_rows
+            )
         return b"chat_template" in data
     return True
 
@@ -376,7 +399,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
                     ahead.append(path)
                     if len(ahead) == TOKENIZERS_AHEAD:
                         break
-            yield lint_source(source, options)
+            yield analyse_source(source, options)
             for path in [f for f, last in last_use.items() if last == i]:
                 stop_loading(path)
     finally:
@@ -413,7 +436,7 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
 
 def _lint_batch(job: tuple[list[Source], Options]) -> list[list[SourceResult]]:
     sources, options = job
-    return [lint_source(source, options) for source in sources]
+    return [analyse_source(source, options) for source in sources]
 
 
 def _batches(sources: list[Source], options: Options, workers: int) -> list[list[int]]:

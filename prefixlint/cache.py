@@ -81,6 +81,7 @@ def _result_from_json(data: dict[str, Any]) -> SourceResult:
     for d in data.pop("diagnostics"):
         evidence = d.pop("evidence")
         fix = d.pop("fix", None)
+        origin = d.pop("origin", None)
         if fix is not None:
             fix = Fix(**{**fix, "edits": tuple(Edit(**e) for e in fix["edits"])})
         diagnostics.append(
@@ -89,6 +90,7 @@ def _result_from_json(data: dict[str, Any]) -> SourceResult:
                 severity=Severity(d.pop("severity")),
                 evidence=Evidence(**evidence) if evidence is not None else None,
                 fix=fix,
+                origin=Span(**origin) if origin is not None else None,
                 **d,
             )
         )

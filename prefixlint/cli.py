@@ -271,6 +271,22 @@ _max_prefix_loss_option = click.option(
     is_flag=True,
     help="Print how many findings of each rule code instead of the findings (JSON with --format json).",
 )
+@click.option("--fix", is_flag=True, help="Apply the safe fixes (with --unsafe-fixes, the unsafe ones too).")
+@click.option(
+    "--unsafe-fixes",
+    is_flag=True,
+    help="Count unsafe fixes (they change the prompt: a value moved later) as applicable.",
+)
+@click.option(
+    "--show-fixes",
+    is_flag=True,
+    help="List the fixes written (with --fix), else the fixes --fix would write.",
+)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    help="Write a suppression comment for every current finding, and exit 0 once all are written.",
+)
 @_max_prefix_loss_option
 @_lint_options
 def check(
@@ -281,6 +297,10 @@ def check(
     show_files: bool,
     show_settings: bool,
     statistics: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+    show_fixes: bool,
+    add_noqa: bool,
     **kw: Any,
 ) -> None:
     """Lint chat templates (.jinja, .j2, tokenizer_config.json), app prompt templates and Python
@@ -304,6 +324,10 @@ def check(
         if not listed and not kw["quiet"]:
             click.echo(_nothing_found(paths), err=True)
         sys.exit(EXIT_OK)
+    if diff_ref is not None and (fix or add_noqa):
+        _fail("--fix and --add-noqa do not go with --diff")
+    if fix and add_noqa:
+        _fail("--fix and --add-noqa: choose one")
     if diff_ref is not None:
         _run_diff(diff_ref, paths, "concise" if fmt == "full" else fmt, max_prefix_loss, kw)
     from prefixlint.api import lint_paths
@@ -315,9 +339,19 @@ def check(
     options, fail_on, config = _setup(paths, kw)
     options.python_numbers = fmt in ("json", "sarif")  # the outputs that show per-source numbers
     try:
-        report = lint_paths(list(paths), options)
+        if fix:
+            from prefixlint.autofix import fix_paths
+
+            report, _ = fix_paths(list(paths), options, unsafe_fixes)
+        else:
+            report = lint_paths(list(paths), options)
+            report.unsafe_fixes = unsafe_fixes
     except (TokenizerError, SourceError) as exc:
         _fail(str(exc))
+    except OSError as exc:  # a fix that cannot be written: the file is named
+        _fail(f"cannot write a fix: {exc}")
+    if add_noqa:
+        _add_noqa(report, options, kw["quiet"])
     # Skipped sources are counted in the summary and listed by --show-files, not warned about.
     notes = dict.fromkeys(n for s in report.sources if s.kind != "not_prompt" for n in s.notes)
     if not report.sources:
@@ -327,15 +361,36 @@ def check(
         notes[f"nothing checked: the {skipped} file(s) found are not prompts (see --show-files)"] = None
     warnings = "" if kw["quiet"] else "".join(f"prefixlint: warning: {n}\n" for n in notes)
     click.echo(warnings, err=True, nl=False)
-    text = render_report(report, fmt, quiet=kw["quiet"], statistics=statistics)
+    text = render_report(report, fmt, quiet=kw["quiet"], statistics=statistics, show_fixes=show_fixes)
     _write(text, kw["output_file"])
+    if fmt in ("json", "sarif", "github") and not kw["quiet"] and (fix or show_fixes):
+        from prefixlint.report.text import render_fix_summary
+
+        click.echo(render_fix_summary(report, show_fixes), err=True, nl=False)
     worst = report.worst()
     code = EXIT_FINDINGS if worst is not None and worst >= Severity.parse(fail_on) else EXIT_OK
     if kw["exit_zero"]:
         code = EXIT_OK
-    if kw["output_file"] is None:
+    if kw["output_file"] is None and not fix:  # a run that writes files is never replayed
         _record_run(report, options, config, text, warnings, code)
     sys.exit(code)
+
+
+def _add_noqa(report: Any, options: Any, quiet: bool) -> None:
+    """`check --add-noqa`: a suppression for every finding reported; exit 0 when all are written,
+    1 (naming them) when some could not be."""
+    from prefixlint.noqa import add_noqa
+
+    try:
+        result = add_noqa(report.diagnostics, options)
+    except OSError as exc:
+        _fail(f"cannot write a suppression: {exc}")
+    if not quiet:
+        files = len(result.files)
+        click.echo(f"Added {result.added} suppression(s) in {files} file(s).")
+    for line in result.skipped:
+        click.echo(f"prefixlint: warning: not suppressed: {line}", err=True)
+    sys.exit(EXIT_FINDINGS if result.skipped else EXIT_OK)
 
 
 def _nothing_found(paths: tuple[str, ...]) -> str:

@@ -93,6 +93,10 @@ class Diagnostic:
     hint: str = ""
     evidence: Evidence | None = None
     fix: Fix | None = None
+    # Where a chat template prints the divergent text, in the template's own lines (also for a
+    # template inside a tokenizer_config.json, whose `span` is the JSON line; a named one of a list
+    # has `path[name]`): what a relocation fix moves. Not part of the JSON output.
+    origin: Span | None = None
 
     @property
     def name(self) -> str:

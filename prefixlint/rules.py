@@ -8,12 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING
 
+from prefixlint.engines import Engine
 from prefixlint.model import Severity
-
-if TYPE_CHECKING:
-    from prefixlint.engines import Engine
 
 
 @dataclass(frozen=True)
@@ -26,7 +23,7 @@ class Rule:
     @property
     def severities(self) -> tuple[Severity, ...]:
         """Every severity a finding of this rule can have: a cache-busting rule's is lowered to
-        info when it loses less than one cache block (severity_from_cost); PFX002 is an error when
+        info when it loses less than one cache block (loss_severity); PFX002 is an error when
         no input renders, a warning for an accidental raise and info for a deliberate one."""
         if self.code == "PFX002":
             return (Severity.INFO, Severity.WARNING, Severity.ERROR)
@@ -84,6 +81,10 @@ def resolve_selector(selector: str) -> list[str]:
     return sorted(code for code in RULES if code.startswith(selector))
 
 
+# No engine chosen: every token a block of its own.
+_EVERY_TOKEN = Engine("every-token", 1, 0, 1, False)
+
+
 def cost_unit(engine: Engine | None) -> int:
     """The smallest loss the engine can notice: one cache block (vLLM 16 tokens), one caching
     step above a minimum (OpenAI 128), else one token."""
@@ -93,34 +94,80 @@ def cost_unit(engine: Engine | None) -> int:
     return max(engine.block_size, step, 1)
 
 
-def severity_from_cost(
+def aligned_loss(before: int, lost: int, engine: Engine, prompt_tokens: int | None = None) -> int:
+    """What `engine` would serve from cache of `lost` tokens that follow a shared prefix of
+    `before` tokens, had they been shared too: cacheable(before + lost) - cacheable(before), its
+    whole blocks, minimum length, steps and the last-token recompute applied (`prompt_tokens`: the
+    request's length, whose last token is recomputed, never served; None: more follows)."""
+    whole = max(prompt_tokens if prompt_tokens is not None else before + lost + 1, before + lost)
+    return max(0, engine.cacheable(before + lost, whole) - engine.cacheable(before, whole))
+
+
+def loss_severity(
     severity: Severity,
-    static_lost: int,
-    reply_lost: int,
+    before: int,
+    static_after: int,
     engine: Engine | None,
+    *,
+    reply_lost: int = 0,
+    prompt_tokens: int | None = None,
     last_token_only: bool = False,
+    any_alignment: bool = False,
 ) -> Severity:
-    """One rule for every code (issue 14): a loss of less than one cache block of the engine, or
-    only the prompt's last token (recomputed by engines anyway), is info; a loss of generated
-    tokens only is at most a warning; a prompt-prefix loss of a block or more keeps `severity`."""
-    unit = cost_unit(engine)
-    prompt_counts = static_lost >= unit and not (last_token_only and static_lost <= 1)
-    if prompt_counts:
+    """THE severity rule (issue 23, point 5), one for check, diff and explain, for every code that
+    costs cache (a template's variants and multi-turn breaks, a Python prompt's values): a finding
+    costs the aligned blocks of static text that would be shared if the value were not where it
+    is: `before` tokens shared, then `static_after` static tokens the cache loses (aligned_loss:
+    for vLLM whole 16-token blocks, for OpenAI nothing below 1,024 tokens, then 128-token steps).
+
+    - it loses a block or more of the static prompt: `severity`, the rule's own;
+    - it loses only generated tokens (`reply_lost`, which follow the static ones) worth a block or
+      more: at most a warning;
+    - else info: less than one block, or only the prompt's last token (`last_token_only`, a
+      multi-turn break at turn N's last token, which engines recompute anyway).
+
+    Callers count `static_after` without the turn markers in front of per-request text
+    (`prefixlint.controls.markup_suffix`): they cost nothing shareable. `engine` None: every token
+    counts (a 1-token block).
+
+    `any_alignment`: the block boundaries are not known (the embedded stand-in tokenizer's are not
+    the model's): the lowest verdict over every position of the value within one cache unit. A
+    loss of a block or more keeps its verdict at any position; a shorter one costs a block or
+    nothing depending on where the boundaries fall, which only the model's own tokenizer tells.
+    The stand-in's verdict is never above it (counted with the template's control strings as
+    single tokens, `prefixlint.tokens.encode_isolating`), and the finding says so when that is
+    lower (TOKENIZER_DEPENDS_NOTE)."""
+    if any_alignment:
+        return min(
+            loss_severity(
+                severity,
+                max(0, before - shift),
+                static_after,
+                engine,
+                reply_lost=reply_lost,
+                prompt_tokens=None if prompt_tokens is None else max(0, prompt_tokens - shift),
+                last_token_only=last_token_only,
+            )
+            for shift in range(cost_unit(engine))
+        )
+    profile = engine if engine is not None else _EVERY_TOKEN
+    static = 0 if last_token_only and static_after <= 1 else static_after
+    prompt = aligned_loss(before, static, profile, prompt_tokens)
+    if prompt > 0:
         return severity
-    if reply_lost >= unit:
+    if reply_lost and aligned_loss(before, static + reply_lost, profile, prompt_tokens) > 0:
         return min(severity, Severity.WARNING)
     return Severity.INFO
 
 
+TOKENIZER_DEPENDS_NOTE = (
+    "with the embedded stand-in tokenizer this would be a {measured}; whether it costs a whole cache "
+    "block depends on the model's own tokenizer: pass `--tokenizer` with its tokenizer.json to decide"
+)
+
+
 def engine_losses(common: int, lost: int, prompt_tokens: int, chosen: Engine | None = None) -> dict[str, int]:
-    """What each engine really loses of `lost` tokens after a shared prefix of `common` tokens:
-    what it would serve from cache had they matched, less what it serves now (whole blocks,
-    minimums, 128-token steps and the last-token recompute included); `chosen`: the run's engine
-    profile (its `--block-size`)."""
+    """aligned_loss for every engine (`chosen`: the run's engine profile, its `--block-size`)."""
     from prefixlint.engines import profiles
 
-    whole = max(prompt_tokens, common + lost)
-    return {
-        name: max(0, e.cacheable(common + lost, whole) - e.cacheable(common, whole))
-        for name, e in profiles(chosen).items()
-    }
+    return {name: aligned_loss(common, lost, e, prompt_tokens) for name, e in profiles(chosen).items()}

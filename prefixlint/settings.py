@@ -68,6 +68,8 @@ class Options:
     # Chat template variables fixed for every render (`--var`, `--chat-template-kwargs`), as an
     # app passes `chat_template_kwargs` (e.g. enable_thinking=False).
     template_vars: dict[str, Any] = field(default_factory=dict)
+    # Look for a verified fix of each finding (prefixlint/fixes.py): one more analysis per candidate.
+    fixes: bool = True
 
     def enabled_codes(self) -> set[str]:
         """The codes the selection turns on, before per-file ignores."""

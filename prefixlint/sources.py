@@ -273,3 +273,55 @@ def templates_in_tokenizer_config(text: str) -> list[NamedTemplate]:
     kinds = {bool: "a boolean", int: "a number", float: "a number", dict: "an object"}
     shown = f"{kinds.get(type(value), 'a value')} ({json.dumps(value)[:40]})"
     raise ConfigError(f"chat_template is {shown}, not a string or a list of templates")
+
+
+@dataclass(frozen=True)
+class TemplateLiteral:
+    """Where a chat template's JSON string literal stands in a tokenizer_config.json's text."""
+
+    name: str  # as NamedTemplate.name: "default" for a lone string
+    start: int  # offset of the opening quote
+    end: int  # offset after the closing quote
+
+
+def template_literals(text: str) -> list[TemplateLiteral]:
+    """The JSON string literals of the chat templates in a tokenizer_config.json's text, in the
+    order of templates_in_tokenizer_config (json gives values, not places: a small scan of the
+    top-level object finds them). ConfigError when the text is not such an object."""
+    decoder = json.JSONDecoder()
+    ws = re.compile(r"\s*")
+
+    def skip(at: int) -> int:
+        return ws.match(text, at).end()  # type: ignore[union-attr]
+
+    def members(at: int) -> Iterator[tuple[str, int, int]]:
+        """(key, value start, value end) of the object at `at`."""
+        at = skip(at + 1)
+        while at < len(text) and text[at] != "}":
+            key, at = json.decoder.scanstring(text, at + 1)
+            at = skip(skip(at) + 1)  # the colon
+            _, end = decoder.raw_decode(text, at)
+            yield key, at, end
+            at = skip(end)
+            at = skip(at + 1) if at < len(text) and text[at] == "," else at
+
+    try:
+        start = skip(0)
+        for key, at, end in members(start):
+            if key != "chat_template":
+                continue
+            if text[at] == '"':
+                return [TemplateLiteral("default", at, end)]
+            out = []
+            item = skip(at + 1)
+            for i in range(len(json.loads(text[at:end]))):
+                fields = {k: (a, e) for k, a, e in members(item)}
+                _, item_end = decoder.raw_decode(text, item)
+                name = str(json.loads(text[slice(*fields["name"])])) if "name" in fields else str(i)
+                out.append(TemplateLiteral(name, *fields["template"]))
+                item = skip(item_end)
+                item = skip(item + 1) if text[item] == "," else item
+            return out
+    except (ValueError, KeyError, IndexError, AttributeError) as exc:
+        raise ConfigError(f"cannot locate the chat template in the JSON text ({exc})") from exc
+    return []

@@ -6,7 +6,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from functools import cache, cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -400,6 +402,52 @@ def special_tokens_for(source_path: str, tokenizer: LoadedTokenizer) -> dict[str
     beside = Path(source_path).parent / "tokenizer_config.json"
     tokens = read_special_tokens(beside) if beside.is_file() else {}
     return tokens or dict(tokenizer.special_tokens)
+
+
+@dataclass(frozen=True)
+class Isolated:
+    """An encoding in which each control string is one token (`ids`, `offsets` as an Encoding's)."""
+
+    ids: list[int]
+    offsets: list[tuple[int, int]]
+
+
+def encode_isolating(tokenizer: LoadedTokenizer, texts: list[str], controls: Sequence[str]) -> list[Isolated]:
+    """Encode `texts` as a model's own tokenizer would if it held each of `controls` as a single
+    added token: the text is cut at them (longest first, as added tokens are matched) and each
+    piece in between is encoded on its own. A control string the tokenizer knows keeps its id;
+    the others get negative ids of their own, equal across texts. For the embedded stand-in,
+    whose vocabulary splits `<|im_start|>` into pieces the model never sees."""
+    if not controls:
+        encoded = tokenizer.encode_many(texts)
+        return [Isolated(list(e.ids), list(e.offsets)) for e in encoded]
+    pattern = re.compile("|".join(re.escape(c) for c in sorted(controls, key=len, reverse=True)))
+    known = {c: tokenizer.token_to_id(c) for c in controls}
+    ids_of = {c: (i if i is not None else -1 - n) for n, (c, i) in enumerate(sorted(known.items()))}
+    cuts = [[(m.start(), m.end()) for m in pattern.finditer(text)] for text in texts]
+    pieces: list[str] = []
+    for text, found in zip(texts, cuts, strict=True):
+        at = 0
+        for start, end in found:
+            pieces.append(text[at:start])
+            at = end
+        pieces.append(text[at:])
+    encoded = dict(zip(pieces, tokenizer.encode_many(pieces), strict=True)) if pieces else {}
+    out = []
+    for text, found in zip(texts, cuts, strict=True):
+        ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        at = 0
+        for start, end in [*found, (len(text), len(text))]:
+            piece = encoded[text[at:start]]
+            ids.extend(piece.ids)
+            offsets.extend((at + s, at + e) for s, e in piece.offsets)
+            if end > start:
+                ids.append(ids_of[text[start:end]])
+                offsets.append((start, end))
+            at = end
+        out.append(Isolated(ids, offsets))
+    return out
 
 
 def common_prefix_len(a: Sequence[Any], b: Sequence[Any]) -> int:

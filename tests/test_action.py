@@ -75,7 +75,7 @@ def test_a_regression_fails_with_annotations_from_both_commands(repo: Path) -> N
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert any(
-        line.startswith("::error file=chat.jinja,line=3,col=21,title=prefixlint (PFX101") for line in lines
+        line.startswith("::warning file=chat.jinja,line=3,col=21,title=prefixlint (PFX101") for line in lines
     )
     assert any(
         line.startswith("::error file=chat.jinja,line=3,title=prefixlint diff::new finding PFX101")

@@ -110,7 +110,7 @@ def test_no_respect_gitignore_reads_them_again(ignoring_repo: Path, monkeypatch:
     config = ignoring_repo / "prefixlint.toml"
     config.write_text("respect-gitignore = false\n", encoding="utf-8")
     again = invoke("check", "--no-cache", "--no-multiturn", "--statistics", "-q", ".")
-    assert again.stdout.split() == ["5", "PFX101", "clock-in-prefix", "error"]
+    assert again.stdout.split() == ["5", "PFX101", "clock-in-prefix", "warning"]
 
 
 @needs_git
@@ -140,8 +140,8 @@ def test_exit_zero_keeps_the_findings_and_exits_zero() -> None:
 def test_quiet_prints_findings_only() -> None:
     result = invoke("check", "--no-cache", "--no-multiturn", "-q", str(CLOCK))
     assert result.exit_code == 1
-    assert result.stdout.splitlines() == [line for line in result.stdout.splitlines() if ": PFX101 " in line]
-    assert len(result.stdout.splitlines()) == 1
+    finding, help_line = result.stdout.splitlines()  # the finding and what to do about it, no summary
+    assert ": PFX101 " in finding and help_line.startswith("  help: Move `Today is {{ today }}.`")
     full = invoke("check", "--no-cache", "--no-multiturn", "--quiet", "--format", "full", str(CLOCK))
     assert "Found " not in full.stdout and "^" in full.stdout
 
@@ -153,7 +153,7 @@ def test_statistics_counts_per_code(tmp_path: Path) -> None:
     result = invoke("check", "--no-cache", "--no-multiturn", "--statistics", str(tmp_path))
     assert result.exit_code == 1
     lines = result.stdout.splitlines()
-    assert lines[0].split("\t") == ["    2", "PFX101", "clock-in-prefix", "error"]
+    assert lines[0].split("\t") == ["    2", "PFX101", "clock-in-prefix", "warning"]
     counts = {line.split("\t")[1]: int(line.split("\t")[0]) for line in lines[:-1]}
     assert counts["PFX102"] == 1 and list(counts.values()) == sorted(counts.values(), reverse=True)
     assert lines[-1].startswith(f"Found {sum(counts.values())} finding(s) in 3 file(s)")
@@ -161,7 +161,7 @@ def test_statistics_counts_per_code(tmp_path: Path) -> None:
         "check", "--no-cache", "--no-multiturn", "--statistics", "--format", "json", str(tmp_path)
     )
     items = json.loads(as_json.stdout)
-    assert items[0] == {"code": "PFX101", "name": "clock-in-prefix", "count": 2, "severity": "error"}
+    assert items[0] == {"code": "PFX101", "name": "clock-in-prefix", "count": 2, "severity": "warning"}
 
 
 def test_engine_names_in_any_case(tmp_path: Path) -> None:
@@ -458,6 +458,7 @@ def test_block_size_is_part_of_the_options_for_library_callers_too() -> None:
     # The clock is at token 9: vLLM caches no whole 16-token block before it, one 8-token block.
     assert default.evidence.token_index == 9
     assert (default.evidence.engines["vllm"], narrow.evidence.engines["vllm"]) == (0, 8)
-    # What it loses is counted in whole blocks of the chosen size: 112 with 16, 64 with 64.
-    assert (default.evidence.engines_lost["vllm"], wide.evidence.engines_lost["vllm"]) == (112, 64)
-    assert wide.evidence.engines_lost["sglang"] == default.evidence.engines_lost["sglang"] == 111
+    # What it loses is counted in whole blocks of the chosen size: 96 with 16, 64 with 64, of the 102
+    # static tokens after it (the turn markers in front of the user's text cost nothing shareable).
+    assert (default.evidence.engines_lost["vllm"], wide.evidence.engines_lost["vllm"]) == (96, 64)
+    assert wide.evidence.engines_lost["sglang"] == default.evidence.engines_lost["sglang"] == 102

@@ -33,7 +33,8 @@ def test_clock_label(corpus_report, row: dict[str, str]) -> None:
     if row["clock"] == "yes":
         lines = {i for i, t in enumerate(path.read_text().splitlines(), 1) if "strftime_now" in t}
         assert clock and {d.span.line for d in clock} <= lines
-        assert all(d.severity.label == "error" for d in clock)
+        # every request misses on a time; on a date, the first ones after midnight (a warning)
+        assert all(d.severity.label == ("warning" if "split once a" in d.message else "error") for d in clock)
     elif row["clock"] == "conditional":
         assert clock
     else:

@@ -53,13 +53,173 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
     ("text", "message"),
     [
         ('[[sink]]\ncalls = [".x"]\n', "sink 1: every row needs a `name`"),
-        ('[[sink]]\nname = "X"\n', "sink 1 (X): a row needs `calls` or `decorators`"),
+        ('[[sink]]\nname = "X"\n', "sink 1 (X): a row needs `calls`, `decorators` or `bases`"),
         ('[[sink]]\nname = "X"\ncalls = [".x"]\narguments = { a = "body" }\n', "unknown part `body`"),
         ('[[sink]]\nname = "X"\ncalls = [".x"]\ncolour = 1\n', "sink 1: unknown key `colour`"),
         ('[[sink]]\nname = "X"\ndecorators = [".x"]\n', "says which part its function `returns`"),
         ('[[sink]]\nname = "X"\ncalls = [".x"]\nwhen = "daily"\n', "`when` is one of request, construction"),
+        ('[[sink]]\nname = "X"\ncalls = [".x"]\narguments = { "a.b.c" = "system" }\n', "cannot name `a.b.c`"),
+        (
+            '[[sink]]\nname = "X"\nbases = ["a.B"]\n',
+            "a class row (`bases`) says which `attributes` are its text",
+        ),
+        ('[[sink]]\nname = "X"\ncalls = [".Llama.__call__"]\n', "a `.__call__` pattern names what builds"),
+        ('[[sink]]\nname = "X"\ncalls = ["autogen.*Agent"]\n', "its last name is written out"),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:
     with pytest.raises(TableError, match=re.escape(message)):
         parse_table(text, "table.toml")
+
+
+def test_every_row_has_both_examples() -> None:
+    """A sink row shows one call that is reported and one that is not; a config row shows a volatile
+    value passed to the constructor that is not."""
+    missing = [f"{s.name}: {k}" for s in builtin().sinks for k in ("valid", "invalid") if k not in s.examples]
+    missing += [f"{c.name}: valid" for c in builtin().configs if "valid" not in c.examples]
+    assert missing == []
+
+
+# --- what a row can say, each on a table of its own ----------------------------------------------------
+
+_LONG = "Follow the house style: short sentences, no jargon, and one example for every rule you state."
+
+
+def _with_table(monkeypatch: pytest.MonkeyPatch, table: str) -> None:
+    from prefixlint.python import analyze
+
+    frameworks = parse_table(table, "test.toml")
+    monkeypatch.setattr(analyze, "for_project", lambda *declared: frameworks)
+
+
+@pytest.mark.parametrize(
+    ("order", "found"),
+    [('b = "system", a = "system"', set()), ('a = "system", b = "system"', {("PFX101", 6)})],
+)
+def test_a_part_follows_the_rows_order(
+    order: str, found: set, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[type-arg]
+    """CrewAI renders `backstory` before `goal` whatever order a call writes them in."""
+    _with_table(monkeypatch, f'[[sink]]\nname = "X"\ncalls = ["acme.send"]\narguments = {{ {order} }}\n')
+    source = (
+        "import acme\nfrom datetime import datetime\n\n\ndef send_prompt():\n"
+        f'    acme.send(a=f"{{datetime.now()}}", b="{_LONG}")\n'
+    )
+    assert _found(tmp_path, source) == found
+
+
+@pytest.mark.parametrize(
+    "argument",
+    [
+        f'Config(system=f"{{datetime.now()}} {_LONG}", temperature=0)',
+        f'{{"system": f"{{datetime.now()}} {_LONG}", "temperature": 0}}',
+        "body",  # a name assigned `json.dumps` of a name assigned a dict
+    ],
+)
+def test_a_field_of_an_argument(argument: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _with_table(
+        monkeypatch,
+        '[[sink]]\nname = "X"\ncalls = ["acme.send"]\narguments = { "config.system" = "system" }\n',
+    )
+    source = (
+        "import json\nimport acme\nfrom datetime import datetime\n\n\ndef send_prompt():\n"
+        f'    payload = {{"system": f"{{datetime.now()}} {_LONG}"}}\n    body = json.dumps(payload)\n'
+        f"    acme.send(config={argument})\n"
+    )
+    line = 7 if argument == "body" else 9
+    assert _found(tmp_path, source) == {("PFX101", line)}
+
+
+@pytest.mark.parametrize(("imported", "found"), [("acme_llm", {("PFX101", 6)}), ("other", set())])
+def test_imports_are_globs(
+    imported: str, found: set, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[type-arg]
+    _with_table(
+        monkeypatch,
+        '[[sink]]\nname = "X"\ncalls = [".ask"]\nimports = ["acme*"]\narguments = { "0" = "prompt" }\n',
+    )
+    source = (
+        f"import {imported}\nfrom datetime import datetime\n\n\ndef send_prompt(llm):\n"
+        f'    llm.ask(f"{{datetime.now()}} {_LONG}")\n'
+    )
+    assert _found(tmp_path, source) == found
+
+
+@pytest.mark.parametrize(
+    ("order", "found"),
+    [
+        ('"*.desc" = "system", "__doc__" = "system"', {("PFX101", 8)}),
+        ('"__doc__" = "system", "*.desc" = "system"', set()),
+    ],
+)
+def test_a_class_row(order: str, found: set, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    """DSPy renders the fields' descriptions ahead of the docstring (the instructions)."""
+    _with_table(
+        monkeypatch, f'[[sink]]\nname = "X"\nbases = ["acme.Signature"]\nattributes = {{ {order} }}\n'
+    )
+    source = (
+        "import acme\nfrom datetime import date\n\n\nclass AnswerPrompt(acme.Signature):\n"
+        f'    """{_LONG}"""\n\n'
+        '    context = acme.InputField(desc=f"retrieved {date.today()}")\n'
+        "    question: str = acme.InputField()\n"
+    )
+    assert _found(tmp_path, source) == found
+
+
+@pytest.mark.parametrize(("built", "found"), [("acme.Model(path)", {("PFX101", 9)}), ("other(path)", set())])
+def test_a_call_of_a_built_object(
+    built: str, found: set, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[type-arg]
+    """`llm = Llama(...)` then `llm(prompt)`: `llama_cpp.Llama.__call__`."""
+    _with_table(
+        monkeypatch, '[[sink]]\nname = "X"\ncalls = ["acme.Model.__call__"]\narguments = { "0" = "prompt" }\n'
+    )
+    source = (
+        "import acme\nfrom datetime import datetime\n\npath = 'm.gguf'\nllm = " + built + "\n\n\n"
+        f'def send_prompt():\n    return llm(f"{{datetime.now()}} {_LONG}")\n'
+    )
+    assert _found(tmp_path, source) == found
+
+
+def test_a_module_that_names_only_a_modelled_package_is_analysed() -> None:
+    """The table's packages and call chains open a module to analysis, as the prompt words do."""
+    from prefixlint.python import may_hold_prompts
+
+    assert may_hold_prompts("import dspy\n\n\nclass QA(dspy.Signature):\n    question = dspy.InputField()\n")
+    assert may_hold_prompts("def go(c, m):\n    return c.converse(modelId=m)\n")
+    assert not may_hold_prompts("import os\n\nprint(os.getcwd())\n")
+
+
+def test_a_method_passed_as_instructions_is_what_it_returns(tmp_path: Path) -> None:
+    """The Agents SDK calls `instructions` on every run: a bound method is followed as a function is."""
+    source = (
+        "from datetime import datetime\n\nfrom agents import Agent\n\n\nclass Bot:\n"
+        "    def instructions(self, ctx, agent) -> str:\n"
+        f'        return f"The time is {{datetime.now():%H:%M}}. {_LONG}"\n\n'
+        '    def build(self):\n        return Agent(name="Triage", instructions=self.instructions)\n'
+    )
+    found = analyze_python(str(tmp_path / "bot.py"), source, Options(project_root=str(tmp_path))).diagnostics
+    assert [(d.code, d.span.line, "Agents SDK" in d.message) for d in found] == [("PFX101", 8, True)]
+
+
+def test_a_parameter_named_like_a_function_is_not_that_function(tmp_path: Path) -> None:
+    source = (
+        "from datetime import datetime\n\nimport anthropic\n\nclient = anthropic.Anthropic()\n\n\n"
+        f'def system_prompt():\n    return f"Now {{datetime.now()}}. {_LONG}"\n\n\n'
+        "def review(system_prompt: str, diff: str):\n"
+        '    return client.messages.create(model="m", max_tokens=9, system=system_prompt, messages=[])\n'
+    )
+    found = analyze_python(str(tmp_path / "r.py"), source, Options(project_root=str(tmp_path))).diagnostics
+    assert all("Anthropic messages" not in d.message for d in found)
+
+
+def test_a_config_object_made_by_a_helper(tmp_path: Path) -> None:
+    source = (
+        "from datetime import datetime\n\nfrom google import genai\nfrom google.genai import types\n\n"
+        "client = genai.Client()\n\n\ndef make_config():\n"
+        "    return types.GenerateContentConfig(\n"
+        f'        system_instruction=f"Local time: {{datetime.now()}}. {_LONG}"\n    )\n\n\n'
+        "def ask(city: str):\n"
+        '    return client.models.generate_content(model="m", contents=city, config=make_config())\n'
+    )
+    assert _found(tmp_path, source) == {("PFX101", 11)}

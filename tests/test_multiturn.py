@@ -116,7 +116,7 @@ def test_a_switch_that_keeps_the_prefix_stable_is_named(tokenizer: LoadedTokeniz
     )
     _, result = analyze_multiturn_of(source, tokenizer)
     assert [d.code for d in result.diagnostics] == ["PFX401"]
-    assert "`preserve_thinking=True` keeps the prefix stable" in result.diagnostics[0].message
+    assert "`--var preserve_thinking=true` keeps the prefix stable" in result.diagnostics[0].message
 
 
 def analyze_multiturn_of(source: str, tokenizer: LoadedTokenizer) -> tuple[ChatTemplate, MultiTurnResult]:

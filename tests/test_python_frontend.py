@@ -290,3 +290,178 @@ def test_a_prompt_file_read_in_a_with_block(tmp_path: Path) -> None:
         str(module), module.read_text(encoding="utf-8"), Options(project_root=str(tmp_path))
     )
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("PFX101", 8)]
+
+
+HANDLER = """from litellm import acompletion
+
+
+class Handler:
+    async def chat_completion(self, model: str, system: str, user: str):
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        kwargs = {"model": model, "messages": messages, "temperature": 0}
+        return await acompletion(**kwargs)
+"""
+RULES_LINE = (
+    'RULES = "Answer in English, cite the knowledge base, never invent order numbers, escalate '
+    'refunds to a human."\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("wiring", "call"),
+    [
+        # the handler class is a parameter's default, constructed in __init__
+        ("def __init__(self, ai_handler: type = Handler):\n        self.ai = ai_handler()", "self.ai"),
+        # a parameter annotated with the class
+        ("def __init__(self, ai: Handler):\n        self.ai = ai", "self.ai"),
+        # injected from elsewhere, its class unknown: found by the method's name in the project
+        ("def __init__(self, ai):\n        self.ai = ai", "self.ai"),
+    ],
+    ids=["default", "annotation", "by-name"],
+)
+def test_a_wrapper_of_a_modelled_api_in_another_module_is_a_sink(
+    wiring: str, call: str, tmp_path: Path
+) -> None:
+    (tmp_path / "handler.py").write_text(HANDLER, encoding="utf-8")
+    reviewer = tmp_path / "reviewer.py"
+    reviewer.write_text(
+        "from datetime import datetime\n\nfrom handler import Handler\n\n"
+        + RULES_LINE
+        + f"\n\nclass Reviewer:\n    {wiring}\n\n    async def run(self, diff: str):\n"
+        + '        system = f"Now {datetime.now()}. {RULES}"\n'
+        + f'        return await {call}.chat_completion(model="gpt-4o", system=system, user=diff)\n',
+        encoding="utf-8",
+    )
+    options = Options(project_root=str(tmp_path))
+    found = analyze_python(str(reviewer), reviewer.read_text(encoding="utf-8"), options).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX101", 13, Severity.ERROR)]
+    assert "the request `chat_completion()` sends (`acompletion()` (LiteLLM completion))" in found[0].message
+
+
+def test_a_branch_no_caller_takes_sends_nothing(tmp_path: Path) -> None:
+    """Without the caller that passes `pick=True`, the random example is on no path to a request."""
+    text = (FIXTURES / "python" / "branch_not_taken.py").read_text(encoding="utf-8")
+    text = text[: text.index("def ask_with_a_random_example")]
+    path = tmp_path / "one_caller.py"
+    path.write_text(text, encoding="utf-8")
+    assert analyze_python(str(path), text, Options()).diagnostics == []
+
+
+def test_a_prompt_module_checked_alone_is_judged_by_the_modules_that_send_it(tmp_path: Path) -> None:
+    """`prompts.py` sends nothing itself; `agent.py` imports its constant into a chat request, so
+    the clock in it is a finding at its own line with the loss that request really has."""
+    (tmp_path / "prompts.py").write_text(
+        "from datetime import datetime\n\n"
+        'SYSTEM_PROMPT = """You are a support assistant for ACME. Answer in English, cite the knowledge\n'
+        'base, never invent order numbers, and escalate refunds above 100 EUR to a human agent."""\n\n\n'
+        "def system_prompt() -> str:\n"
+        '    return f"Now: {datetime.now()}\\n{SYSTEM_PROMPT}"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "agent.py").write_text(
+        "from openai import OpenAI\n\nfrom prompts import system_prompt\n\nclient = OpenAI()\n\n\n"
+        "def answer(question: str) -> str:\n"
+        "    return client.chat.completions.create(\n"
+        '        model="gpt-4o",\n'
+        '        messages=[{"role": "system", "content": system_prompt()},\n'
+        '                  {"role": "user", "content": question}],\n'
+        "    )\n",
+        encoding="utf-8",
+    )
+    prompts = tmp_path / "prompts.py"
+    options = Options(project_root=str(tmp_path))
+    (finding,) = analyze_python(str(prompts), prompts.read_text(encoding="utf-8"), options).diagnostics
+    assert (finding.code, finding.span.line, finding.severity) == ("PFX101", 8, Severity.ERROR)
+    assert "in agent.py (line 9)" in finding.message and "no call that sends it" not in finding.message
+    (tmp_path / "agent.py").unlink()  # nothing sends it: a candidate only
+    (alone,) = analyze_python(str(prompts), prompts.read_text(encoding="utf-8"), options).diagnostics
+    assert alone.severity == Severity.INFO and "no call that sends it to a model was found" in alone.message
+
+
+@pytest.mark.parametrize(
+    ("clock", "daily"),
+    [
+        ("datetime.now()", False),
+        ("datetime.now():%Y-%m-%d", True),
+        ("datetime.now().strftime('%d %B %Y')", True),
+        ("datetime.now().strftime('%H:%M')", False),
+        ("date.today()", True),
+        ("datetime.now().date()", True),
+    ],
+)
+def test_a_clock_read_to_the_day_splits_the_cache_per_day(clock: str, daily: bool, tmp_path: Path) -> None:
+    """A date changes once a day: the requests of a day still share the prefix, a lower kind of
+    loss than a time, which changes on every request."""
+    source = (
+        "from datetime import date, datetime\nfrom openai import OpenAI\n\nclient = OpenAI()\n"
+        + RULES_LINE
+        + "\n\ndef answer(question):\n    return client.chat.completions.create(model='m', messages=[\n"
+        + f"        {{'role': 'system', 'content': f'Now {{{clock}}}. {{RULES}}'}},\n"
+        + "        {'role': 'user', 'content': question}])\n"
+    )
+    path = tmp_path / "app.py"
+    (finding,) = analyze_python(str(path), source, Options()).diagnostics
+    assert finding.code == "PFX101" and finding.span.line == 10
+    assert finding.severity == (Severity.WARNING if daily else Severity.ERROR)
+    assert ("once a day" in finding.message) == daily
+
+
+@pytest.mark.parametrize(
+    ("source", "want"),
+    [
+        # a lambda passed as instructions runs on every request, not at import
+        (
+            "from datetime import datetime\nfrom agents import Agent\n"
+            + RULES_LINE
+            + 'agent = Agent(\n    name="a",\n'
+            + '    instructions=lambda ctx, a: f"Time: {datetime.now():%H:%M}. {RULES}",\n)\n',
+            [("PFX101", 6, Severity.ERROR)],
+        ),
+        # the static text of a tool's schema after the value counts
+        (
+            "from datetime import date\nfrom openai import OpenAI\nclient = OpenAI()\n\n\ndef ask(q):\n"
+            "    return client.chat.completions.create(\n"
+            "        model='m', messages=[{'role': 'user', 'content': q}],\n"
+            "        tools=[{'type': 'function', 'function': {'name': 'search', 'description':\n"
+            "            f'Search flights after {date.today()}; give the origin and destination airport "
+            "codes, the number of travellers, and whether the dates are flexible.'}}])\n",
+            [("PFX101", 10, Severity.WARNING)],
+        ),
+        # a batch of prompts is several requests, not one prompt after another
+        (
+            "from vllm import LLM\n" + RULES_LINE + "llm = LLM(model='m')\n"
+            "out = llm.generate([f'Summarise: {RULES}', f'Translate into French: {RULES}'])\n",
+            [],
+        ),
+    ],
+    ids=["lambda-instructions", "tool-schema", "batch"],
+)
+def test_shapes_the_models_table_brings(source: str, want: list, tmp_path: Path) -> None:
+    path = tmp_path / "app.py"
+    found = analyze_python(str(path), source, Options()).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == want
+
+
+def test_a_module_calling_a_modelled_api_is_analysed_without_a_prompt_word() -> None:
+    from prefixlint.python import may_hold_prompts
+
+    assert may_hold_prompts("from camel.agents import ChatAgent\nagent = ChatAgent(text)\n")
+    assert not may_hold_prompts("import math\nprint(math.pi)\n")
+    assert may_hold_prompts("from myapp.llm import ask_model\n\nask_model(text)\n", ("myapp.llm.ask_model",))
+
+
+def test_an_agent_class_that_keeps_its_first_argument_as_a_path_is_no_prompt(tmp_path: Path) -> None:
+    """`ReportAgent(f"out/{datetime.now():...}")` names an output folder: its constructor keeps the
+    argument as `output_dir`, which no prompt reads; `PlannerAgent`'s is its system prompt."""
+    source = (
+        "from datetime import datetime\n\n\nclass ReportAgent:\n    def __init__(self, output_dir):\n"
+        "        self.output_dir = output_dir\n\n\nclass PlannerAgent:\n    def __init__(self, text):\n"
+        "        self.system_prompt = text\n\n\n"
+        "writer = ReportAgent(\n"
+        '    f"out/{datetime.now():%Y%m%d-%H%M%S} reports of the research team, kept a month"\n)\n'
+        "planner = PlannerAgent(\n"
+        '    f"It is {datetime.now()}. You plan research: pick a tool, say why, list gaps."\n)\n'
+    )
+    path = tmp_path / "agents.py"
+    found = analyze_python(str(path), source, Options()).diagnostics
+    assert [(d.code, d.span.line) for d in found] == [("PFX101", 18)]

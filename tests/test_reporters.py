@@ -50,7 +50,7 @@ def test_github_annotations_escape_data_and_properties() -> None:
     assert lines[0] == f"::notice file=/abs/c d.jinja,line=5,col=1,{title}::PFX302 merges"
     assert lines[1] == (
         "::error file=templates/a%2C b%3Ac.jinja,line=3,col=21,title=prefixlint (PFX101 clock-in-prefix)"
-        "::PFX101 100%25 uncacheable%0Aafter midnight%0Amove the date to the end"
+        "::PFX101 100%25 uncacheable%0Aafter midnight%0Ahelp: move the date to the end"
     )
     assert lines[2].startswith("::warning file=templates/b.jinja,line=1,col=1,")
     assert render_report(Report("t", "vllm", []), "github") == ""

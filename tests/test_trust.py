@@ -13,7 +13,7 @@ from conftest import CORPUS, FIXTURES, run_prefixlint
 from prefixlint.api import Options, lint_paths
 from prefixlint.engines import load_engines
 from prefixlint.model import Severity
-from prefixlint.rules import cost_unit, severity_from_cost
+from prefixlint.rules import cost_unit, loss_severity
 
 TRUST = FIXTURES / "trust"
 
@@ -35,16 +35,20 @@ def test_cost_unit_is_one_block_or_one_caching_step() -> None:
 
 
 @pytest.mark.parametrize(
-    ("static", "reply", "last_only", "expected"),
+    ("before", "static", "reply", "last_only", "expected"),
     [
-        (15, 15, False, Severity.INFO),  # under a vLLM block either way
-        (1, 0, True, Severity.INFO),  # only the recomputed last token
-        (3, 40, False, Severity.WARNING),  # generated tokens only: a warning
-        (16, 0, False, Severity.ERROR),  # a block of prompt prefix: the rule's severity
+        (0, 15, 0, False, Severity.INFO),  # under a vLLM block
+        (100, 1, 0, True, Severity.INFO),  # only the recomputed last token
+        (100, 3, 40, False, Severity.WARNING),  # no prompt block, generated blocks: a warning
+        (0, 16, 0, False, Severity.ERROR),  # a block of prompt prefix: the rule's severity
     ],
 )
-def test_one_rule_for_every_code(static: int, reply: int, last_only: bool, expected: Severity) -> None:
-    assert severity_from_cost(Severity.ERROR, static, reply, load_engines()["vllm"], last_only) == expected
+def test_one_rule_for_every_code(
+    before: int, static: int, reply: int, last_only: bool, expected: Severity
+) -> None:
+    vllm = load_engines()["vllm"]
+    found = loss_severity(Severity.ERROR, before, static, vllm, reply_lost=reply, last_token_only=last_only)
+    assert found == expected
 
 
 def test_a_one_token_generation_prompt_mismatch_is_info() -> None:
@@ -120,10 +124,12 @@ def test_every_finding_in_json_carries_both_costs() -> None:
 
 def test_one_date_read_two_ways_is_one_finding() -> None:
     [diag] = _diagnostics("date_read_twice.jinja")
-    assert (diag.code, diag.span.line, diag.severity) == ("PFX101", 3, Severity.ERROR)
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX101", 3, Severity.WARNING)  # a date
     assert "also: PFX105 request-input-in-prefix (line 5)" in diag.message
     assert diag.evidence.token_index == 12
-    assert diag.evidence.static_tokens_lost == 94
+    # 94 static tokens follow the date; the last 14 (`<|im_end|>\n<|im_start|>user\n`) are the turn
+    # markers in front of the user's text, which cost nothing shareable (issue 23, point 5).
+    assert diag.evidence.static_tokens_lost == 80
 
 
 def test_a_think_generation_prompt_and_dropped_reasoning_are_one_finding() -> None:
@@ -280,19 +286,16 @@ def _analyse(source: str, path: str, **kwargs) -> list:
     return analyze_template(template, tokenizer, Options()).diagnostics
 
 
-def _offered(message: str) -> list[dict[str, bool]]:
-    """Each setting a message offers, as the keyword arguments it stands for."""
-    m = re.search(r"; ((?:`\w+=\w+`(?: and | or )?)+) keeps the prefix stable", message)
+def _offered(message: str) -> list[list[str]]:
+    """Each setting a message offers, as the `--var` arguments it prints (`NAME=VALUE` each)."""
+    m = re.search(r"; ((?:`--var [^`]+`(?: or )?)+) keeps the prefix stable", message)
     if not m:
         return []
-    return [
-        {k: v == "True" for k, v in re.findall(r"`(\w+)=(\w+)`", option)}
-        for option in m.group(1).split(" or ")
-    ]
+    return [re.findall(r"--var (\S+)", option) for option in re.findall(r"`([^`]+)`", m.group(1))]
 
 
-def _check_with_vars(path, setting: dict[str, bool]) -> list[dict]:
-    """`prefixlint check PATH --var NAME=VALUE ...` as a user re-runs it to try a hint."""
+def _check_with_vars(path, setting: list[str]) -> list[dict]:
+    """`prefixlint check PATH --var NAME=VALUE ...`, the `--var`s copied from the hint as printed."""
     import json as _json
 
     from click.testing import CliRunner
@@ -300,8 +303,8 @@ def _check_with_vars(path, setting: dict[str, bool]) -> list[dict]:
     from prefixlint.cli import cli
 
     args = ["check", str(path), "--format", "json", "--no-cache", "--exit-zero"]
-    for name, value in setting.items():
-        args += ["--var", f"{name}={_json.dumps(value)}"]
+    for assignment in setting:
+        args += ["--var", assignment]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     return _json.loads(result.stdout)["diagnostics"]
@@ -322,7 +325,7 @@ def _assert_hints_hold(path) -> int:
 def test_a_verified_setting_is_offered_and_raising_or_own_ones_never() -> None:
     [diag] = _diagnostics("switch_hints.jinja")
     assert (diag.code, diag.span.line, diag.severity) == ("PFX401", 17, Severity.WARNING)
-    assert "`preserve_thinking=True` keeps the prefix stable (verified" in diag.message
+    assert "`--var preserve_thinking=true` keeps the prefix stable (verified" in diag.message
     assert "reasoning_effort" not in diag.message  # True and False both make it raise
     assert "keep_reasoning" not in diag.message  # set by the template itself, no caller passes it
 
@@ -344,12 +347,12 @@ def test_every_hint_printed_on_the_corpus_holds() -> None:
 
 def test_reasoning_runs_in_the_mode_that_produces_it() -> None:
     """Thinking is off by default (the prompt closes the think block): reasoning replies are tried
-    with `enable_thinking=True`, where the prompt opens `<think>` and the reply continues it."""
+    with `enable_thinking=true`, where the prompt opens `<think>` and the reply continues it."""
     by_code = {d.code: d for d in _diagnostics("thinking_off_by_default.jinja")}
     assert set(by_code) == {"PFX401", "PFX403"}
     reasoning = by_code["PFX401"]
     assert (reasoning.span.line, reasoning.severity) == (12, Severity.WARNING)
-    assert "enable_thinking=True" in reasoning.message
+    assert "in the content, enable_thinking=true)" in reasoning.message
     assert (reasoning.evidence.static_tokens_lost, reasoning.evidence.reply_tokens_lost) == (2, 22)
     empty_think = by_code["PFX403"]  # thinking off: an empty think block history drops
     assert (empty_think.span.line, empty_think.severity) == (14, Severity.INFO)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from prefixlint.controls import markup_suffix
 from prefixlint.engines import Engine, cacheable_per_engine
 from prefixlint.jinja.inputs import (
     ASSISTANT_REPLY,
@@ -28,6 +29,7 @@ from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.rules import engine_losses
+from prefixlint.severity import Cost
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 
 if TYPE_CHECKING:
@@ -71,8 +73,17 @@ class Finding:
     scenario: Scenario
     message: str
     evidence: Evidence
+    divergence: Divergence  # what the severity is measured on
     required: bool = True  # False: optional variables (info unless the user says they vary)
     origin_line: int = 0  # the template line that prints the divergent text (0: `line`)
+    origin_column: int = 0  # and its column (0: `column`)
+    # The value changes at most once a day (a date, not a time): the requests of a day still share
+    # the prefix, so the cache is split per day, a lower kind of loss than per request.
+    periodic: bool = False
+
+
+# Clock variants that only a date (not a time) differs across: it changes once a day or a month.
+_PERIODIC = frozenset({"after midnight", "every month"})
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -183,9 +194,26 @@ def _static_tail(a: Render, b: Render, d: int) -> str:
     return left[len(left) - n :] if n else ""
 
 
-def _compare(a: Render, b: Render, template: ChatTemplate) -> tuple[int, int, str, int] | None:
-    """(char offset, token index, static text after, static tokens lost) when `b` differs from
-    `a` ahead of static content; None when the first difference is the user's own text or later."""
+@dataclass(frozen=True)
+class Divergence:
+    """Where `b` parts from `a` ahead of static content, and what that costs."""
+
+    char: int  # the first differing character
+    token: int  # the first differing token: tokens before it are shared
+    tail: str  # the static text both share after it, up to the user's text
+    markers: bool  # the tail ends in turn markers in front of the user's text
+    # The tokens before it, the static tokens of the tail a stable prompt would share (turn
+    # markers at its end excluded), the prompt's length, and the same as text.
+    cost: Cost
+
+    @property
+    def lost(self) -> int:
+        return self.cost.static
+
+
+def _compare(a: Render, b: Render, template: ChatTemplate) -> Divergence | None:
+    """The divergence when `b` differs from `a` ahead of static content; None when the first
+    difference is the user's own text or later."""
     d = _first_difference(a.text, b.text)
     if d >= min(a.content_start, b.content_start) or d >= len(a.text):
         return None
@@ -193,9 +221,21 @@ def _compare(a: Render, b: Render, template: ChatTemplate) -> tuple[int, int, st
     if not tail.strip():
         return None
     t = common_prefix_len(a.ids, b.ids)
-    end_tok = token_at_char(a.offsets, a.content_start)
+    # The turn markers in front of the user's text cost nothing shareable (issue 23, point 5).
+    markup = markup_suffix(tail, template.controls)
+    content_end = token_at_char(a.offsets, a.content_start - markup)
     tail_tok = token_at_char(a.offsets, a.content_start - len(tail))
-    return d, t, tail, max(0, end_tok - tail_tok)
+    start = a.content_start - len(tail)
+    texts = (a.text[:d], a.text[start : a.content_start - markup], a.text)
+    return Divergence(d, t, tail, markup > 0, Cost(t, max(0, content_end - tail_tok), len(a.ids), texts))
+
+
+def _ahead(div: Divergence) -> str:
+    """What follows the value, for a message: "ahead of 111 static tokens"."""
+    if div.lost == 0 and div.markers:
+        return "ahead of only the turn markers in front of the user's text (nothing shareable)"
+    markers = " and the turn markers in front of the user's text" if div.markers else ""
+    return f"ahead of {div.lost:,} static tokens{markers}"
 
 
 def _variant_label(r: Render) -> str:
@@ -239,9 +279,9 @@ def divergence_evidence(
 
 
 def _clock_finding(
-    base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int], engine: Engine | None
+    base: Render, other: Render, template: ChatTemplate, div: Divergence, engine: Engine | None
 ) -> Finding:
-    d, t, _tail, lost = cmp
+    d, t = div.char, div.token
     before = {(c.line, c.fmt): c.value for c in base.clock_calls}
     changed = [c for c in other.clock_calls if before.get((c.line, c.fmt)) not in (None, c.value)]
     call = changed[0] if changed else (other.clock_calls[0] if other.clock_calls else None)
@@ -253,39 +293,51 @@ def _clock_finding(
     when = {
         "within the same second": "every request misses the cache",
         "every second": "every request in a new second misses the cache",
-        "after midnight": "every request after midnight misses the cache",
-        "every month": "every request in a new month misses the cache",
+        "after midnight": "the cache is split once a day: the first requests after midnight recompute "
+        "them, and a conversation that crosses midnight its history",
+        "every month": "the cache is split once a month: the first requests of a month recompute them",
     }[other.variant]
     printed = f" (printed at {template.where(origin.line)})" if origin.line != line else ""
     called = f" at {template.where(line)}" if template.fixed_line is not None else ""
     message = (
         f'`strftime_now("{fmt}")`{called} renders the current {what} at token {t:,}{printed}, '
-        f"ahead of {lost:,} static tokens; {when}"
+        f"{_ahead(div)}; {when}"
     )
-    ev = _evidence(base, other, d, t, lost, engine)
-    return Finding("PFX101", line, column, base.scenario, message, ev, origin_line=origin.line)
+    ev = _evidence(base, other, d, t, div.lost, engine)
+    return Finding(
+        "PFX101",
+        line,
+        column,
+        base.scenario,
+        message,
+        ev,
+        div,
+        origin_line=origin.line,
+        origin_column=origin.column,
+        periodic=other.variant in _PERIODIC,
+    )
 
 
 def _variable_finding(
-    a: Render, b: Render, template: ChatTemplate, cmp: tuple[int, int, str, int], engine: Engine | None
+    a: Render, b: Render, template: ChatTemplate, div: Divergence, engine: Engine | None
 ) -> Finding:
-    d, t, _tail, lost = cmp
+    d, t = div.char, div.token
     _, name, code, required = a.variant.split(":")
     origin = a.traced.origin_at(d)
     kind = {"PFX102": "an id", "PFX104": "a per-machine value", "PFX105": "per-request input"}[code]
     passed = "required" if required == "1" else "optional"
     message = (
-        f"`{name}` ({passed} template variable, {kind} by its name) is rendered at token {t:,}, ahead of "
-        f"{lost:,} static tokens; a different value per request makes them all uncacheable"
+        f"`{name}` ({passed} template variable, {kind} by its name) is rendered at token {t:,}, "
+        f"{_ahead(div)}; a different value per request makes them all uncacheable"
     )
-    ev = _evidence(a, b, d, t, lost, engine)
-    return Finding(code, origin.line, origin.column, a.scenario, message, ev, required=required == "1")
+    ev = _evidence(a, b, d, t, div.lost, engine)
+    return Finding(code, origin.line, origin.column, a.scenario, message, ev, div, required=required == "1")
 
 
 def _input_finding(
-    base: Render, other: Render, template: ChatTemplate, cmp: tuple[int, int, str, int], engine: Engine | None
+    base: Render, other: Render, template: ChatTemplate, div: Divergence, engine: Engine | None
 ) -> Finding | None:
-    d, t, tail, lost = cmp
+    d, t, tail = div.char, div.token, div.tail
     gap_a = base.text[d : base.content_start - len(tail)]
     gap_b = other.text[d : other.content_start - len(tail)]
     # Point at the template text that appears in one render and not the other.
@@ -295,18 +347,15 @@ def _input_finding(
     if other.variant == "earlier turns" and not whitespace:
         return None  # blocks that move with the history are the multi-turn analysis's (PFX402)
     if whitespace:
-        message = (
-            f"whitespace here depends on {what} ({gap_a!r} vs {gap_b!r}) at token {t:,}, ahead of "
-            f"{lost:,} static tokens"
-        )
-        ev = _evidence(base, other, d, t, lost, engine)
-        return Finding("PFX301", origin.line, origin.column, base.scenario, message, ev)
+        message = f"whitespace here depends on {what} ({gap_a!r} vs {gap_b!r}) at token {t:,}, {_ahead(div)}"
+        ev = _evidence(base, other, d, t, div.lost, engine)
+        return Finding("PFX301", origin.line, origin.column, base.scenario, message, ev, div)
     message = (
-        f"the prompt changes with {what} at token {t:,}, before static content ends; {lost:,} static "
-        f"tokens after it cannot be cached ({gap_a[:30]!r} vs {gap_b[:30]!r})"
+        f"the prompt changes with {what} at token {t:,}, before static content ends, {_ahead(div)}: "
+        f"they cannot be cached ({gap_a[:30]!r} vs {gap_b[:30]!r})"
     )
-    ev = _evidence(base, other, d, t, lost, engine)
-    return Finding("PFX501", origin.line, origin.column, base.scenario, message, ev)
+    ev = _evidence(base, other, d, t, div.lost, engine)
+    return Finding("PFX501", origin.line, origin.column, base.scenario, message, ev, div)
 
 
 def _boundary_finding(
@@ -334,7 +383,10 @@ def _boundary_finding(
             "to confirm"
         )
     ev = _evidence(base, other, d, t, 1, engine)
-    return Finding("PFX302", origin.line, origin.column, base.scenario, message, ev)
+    div = Divergence(
+        d, t, merged, False, Cost(t, 1, len(base.ids), (base.text[:token_start], merged, base.text))
+    )
+    return Finding("PFX302", origin.line, origin.column, base.scenario, message, ev, div)
 
 
 def _findings(
@@ -372,12 +424,17 @@ def _findings(
 
 
 def _merge(
-    findings: list[Finding], working: list[Scenario], template: ChatTemplate, engine: Engine | None
+    findings: list[Finding],
+    working: list[Scenario],
+    template: ChatTemplate,
+    engine: Engine | None,
+    tokenizer: LoadedTokenizer,
 ) -> list[tuple[Diagnostic, int]]:
     """One diagnostic per (code, line): an error where it happens in every scenario that renders,
-    a warning where it depends on the scenario (a conditional clock, say); less than one cache
-    block of the engine lost is info (rules.severity_from_cost)."""
-    from prefixlint.rules import RULES, severity_from_cost
+    a warning where it depends on the scenario (a conditional clock, say); what it costs in the
+    engine's blocks lowers it (prefixlint/severity.py)."""
+    from prefixlint.rules import RULES
+    from prefixlint.severity import cost_severity
 
     groups: dict[tuple[str, int], list[Finding]] = {}
     for f in findings:
@@ -394,10 +451,16 @@ def _merge(
         if not first.required:
             message += "; the template has a default, so this matters only if you pass it per request"
             severity = Severity.INFO
-        ev = first.evidence
-        severity = severity_from_cost(severity, ev.static_tokens_lost, ev.reply_tokens_lost, engine)
-        diag = Diagnostic(code, template.span(line, first.column), message, severity, evidence=first.evidence)
-        out.append((diag, first.origin_line or line))
+        if first.periodic:
+            severity = Severity(max(Severity.INFO, severity - 1))
+        severity, note = cost_severity(severity, first.divergence.cost, engine, tokenizer, template.controls)
+        if note:
+            message += f"; {note}"
+        origin = template.template_span(first.origin_line or line, first.origin_column or first.column)
+        diag = Diagnostic(
+            code, template.span(line, first.column), message, severity, evidence=first.evidence, origin=origin
+        )
+        out.append((diag, origin.line))
     return out
 
 
@@ -525,7 +588,11 @@ def cacheable_prefix(renders: list[Render]) -> int:
     return min(shared)
 
 
-def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options) -> SourceResult:
+def analyze_template(
+    template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options, *, hints: bool = True
+) -> SourceResult:
+    """Every analysis of one chat template. `hints`: name the template settings that keep a
+    multi-turn prefix stable, each verified by this same check run again with it as `--var`s."""
     result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
     failed = compile_diagnostic(template)  # compile first: a template that does not parse is PFX001
     if failed is not None:
@@ -560,7 +627,7 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     stand_in = tokenizer.name == EMBEDDED_NAME  # token boundaries it finds may not be the model's
     engine = options.engine_profile()
     findings = [f for _, rs in per_scenario for f in _findings(rs, template, engine, stand_in)]
-    found = _merge(findings, working, template, engine)
+    found = _merge(findings, working, template, engine, tokenizer)
 
     primary = per_scenario[0][1]
     result.total_tokens = len(primary[0].ids)
@@ -574,7 +641,15 @@ def analyze_template(template: ChatTemplate, tokenizer: LoadedTokenizer, options
     if multiturn is not None:
         from prefixlint.jinja.multiturn import analyze_multiturn
 
-        mt = analyze_multiturn(template, tokenizer, multiturn, engine)
+        def recheck(setting: dict[str, Any]) -> list[Diagnostic]:
+            return analyze_template(
+                template.with_variables(setting), tokenizer, options, hints=False
+            ).diagnostics
+
+        known = frozenset(d.code for d in result.diagnostics) | {d.code for d, _ in found}
+        mt = analyze_multiturn(
+            template, tokenizer, multiturn, engine, hints=hints, recheck=recheck, known=known
+        )
         found.extend(zip(mt.diagnostics, mt.origin_lines, strict=True))
         result.multiturn_reuse = mt.reuse
     result.diagnostics.extend(merge_same_origin(found))

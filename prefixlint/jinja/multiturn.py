@@ -12,38 +12,41 @@ A break is classified by where it happens: the reasoning of the reply is gone fr
 (PFX401), a block of turn N's history reappears further on in turn N+1 (PFX402), the break lies
 in turn N's generation prompt or at the reply's boundary (PFX403), or an earlier turn is rendered
 differently (PFX401). Switch-like template variables (`enable_thinking`, `preserve_thinking`) are
-then tried to say which setting, if any, keeps the prefix stable.
+then tried to say which setting, if any, keeps the prefix stable: each is applied as a user applies
+it, `--var` on every render (the caller's `--var`s win over every mode a scenario runs in, as
+vLLM's `chat_template_kwargs` would), and shown only once the check, run again with it, no longer
+finds the break.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from prefixlint.controls import control_strings
 from prefixlint.engines import Engine, cacheable_per_engine
-from prefixlint.jinja.environment import REASONING_FIELDS
 from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
 from prefixlint.jinja.multiturn_scenarios import (
     TOOL_CALL_SHAPES,
+    USERS,
     Scenario,
     Step,
     agentic,
     chat_scenarios,
-    mentions_reasoning,
 )
+from prefixlint.jinja.reasoning import ReasoningFormat, reasoning_format
+from prefixlint.jinja.switches import as_vars, caller_switches, switch_values
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
-from prefixlint.rules import RULES, engine_losses, severity_from_cost
-from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len
+from prefixlint.rules import RULES, engine_losses
+from prefixlint.severity import Cost, cost_severity
+from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, encode_isolating
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
 MOVED_MIN_CHARS = 24  # a shorter run of history text reappearing later is not a moved block
-_SWITCH = re.compile(r"think|reason", re.IGNORECASE)
-# Message fields a template may `set` at top level: not switches.
-_MESSAGE_FIELDS = frozenset({*REASONING_FIELDS, "content"})
 # Point 8 of issue 14: where the text agrees and only the tokens differ, the embedded default
 # tokenizer may split where the model's own does not.
 STAND_IN_NOTE = (
@@ -103,6 +106,8 @@ class _Renderer:
         gen: bool = True,
         kwargs: dict[str, Any] | None = None,
     ) -> _Render | None:
+        # The caller's `--var`s (the template's extra_kwargs) win over a scenario's mode.
+        kwargs = {k: v for k, v in (kwargs or {}).items() if k not in self.template.extra_kwargs} or None
         key = self._key(messages, tools, gen, kwargs)
         if key not in self.cache:
             try:
@@ -125,74 +130,68 @@ class _Renderer:
         """(line, error, where) of the first turn of `scenario` the template raises for, if any."""
         for k, render in enumerate(self.turns(scenario), 1):
             if render is None:
-                key = self._key(scenario.turn(k), scenario.tools, True, _with_mode(scenario, None))
-                line, error = self.errors[key]
+                mode = {k: v for k, v in scenario.kwargs if k not in self.template.extra_kwargs} or None
+                line, error = self.errors[self._key(scenario.turn(k), scenario.tools, True, mode)]
                 return line, error, f"in the multi-turn scenario «{scenario.label}» at turn {k}"
         return None
 
-    def turns(self, scenario: Scenario, kwargs: dict[str, Any] | None = None) -> list[_Render | None]:
-        merged = _with_mode(scenario, kwargs)
+    def turns(self, scenario: Scenario) -> list[_Render | None]:
+        mode = dict(scenario.kwargs) or None
         return [
-            self.render(scenario.turn(k), scenario.tools, True, merged) for k in range(1, scenario.turns + 1)
+            self.render(scenario.turn(k), scenario.tools, True, mode) for k in range(1, scenario.turns + 1)
         ]
 
+    def texts(self, tools: list | None, kwargs: dict[str, Any] | None) -> Callable[[list, bool], str | None]:
+        """render() as reasoning_format wants it: messages and add_generation_prompt → text."""
 
-def _with_mode(scenario: Scenario, kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The scenario's own mode variables, then the setting tried (which wins)."""
-    return {**dict(scenario.kwargs), **(kwargs or {})} or None
+        def text(messages: list[dict[str, Any]], gen: bool) -> str | None:
+            render = self.render(messages, tools, gen, kwargs)
+            return render.text if render is not None else None
 
-
-def _closes_think(render: _Render | None) -> bool:
-    return render is not None and render.text.rstrip().endswith("</think>")
+        return text
 
 
 def _reasoning_modes(
-    template: ChatTemplate, renderer: _Renderer, scenarios: list[Scenario]
-) -> list[Scenario]:
+    template: ChatTemplate, renderer: _Renderer, scenarios: list[Scenario], fmt: ReasoningFormat
+) -> tuple[list[Scenario], ReasoningFormat]:
     """Reasoning replies match the mode tried (issue 14, point 4): where the generation prompt
     closes the think block (thinking off) the model writes no reasoning, so reasoning scenarios run
-    with the switch that opens it (`enable_thinking=True`), or not at all. A reply's reasoning in a
-    field goes in the field the template reads (`reasoning_content`, else `reasoning`)."""
+    with the switch that opens it (`enable_thinking=true`), or not at all. A switch the caller
+    fixed with `--var` is never overridden. The format is read again in the mode found."""
+    reasoning = {s.name for s in scenarios if any(step.reasoning for step in s.steps)}
+    if not reasoning:
+        return scenarios, fmt
+    probe = next(s for s in scenarios if s.name in reasoning)
+    mode = _thinking_mode(template, renderer, probe, fmt)
+    if mode is None:  # thinking is off and no switch turns it on: no reasoning to keep
+        return [s for s in scenarios if s.name not in reasoning], fmt
+    if mode:
+        fmt = reasoning_format(template, renderer.texts(probe.tools, mode), USERS[0]) or fmt
     out = []
-    mode: dict[str, Any] | None = {}
     for scenario in scenarios:
-        if not any(step.reasoning for step in scenario.steps):
-            out.append(scenario)
-            continue
-        if mode == {} and _closes_think(renderer.render(scenario.turn(1), scenario.tools)):
-            mode = next(
-                (
-                    {name: True}
-                    for name in _switches(template)
-                    if renderer.render(scenario.turn(1), scenario.tools, True, {name: True}) is not None
-                    and not _closes_think(
-                        renderer.render(scenario.turn(1), scenario.tools, True, {name: True})
-                    )
-                ),
-                None,
-            )
-        if mode is None:
-            continue  # thinking is off and no switch turns it on: no reasoning to keep
-        if mode:
-            scenario = scenario.with_kwargs(mode)
-        if any("reasoning_content" in step.reply for step in scenario.steps):
-            scenario = _reasoning_field(renderer, scenario)
+        if scenario.name in reasoning:
+            scenario = scenario.with_kwargs(mode) if mode else scenario
+            scenario = scenario.with_reasoning_field(fmt.field) if fmt.field else scenario
         out.append(scenario)
-    return out
+    return out, fmt
 
 
-def _reasoning_field(renderer: _Renderer, scenario: Scenario) -> Scenario:
-    """`reasoning_content`, unless only `reasoning` keeps the reasoning in turn 2's history."""
-    reasoning = next(step.reasoning for step in scenario.steps if step.reasoning)
-
-    def kept(candidate: Scenario) -> bool:
-        render = renderer.turns(candidate)[1] if candidate.turns > 1 else None
-        return render is not None and reasoning in render.text
-
-    if kept(scenario):
-        return scenario
-    other = scenario.with_reasoning_field("reasoning")
-    return other if kept(other) else scenario
+def _thinking_mode(
+    template: ChatTemplate, renderer: _Renderer, scenario: Scenario, fmt: ReasoningFormat
+) -> dict[str, Any] | None:
+    """{} when the generation prompt leaves thinking open; else the first setting of a switch the
+    caller did not fix that opens it; None when none does."""
+    first = renderer.render(scenario.turn(1), scenario.tools)
+    if first is None or not fmt.closes(first.text):
+        return {}
+    for name in caller_switches(template):
+        if name in template.extra_kwargs:
+            continue
+        for value in switch_values(template, name):
+            render = renderer.render(scenario.turn(1), scenario.tools, True, {name: value})
+            if render is not None and not fmt.closes(render.text):
+                return {name: value}
+    return None
 
 
 def _reads(template: ChatTemplate) -> frozenset[str]:
@@ -201,22 +200,23 @@ def _reads(template: ChatTemplate) -> frozenset[str]:
 
 def _scenarios(
     template: ChatTemplate, renderer: _Renderer, failures: list[tuple[int, str, str]] | None = None
-) -> list[Scenario]:
-    """The scenarios that apply to this template, each rendering at least its first turn; an agent
-    loop no tool-call shape renders goes to `failures` (with the first shape's error)."""
+) -> tuple[list[Scenario], ReasoningFormat | None]:
+    """The scenarios that apply to this template, each rendering at least its first turn, and its
+    reasoning format (None: not a reasoning model's template); an agent loop no tool-call shape
+    renders goes to `failures` (with the first shape's error)."""
     source = template.traced.source
     reads_tools = "tools" in _reads(template)
-    first = chat_scenarios(reads_tools=False, tools_required=False, reads_reasoning=False)[0]
+    first = chat_scenarios(reads_tools=False, tools_required=False)[0]
     tools_required = (
         reads_tools
         and renderer.render(first.turn(1), None) is None
         and renderer.render(first.turn(1), TOOLS) is not None
     )
-    scenarios = chat_scenarios(
-        reads_tools=reads_tools, tools_required=tools_required, reads_reasoning=mentions_reasoning(source)
-    )
+    fmt = reasoning_format(template, renderer.texts(TOOLS if tools_required else None, None), USERS[0])
+    scenarios = chat_scenarios(reads_tools=reads_tools, tools_required=tools_required, reasoning=fmt)
     if reads_tools and "tool_calls" in source:
-        for reasoning in (False, True) if mentions_reasoning(source) else (False,):
+        # Reasoning in a tool call's message goes in the field the template reads (none: no such loop).
+        for reasoning in (None, fmt) if fmt is not None and fmt.field else (None,):
             tried = [agentic(arguments_as, content, reasoning) for arguments_as, content in TOOL_CALL_SHAPES]
             working = next((c for c in tried if all(r is not None for r in renderer.turns(c))), None)
             if working is not None:
@@ -225,7 +225,9 @@ def _scenarios(
                 failed = renderer.failure(tried[0])
                 if failed is not None:
                     failures.append(failed)
-    return _reasoning_modes(template, renderer, scenarios) if mentions_reasoning(source) else scenarios
+    if fmt is None:
+        return scenarios, None
+    return _reasoning_modes(template, renderer, scenarios, fmt)
 
 
 def _special_strings(tokenizer: LoadedTokenizer, template: ChatTemplate) -> list[str]:
@@ -244,27 +246,38 @@ class _Emitted:
     ids: list[int] = field(default_factory=list)
 
 
-def _generated_text(a: _Render, step: Step, thinking: bool) -> str | None:
+def _generated_text(a: _Render, step: Step, fmt: ReasoningFormat | None) -> str | None:
     """The reply as a reasoning model writes it after turn N's prompt; None for a plain reply."""
-    if not (step.reasoning and thinking):
+    if not (step.reasoning and fmt is not None):
         return None
-    if a.text.rstrip().endswith("</think>"):
+    if fmt.closes(a.text):
         return step.reply_text  # the prompt closed the think block: the model answers directly
-    full = f"<think>\n{step.reasoning}\n</think>\n\n{step.reply_text}"
-    # The generation prompt may already open the think block ("<think>\n").
+    full = fmt.written(step.reasoning, step.reply_text)
+    # The generation prompt may already open the think block ("<think>\n") or print its header.
     overlap = next((n for n in range(min(len(full), len(a.text)), 0, -1) if a.text.endswith(full[:n])), 0)
     return full[overlap:]
 
 
-def _emitted(a: _Render, b: _Render, step: Step, specials: list[str], thinking: bool) -> _Emitted | None:
-    """What the model generated after turn N's prompt: for plain replies, the text turn N+1 renders
-    up to the end-of-turn token; for reasoning replies, the think block and the answer."""
+def _emitted(
+    a: _Render, b: _Render, step: Step, specials: list[str], fmt: ReasoningFormat | None
+) -> _Emitted | None:
+    """What the model generated after turn N's prompt: for plain replies, and for reasoning replies
+    turn N+1 keeps right after turn N's prompt, the text turn N+1 renders up to the end-of-turn
+    token (the template's own rendering of the reply: how the model writes it); for reasoning
+    replies turn N+1 drops, the think block and the answer as the format says."""
     if not step.reply_text:
         return None
-    generated = _generated_text(a, step, thinking)
+    generated = _generated_text(a, step, fmt)
+    at = b.text.find(step.reply_text, len(a.text))
+    if (
+        generated is not None
+        and at >= 0
+        and b.text.startswith(a.text)
+        and step.reasoning in b.text[len(a.text) : at]
+    ):
+        generated = None  # turn N+1 keeps it where the model wrote it
     if generated is None and not b.text.startswith(a.text):
         return None
-    at = b.text.find(step.reply_text, len(a.text))
     if at < 0:
         return _Emitted(generated, "") if generated is not None else None
     end = at + len(step.reply_text)
@@ -333,7 +346,7 @@ def _moved_block(a: _Render, b: _Render, char: int, end: int, step: Step) -> str
     return block if found >= 0 and after >= 0 and found > after else None
 
 
-def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, Any] | None) -> _Break:
+def _classify(brk: _Break, step: Step, renderer: _Renderer) -> _Break:
     if brk.code:
         return brk
     if step.reasoning and step.reasoning not in brk.b.text:
@@ -346,9 +359,20 @@ def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, An
         brk.code, brk.cause = "PFX403", "boundary"
         return brk
     history = renderer.render(
-        brk.scenario.turn(brk.turn), brk.scenario.tools, False, _with_mode(brk.scenario, kwargs)
+        brk.scenario.turn(brk.turn), brk.scenario.tools, False, dict(brk.scenario.kwargs) or None
     )
     gen_start = common_prefix_len(history.text, brk.a.text) if history else len(brk.a.text)
+    # In what turn N renders after its last message (the generation prompt, a closing tag, text
+    # after the loop): the opening of the reply differs from its rendering as history.
+    last = str(brk.scenario.turn(brk.turn)[-1].get("content") or "")
+    at = brk.a.text.rfind(last) if last else -1
+    tail_start = min(gen_start, at + len(last)) if at >= 0 else gen_start
+    if brk.char_a >= tail_start and _opens_reply(brk, tail_start, step):
+        # Past the header turn N+1 opens the reply with: text the generation prompt adds there,
+        # even one the template prints without add_generation_prompt ("Here are my reasoning
+        # steps:"), which would otherwise look like a block that moves with the conversation.
+        brk.code, brk.cause = "PFX403", "generation-prompt"
+        return brk
     block = _moved_block(brk.a, brk.b, brk.char_a, gen_start, step)
     if block is not None:
         brk.code = "PFX402"
@@ -359,11 +383,6 @@ def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, An
         else:
             brk.cause = "block"
         return brk
-    # In what turn N renders after its last message (the generation prompt, a closing tag, text
-    # after the loop): the opening of the reply differs from its rendering as history.
-    last = str(brk.scenario.turn(brk.turn)[-1].get("content") or "")
-    at = brk.a.text.rfind(last) if last else -1
-    tail_start = min(gen_start, at + len(last)) if at >= 0 else gen_start
     if brk.char_a >= tail_start:
         brk.code, brk.cause = "PFX403", "generation-prompt"
         return brk
@@ -371,22 +390,29 @@ def _classify(brk: _Break, step: Step, renderer: _Renderer, kwargs: dict[str, An
     return brk
 
 
+def _opens_reply(brk: _Break, tail_start: int, step: Step) -> bool:
+    """Whether turn N, after its last message, starts with the header turn N+1 puts between that
+    message and the reply (`<|begin_assistant|>\n`): what differs comes after it."""
+    reply = step.reply_text or "Paris"
+    at = brk.b.text.find(reply, tail_start)
+    return at > tail_start and brk.a.text.startswith(brk.b.text[tail_start:at], tail_start)
+
+
 def _pairs(
     renderer: _Renderer,
     scenarios: list[Scenario],
-    kwargs: dict[str, Any] | None,
+    fmt: ReasoningFormat | None,
     tokenizer: LoadedTokenizer,
     specials: list[str],
 ) -> list[tuple[Scenario, int, _Render, _Render, _Emitted | None]]:
     """Every renderable step of every scenario, tokenized in one batch."""
-    thinking = "</think>" in renderer.template.traced.source  # a reasoning model's template
     pairs = []
     for scenario in scenarios:
-        turns = renderer.turns(scenario, kwargs)
+        turns = renderer.turns(scenario)
         for k in range(1, scenario.turns):
             a, b = turns[k - 1], turns[k]
             if a is not None and b is not None:
-                pairs.append((scenario, k, a, b, _emitted(a, b, scenario.steps[k - 1], specials, thinking)))
+                pairs.append((scenario, k, a, b, _emitted(a, b, scenario.steps[k - 1], specials, fmt)))
     renders = {id(r): r for _, _, a, b, _ in pairs for r in (a, b) if not r.ids and r.text}
     # The generated reply is tokenized after turn N's text, as the model saw it (a standalone
     # encoding would add SentencePiece's leading "▁"); standalone only if that merges with turn N.
@@ -409,22 +435,53 @@ def _breaks(
     scenarios: list[Scenario],
     tokenizer: LoadedTokenizer,
     specials: list[str],
-    kwargs: dict[str, Any] | None = None,
+    fmt: ReasoningFormat | None,
 ) -> tuple[list[_Break], float | None]:
-    pairs = _pairs(renderer, scenarios, kwargs, tokenizer, specials)
+    pairs = _pairs(renderer, scenarios, fmt, tokenizer, specials)
     eot_ids = {s: tokenizer.token_to_id(s) for s in {e.eot for *_, e in pairs if e and e.eot}}
     breaks, reuse = [], []
     for scenario, k, a, b, emitted in pairs:
         brk = _check(scenario, k, a, b, emitted, eot_ids)
+        if (
+            brk is not None
+            and tokenizer.name == EMBEDDED_NAME
+            and _stand_in_artefact(brk, emitted, renderer, tokenizer)
+        ):
+            brk = None
         if brk is None:
             reuse.append(1.0)
             continue
         step = scenario.steps[k - 1]
         if emitted is None and step.reply_text:  # the break is in turn N: the whole reply is lost too
             brk.reply_lost = len(tokenizer.encode_many([step.reply_text])[0].ids)
-        breaks.append(_classify(brk, scenario.steps[k - 1], renderer, kwargs))
+        breaks.append(_classify(brk, scenario.steps[k - 1], renderer))
         reuse.append(brk.reuse)
     return breaks, (min(reuse) if reuse else None)
+
+
+def _stand_in_artefact(
+    brk: _Break, emitted: _Emitted | None, renderer: _Renderer, tokenizer: LoadedTokenizer
+) -> bool:
+    """A break where the texts agree and only the embedded stand-in's tokens differ, that is gone
+    once the template's control strings are single tokens, as the model's own tokenizer holds
+    them (issue 23, point 6): the stand-in's artefact, not the template's."""
+    if not brk.b.text.startswith(brk.held_text or brk.a.text):
+        return False
+    controls = control_strings(brk.b.text, special=renderer.template.controls)  # `<|user|>` is rendered
+    if not controls:
+        return False
+    texts = [brk.a.text, brk.b.text, *([emitted.text] if emitted is not None and emitted.text else [])]
+    a, b, *reply = encode_isolating(tokenizer, texts, controls)
+    a_iso = replace(brk.a, ids=a.ids, offsets=a.offsets)
+    b_iso = replace(brk.b, ids=b.ids, offsets=b.offsets)
+    held = None
+    if emitted is not None:
+        held = _Emitted(emitted.text, emitted.eot, reply[0].ids if reply else [])
+    eot_ids = {}
+    if held is not None and held.eot:
+        alone = encode_isolating(tokenizer, [held.eot], controls)[0].ids
+        eot_ids[held.eot] = alone[0] if len(alone) == 1 else tokenizer.token_to_id(held.eot)
+    return _check(brk.scenario, brk.turn, a_iso, b_iso, held, eot_ids) is None
 
 
 def _context(text: str, at: int) -> str:
@@ -465,14 +522,6 @@ _HINTS = {
 }
 
 
-def _severity(brk: _Break, engine: Engine | None) -> Severity:
-    """The rule's severity, lowered by what the break costs (rules.severity_from_cost): turn N's
-    last token alone is recomputed by engines anyway."""
-    return severity_from_cost(
-        RULES[brk.code].default_severity, brk.static_lost, brk.reply_lost, engine, last_token_only=True
-    )
-
-
 def _tokens(n: int) -> str:
     return f"{n:,} token" if n == 1 else f"{n:,} tokens"
 
@@ -487,10 +536,32 @@ def _template_line(brk: _Break) -> int:
     return _origin(brk.b, brk.char_b)[0] if brk.held_text else _origin(brk.a, brk.char_a)[0]
 
 
+def _severity(
+    template: ChatTemplate, brk: _Break, engine: Engine | None, tokenizer: LoadedTokenizer
+) -> tuple[Severity, str]:
+    """What the break costs in the engine's blocks (prefixlint/severity.py): turn N's last token
+    alone is recomputed by engines anyway."""
+    text_a = brk.held_text or brk.a.text
+    static_text = brk.a.text[brk.char_a :] if brk.static_lost else ""
+    cost = Cost(
+        brk.reused,
+        brk.static_lost,
+        len(brk.b.ids),
+        (text_a[: brk.char_a], static_text, brk.b.text),
+        reply=brk.reply_lost,
+        last_token_only=True,
+    )
+    return cost_severity(RULES[brk.code].default_severity, cost, engine, tokenizer, template.controls)
+
+
 def _diagnostic(
-    template: ChatTemplate, group: list[_Break], setting: str, engine: Engine | None, stand_in: bool = False
+    template: ChatTemplate,
+    group: list[_Break],
+    setting: str,
+    engine: Engine | None,
+    tokenizer: LoadedTokenizer,
 ) -> Diagnostic:
-    brk = group[0]  # the first scenario and step it shows in: the simplest to reproduce
+    brk = group[0]  # the costliest, else the first scenario and step: the simplest to reproduce
     k, k1 = brk.turn, brk.turn + 1
     text_a = brk.held_text or brk.a.text
     line_b, col_b = _origin(brk.b, brk.char_b)
@@ -514,8 +585,12 @@ def _diagnostic(
         message += f"; {others} more {steps} the same way (worst reuse {worst:.0%})"
     if setting:
         message += f"; {setting}"
+    stand_in = tokenizer.name == EMBEDDED_NAME
     if stand_in and (brk.cause == "boundary" or brk.b.text.startswith(brk.held_text or brk.a.text)):
         message += f"; {STAND_IN_NOTE}"
+    severity, note = _severity(template, brk, engine, tokenizer)
+    if note:
+        message += f"; {note}"
     evidence = Evidence(
         token_index=brk.token_index,
         char_offset=brk.char_a,
@@ -528,60 +603,65 @@ def _diagnostic(
         reply_tokens_lost=brk.reply_lost,
         engines_lost=engine_losses(brk.reused, brk.static_lost + brk.reply_lost, len(brk.b.ids), engine),
     )
-    severity = _severity(brk, engine)
     return Diagnostic(brk.code, template.span(line, col), message, severity, _HINTS[brk.code], evidence)
 
 
-_SET = re.compile(r"\{%-?\s*set\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*=")
-
-
-def _switches(template: ChatTemplate) -> list[str]:
-    """Switch-like variables the template reads from its context: never one it `{% set %}`s
-    itself (`keep_reasoning`, `include_thinking`), which no caller can pass."""
-    own = {n.strip() for m in _SET.finditer(template.traced.source) for n in m.group(1).split(",")}
-    return sorted(
-        v
-        for v in template.external_variables
-        if _SWITCH.search(v) and v not in _MESSAGE_FIELDS and v not in own
-    )
+# A hint is checked again by the whole check (analyze.py gives this): the diagnostics of the check
+# run with a setting as `--var`s, and the codes already found without it.
+Recheck = Callable[[dict[str, Any]], list[Diagnostic]]
+MAX_HINTS = 3  # settings named per finding
 
 
 def _settings(
     template: ChatTemplate,
-    renderer: _Renderer,
+    rendered: MultiTurnRenders,
     breaks: list[_Break],
     tokenizer: LoadedTokenizer,
-    specials: list[str],
+    recheck: Recheck | None,
+    known: frozenset[str],
 ) -> dict[str, str]:
-    """For each code, the settings verified to keep its broken scenarios stable: with a setting,
-    every turn of every scenario the code broke renders, and no step breaks that way any more. A
-    setting that makes the template raise is never offered; one switch at a time, then pairs."""
-    switches = _switches(template)
+    """For each code, the settings verified to keep its broken scenarios stable, as a user applies
+    them (issue 23, point 2): the multi-turn analysis is run again with the setting as `--var`s (the
+    scenarios rebuilt under it, so a mode it turns off is off), then, through `recheck`, the whole
+    check: the code is gone, the template raises nowhere it did not, no multi-turn break is left at
+    warning or worse and no other new warning or error (a code not in `known`) appears. One switch
+    at a time, then pairs."""
+    switches = caller_switches(template)
     if not switches:
         return {}
-    scenarios = list({b.scenario.name: b.scenario for b in breaks}.values())
     codes = {b.code for b in breaks}
+    errors = {(line, error) for line, error, _ in rendered.failures}
     fixed: dict[str, list[str]] = {}
-    rendering = set()  # settings under which every turn renders
+    rendering = []  # settings under which every scenario renders
+    current = {(k, v) for k, v in template.extra_kwargs.items() if isinstance(v, bool | str)}
 
     def attempt(setting: dict[str, Any]) -> None:
-        if any(r is None for scenario in scenarios for r in renderer.turns(scenario, setting)):
+        tried = template.with_variables(setting)
+        again = render_multiturn(tried)
+        if again.scenarios is None or any((line, error) not in errors for line, error, _ in again.failures):
             return  # the template raises with it: never offered
-        rendering.add(tuple(setting.items()))
-        still, _ = _breaks(renderer, scenarios, tokenizer, specials, setting)
-        shown = " and ".join(f"`{n}={v}`" for n, v in setting.items())
-        for code in codes - {b.code for b in still}:
-            fixed.setdefault(code, []).append(shown)
+        rendering.append(setting)
+        still, _ = _breaks(
+            again.renderer, again.scenarios, tokenizer, _special_strings(tokenizer, tried), again.reasoning
+        )
+        gone = [c for c in sorted(codes - {b.code for b in still}) if len(fixed.get(c, [])) < MAX_HINTS]
+        if gone and recheck is not None:
+            after = recheck(setting)
+            found = {d.code for d in after}
+            # Not stable if a multi-turn break is still a warning or worse, or any new one appears.
+            unstable = any(
+                d.severity >= Severity.WARNING and (d.code.startswith("PFX4") or d.code not in known | codes)
+                for d in after
+            )
+            gone = [] if unstable else [c for c in gone if c not in found]
+        for code in gone:
+            fixed.setdefault(code, []).append(f"`{as_vars(setting)}`")
 
-    singles = [
-        {name: value}
-        for name in switches
-        for value in (True, False)
-        if template.extra_kwargs.get(name) is not value
-    ]
-    for setting in singles:
-        attempt(setting)
-    if codes - set(fixed) and 1 < len(switches) <= 4:
+    for name in switches:
+        for value in switch_values(template, name):
+            if (name, value) not in current:  # the caller's own `--var` is what was just checked
+                attempt({name: value})
+    if codes - set(fixed) and 1 < len(switches) <= 3:
         for i, first in enumerate(switches):
             for second in switches[i + 1 :]:
                 for a in (True, False):
@@ -589,10 +669,14 @@ def _settings(
                         attempt({first: a, second: b})
     tried = ", ".join(f"`{n}`" for n in switches)
     none = "no setting" if rendering else "no setting the template renders with"
+    how = (
+        "the check, run again with it, no longer finds the break"
+        if recheck
+        else "every turn renders and the break is gone"
+    )
     return {
         code: (
-            f"{' or '.join(fixed[code][:3])} keeps the prefix stable (verified: every turn renders and "
-            "the break is gone)"
+            f"{' or '.join(fixed[code])} keeps the prefix stable (verified: {how})"
             if code in fixed
             else f"{none} of {tried} keeps it stable"
         )
@@ -608,6 +692,7 @@ class MultiTurnRenders:
     scenarios: list[Scenario] | None  # None: the template does not even compile
     # (template line, error, which scenario and turn) of each scenario the template raises for
     failures: list[tuple[int, str, str]] = field(default_factory=list)
+    reasoning: ReasoningFormat | None = None  # how its model writes reasoning (None: it does not)
 
 
 def render_multiturn(template: ChatTemplate) -> MultiTurnRenders:
@@ -616,14 +701,14 @@ def render_multiturn(template: ChatTemplate) -> MultiTurnRenders:
     renderer = _Renderer(template)
     failures: list[tuple[int, str, str]] = []
     try:
-        scenarios = _scenarios(template, renderer, failures)
+        scenarios, fmt = _scenarios(template, renderer, failures)
     except Exception:  # a template that does not even compile is reported elsewhere
         return MultiTurnRenders(renderer, None)
     for scenario in scenarios:
         failed = renderer.failure(scenario)
         if failed is not None:
             failures.append(failed)
-    return MultiTurnRenders(renderer, scenarios, failures)
+    return MultiTurnRenders(renderer, scenarios, failures, fmt)
 
 
 def analyze_multiturn(
@@ -631,23 +716,31 @@ def analyze_multiturn(
     tokenizer: LoadedTokenizer,
     rendered: MultiTurnRenders | None = None,
     engine: Engine | None = None,
+    *,
+    hints: bool = True,
+    recheck: Recheck | None = None,
+    known: frozenset[str] = frozenset(),
 ) -> MultiTurnResult:
-    """Check every scenario's turns extend one another; one diagnostic per cause found."""
+    """Check every scenario's turns extend one another; one diagnostic per cause found. `hints`:
+    look for settings that keep the prefix stable, each verified by running the multi-turn
+    analysis again with it as `--var`s and then `recheck` (the whole check, from analyze.py) when
+    given; `known`: the codes the rest of the check found already."""
     rendered = rendered or render_multiturn(template)
     renderer, scenarios = rendered.renderer, rendered.scenarios
     if scenarios is None:
         return MultiTurnResult([], None)
     specials = _special_strings(tokenizer, template)
-    breaks, reuse = _breaks(renderer, scenarios, tokenizer, specials)
+    breaks, reuse = _breaks(renderer, scenarios, tokenizer, specials, rendered.reasoning)
     if not breaks:
         return MultiTurnResult([], reuse)
-    settings = _settings(template, renderer, breaks, tokenizer, specials)
+    settings = _settings(template, rendered, breaks, tokenizer, recheck, known) if hints else {}
     groups: dict[str, list[_Break]] = {}
     for brk in breaks:
         groups.setdefault(brk.code, []).append(brk)
+    for group in groups.values():  # one finding per code, shown by its costliest break
+        group.sort(key=lambda b: -_severity(template, b, engine, tokenizer)[0])
     ordered = sorted(groups.items(), key=lambda kv: _CAUSE_ORDER[kv[0]])
     diagnostics = [
-        _diagnostic(template, group, settings.get(code, ""), engine, tokenizer.name == EMBEDDED_NAME)
-        for code, group in ordered
+        _diagnostic(template, group, settings.get(code, ""), engine, tokenizer) for code, group in ordered
     ]
     return MultiTurnResult(diagnostics, reuse, [_template_line(group[0]) for _, group in ordered])

@@ -8,11 +8,12 @@ result). Turn k's request is the system message (if any), the first messages and
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
 from prefixlint.jinja.inputs import ASSISTANT_REPLY, FOLLOW_UP, SYSTEM_PROMPT, TOOLS, USER_TURNS
+from prefixlint.jinja.reasoning import ReasoningFormat
+from prefixlint.jinja.switches import spelled
 
 REPLIES = (ASSISTANT_REPLY, "The capital of Germany is Berlin.")
 USERS = (USER_TURNS[0], FOLLOW_UP, "And what about Japan?")
@@ -28,8 +29,6 @@ TOOL_RESULT = '{"temperature": 18, "condition": "sunny"}'
 FINAL_REPLY = "It is 18 degrees and sunny in Paris."
 TOOL_CALL_REASONING = "The user wants live weather; I should call get_weather for Paris."
 FINAL_REASONING = "The tool says 18 degrees and sunny."
-
-_REASONING_WORDS = re.compile(r"think|reasoning", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -48,20 +47,26 @@ class Scenario:
     tools: list[dict[str, Any]] | None
     first: tuple[dict[str, Any], ...]
     steps: tuple[Step, ...]
-    # Template variables the scenario is rendered with: the mode it runs in (`enable_thinking=True`
-    # for reasoning replies when the template closes the think block by default).
+    # Template variables the scenario is rendered with: the mode it runs in (`enable_thinking=true`
+    # for reasoning replies when the template closes the think block by default). The caller's
+    # own `--var`s win over them.
     kwargs: tuple[tuple[str, Any], ...] = ()
 
     def with_kwargs(self, kwargs: dict[str, Any]) -> Scenario:
-        shown = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+        shown = ", ".join(f"{k}={spelled(v)}" for k, v in kwargs.items())
         return replace(self, kwargs=tuple(kwargs.items()), label=f"{self.label}, {shown}")
 
     def with_reasoning_field(self, name: str) -> Scenario:
-        """The same replies with their reasoning in field `name` instead of `reasoning_content`."""
-        steps = tuple(
-            replace(step, reply=_rename(step.reply, "reasoning_content", name)) for step in self.steps
-        )
-        return replace(self, steps=steps, label=self.label.replace("reasoning_content", name))
+        """The same replies with their reasoning in field `name` instead of the one they have."""
+        label = self.label
+        steps = []
+        for step in self.steps:
+            reply = step.reply
+            for old in _FIELDS:
+                if old in reply and old != name:
+                    reply, label = _rename(reply, old, name), label.replace(old, name)
+            steps.append(replace(step, reply=reply))
+        return replace(self, steps=tuple(steps), label=label)
 
     def turn(self, k: int) -> list[dict[str, Any]]:
         """The messages of turn k (1-based)."""
@@ -76,6 +81,9 @@ class Scenario:
         return len(self.steps) + 1
 
 
+_FIELDS = ("reasoning_content", "reasoning")
+
+
 def _rename(message: dict[str, Any], old: str, new: str) -> dict[str, Any]:
     return {(new if k == old else k): v for k, v in message.items()}
 
@@ -88,12 +96,16 @@ def _plain(i: int) -> dict[str, Any]:
     return {"role": "assistant", "content": REPLIES[i]}
 
 
-def _inline(i: int) -> dict[str, Any]:
-    return {"role": "assistant", "content": f"<think>\n{REASONING[i]}\n</think>\n\n{REPLIES[i]}"}
+def _inline(fmt: ReasoningFormat) -> Any:
+    return lambda i: {"role": "assistant", "content": fmt.inline(REASONING[i], REPLIES[i])}
 
 
-def _field(i: int) -> dict[str, Any]:
-    return {"role": "assistant", "content": REPLIES[i], "reasoning_content": REASONING[i]}
+def _field(fmt: ReasoningFormat) -> Any:
+    return lambda i: {
+        "role": "assistant",
+        "content": REPLIES[i],
+        fmt.field or "reasoning_content": REASONING[i],
+    }
 
 
 def _chat(name: str, label: str, system: bool, tools: list | None, reply: Any, reasoning: bool) -> Scenario:
@@ -103,7 +115,9 @@ def _chat(name: str, label: str, system: bool, tools: list | None, reply: Any, r
     return Scenario(name, label, system, tools, (_user(USERS[0]),), steps)
 
 
-def tool_call_message(arguments_as: str, content: str | None, reasoning: str) -> dict[str, Any]:
+def tool_call_message(
+    arguments_as: str, content: str | None, reasoning: str, field: str = "reasoning_content"
+) -> dict[str, Any]:
     arguments: Any = TOOL_ARGUMENTS if arguments_as == "dict" else json.dumps(TOOL_ARGUMENTS)
     message: dict[str, Any] = {
         "role": "assistant",
@@ -117,17 +131,19 @@ def tool_call_message(arguments_as: str, content: str | None, reasoning: str) ->
         ],
     }
     if reasoning:
-        message["reasoning_content"] = reasoning
+        message[field] = reasoning
     return message
 
 
-def agentic(arguments_as: str, content: str | None, reasoning: bool) -> Scenario:
-    """Ask → tool call → tool result → final answer → next user turn."""
-    call = tool_call_message(arguments_as, content, TOOL_CALL_REASONING if reasoning else "")
+def agentic(arguments_as: str, content: str | None, reasoning: ReasoningFormat | None = None) -> Scenario:
+    """Ask → tool call → tool result → final answer → next user turn; with `reasoning` (a format
+    whose field the template reads), each assistant message carries its reasoning there."""
+    field = reasoning.field if reasoning is not None and reasoning.field else "reasoning_content"
+    call = tool_call_message(arguments_as, content, TOOL_CALL_REASONING if reasoning else "", field)
     result = {"role": "tool", "tool_call_id": TOOL_CALL_ID, "name": "get_weather", "content": TOOL_RESULT}
     final: dict[str, Any] = {"role": "assistant", "content": FINAL_REPLY}
     if reasoning:
-        final["reasoning_content"] = FINAL_REASONING
+        final[field] = FINAL_REASONING
     steps = (
         Step(call, result, "", TOOL_CALL_REASONING if reasoning else ""),
         Step(final, _user(FOLLOW_UP), FINAL_REPLY, FINAL_REASONING if reasoning else ""),
@@ -148,9 +164,13 @@ def agentic(arguments_as: str, content: str | None, reasoning: bool) -> Scenario
 TOOL_CALL_SHAPES = (("dict", ""), ("dict", None), ("str", ""), ("str", None))
 
 
-def chat_scenarios(*, reads_tools: bool, tools_required: bool, reads_reasoning: bool) -> list[Scenario]:
+def chat_scenarios(
+    *, reads_tools: bool, tools_required: bool, reasoning: ReasoningFormat | None = None
+) -> list[Scenario]:
     """The chat scenarios that apply to a template (agent loops are built by the caller, which
-    needs to try the tool-call shapes)."""
+    needs to try the tool-call shapes). A reasoning model's replies carry their reasoning where
+    the template reads it back (`reasoning`): in its field, or inline in the content when it
+    reads none (a client without a reasoning parser sends the reply as the model wrote it)."""
     forced = TOOLS if tools_required else None
     out = [
         _chat("plain+sys", "plain chat with a system message", True, forced, _plain, False),
@@ -161,22 +181,18 @@ def chat_scenarios(*, reads_tools: bool, tools_required: bool, reads_reasoning: 
             _chat("tools+sys", "chat with tools and a system message", True, TOOLS, _plain, False),
             _chat("tools-nosys", "chat with tools, without a system message", False, TOOLS, _plain, False),
         ]
-    if reads_reasoning:
-        out += [
+    if reasoning is not None and reasoning.field is None:
+        out.append(
             _chat(
                 "reasoning-inline+sys",
-                "replies with <think> reasoning in the content",
+                f"replies with {reasoning.tags[0]} reasoning in the content",
                 True,
                 forced,
-                _inline,
+                _inline(reasoning),
                 True,
-            ),
-            _chat(
-                "reasoning-field+sys", "replies with a reasoning_content field", True, forced, _field, True
-            ),
-        ]
+            )
+        )
+    elif reasoning is not None:
+        label = f"replies with a {reasoning.field} field"
+        out.append(_chat("reasoning-field+sys", label, True, forced, _field(reasoning), True))
     return out
-
-
-def mentions_reasoning(source: str) -> bool:
-    return bool(_REASONING_WORDS.search(source))

@@ -12,8 +12,8 @@ value, each render is tokenized, and the first divergent token is traced to the 
   where the value is filled in is not visible here, only the name;
 - a name that says nothing (`persona`, `tools_description`) is app configuration, held fixed.
 
-A finding needs static text after the value; less than one cache block of it (the engine's
-block size) is info at most.
+A finding needs static text after the value; one that costs no whole cache block of the engine
+(prefixlint.rules.loss_severity) is info at most.
 """
 
 from __future__ import annotations
@@ -279,8 +279,8 @@ def _finding(
     d: int,
     end: int,
     engine: Engine | None,
+    tokenizer: LoadedTokenizer,
 ) -> Diagnostic | None:
-    block = engine.block_size if engine is not None else 16
     tail = _static_after(base.text, other.text, d, end)
     # Not the value's own last characters ("Alice Martin" and "Bo Chen" both end in "n").
     printed_end = base.traced.piece_range(d)[1]
@@ -291,6 +291,7 @@ def _finding(
     lost = max(0, token_at_char(base.offsets, end) - token_at_char(base.offsets, end - len(tail)))
     origin = base.traced.origin_at(d)
     from prefixlint.rules import RULES
+    from prefixlint.severity import Cost, cost_severity
 
     severity = RULES[v.code].default_severity
     if v.clock_like:
@@ -306,11 +307,16 @@ def _finding(
             f"`{v.name}` (template variable, {kind} by its name) is rendered at token {t:,}, ahead of "
             f"{lost:,} static tokens; a different value per request makes them all uncacheable"
         )
-    if lost < block:
+    start = end - len(tail)
+    cost = Cost(t, lost, len(base.ids), (base.text[:d], base.text[start:end], base.text))
+    costed, note = cost_severity(severity, cost, engine, tokenizer)
+    if costed < severity and not note:
         if v.code == "PFX105":
             return None  # per-request input, meant to vary: a few tokens after it lose nothing kept
-        severity = Severity.INFO
-        what += f" (less than one {block}-token cache block)"
+        what += " (no whole cache block of the engine lost)"
+    elif note:
+        what += f"; {note}"
+    severity = costed
     varied = f"app prompt template; varied: template variable `{v.name}`"
     evidence = divergence_evidence(base.text, other.text, len(base.ids), d, t, lost, varied, engine)
     return Diagnostic(
@@ -325,6 +331,12 @@ def _values(names: list[str]) -> dict[str, Any]:
     }
 
 
+def sample_inputs(template: PromptTemplate, options: Options) -> dict[str, Any]:
+    """The values the base render gives every variable; `--var NAME=VALUE` renders NAME with that
+    value, as the app passes it."""
+    return _values(template.inputs) | options.template_vars
+
+
 def analyze_prompt_template(
     template: PromptTemplate, tokenizer: LoadedTokenizer, options: Options
 ) -> SourceResult:
@@ -337,8 +349,7 @@ def analyze_prompt_template(
         return result
     with contextlib.suppress(ValueError):  # over the time limit: the render reports what fails
         template.load_includes()
-    # `--var NAME=VALUE` renders NAME with that value, as the app passes it.
-    base_values = _values(template.inputs) | options.template_vars
+    base_values = sample_inputs(template, options)
     try:
         base = TokenizedRender(template.render_values(base_values))
     except Exception as exc:  # noqa: BLE001 - whatever an untrusted template raises is a finding
@@ -369,7 +380,7 @@ def analyze_prompt_template(
         if d is None:
             continue
         end = next((s for s in starts if s > d), len(base.text))  # where the next varying value starts
-        diagnostic = _finding(template, base, r, v, d, end, engine)
+        diagnostic = _finding(template, base, r, v, d, end, engine, tokenizer)
         if diagnostic is not None:
             result.diagnostics.append(diagnostic)
 

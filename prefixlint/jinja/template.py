@@ -3,6 +3,7 @@ variables it needs, and a traced render that mirrors `tokenizer.apply_chat_templ
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import traceback
@@ -14,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from prefixlint.controls import control_strings
 from prefixlint.jinja.environment import (
     TEMPLATE_FILENAME,
     ClockCall,
@@ -108,10 +110,28 @@ class ChatTemplate:
             and n != "additional_special_tokens"
         )
 
+    @cached_property
+    def controls(self) -> tuple[str, ...]:
+        """The template's control strings (prefixlint/controls.py), longest first."""
+        return control_strings(self.traced.source, special=self.special_tokens.values())
+
+    def with_variables(self, variables: dict[str, Any]) -> ChatTemplate:
+        """The same template with `variables` fixed for every render on top of its own, as a user
+        passes them with `--var`; it shares this one's compiled code and renders."""
+        other = copy.copy(self)
+        other.extra_kwargs = {**self.extra_kwargs, **variables}
+        other.setup_notes = list(self.setup_notes)
+        return other
+
     def span(self, line: int, column: int = 1) -> Span:
         if self.fixed_line is not None:
             return Span(self.path, self.fixed_line, 1)
         return Span(self.path, line, column)
+
+    def template_span(self, line: int, column: int = 1) -> Span:
+        """A place in the template's own lines (Diagnostic.origin); for a template inside a JSON
+        file, whose lines are not the file's, the path is `path[name]` (`path[]` for the only one)."""
+        return Span(self.path if self.fixed_line is None else f"{self.path}[{self.name}]", line, column)
 
     def where(self, line: int) -> str:
         """How a message names a template line ("line 9", or "template line 9" inside a JSON file)."""

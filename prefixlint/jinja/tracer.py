@@ -77,10 +77,10 @@ def _outputs(node: nodes.Node, opaque: bool = False) -> Iterator[tuple[nodes.Out
         yield from _outputs(child, inner)
 
 
-def _token_offsets(env: jinja2.Environment, source: str) -> tuple[list[tuple[int, str]], list[int]]:
-    """Source offsets of the data tokens (with their text) and of each `{{`."""
-    data: list[tuple[int, str]] = []
-    variables: list[int] = []
+def source_tokens(env: jinja2.Environment, source: str) -> list[tuple[int, str, str]]:
+    """Every lexer token of `source` as (source offset, kind, text), in order; the lexer gives
+    lines only, so each token is found from where the previous one ended."""
+    out: list[tuple[int, str, str]] = []
     cursor = 0
     for _lineno, kind, value in env.lexer.tokeniter(source, None):
         if not value:
@@ -89,11 +89,15 @@ def _token_offsets(env: jinja2.Environment, source: str) -> tuple[list[tuple[int
         if at < 0:
             continue
         cursor = at + len(value)
-        if kind == "data":
-            data.append((at, value))
-        elif kind == "variable_begin":
-            variables.append(at)
-    return data, variables
+        out.append((at, kind, value))
+    return out
+
+
+def _token_offsets(env: jinja2.Environment, source: str) -> tuple[list[tuple[int, str]], list[int]]:
+    """Source offsets of the data tokens (with their text) and of each `{{`."""
+    tokens = source_tokens(env, source)
+    data = [(at, value) for at, kind, value in tokens if kind == "data"]
+    return data, [at for at, kind, _ in tokens if kind == "variable_begin"]
 
 
 def _compile_tracking(env: jinja2.Environment, ast: nodes.Template) -> tuple[jinja2.Template, frozenset[str]]:

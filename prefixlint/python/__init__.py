@@ -34,15 +34,21 @@ def _parses(path: str, text: str) -> bool:
     return True
 
 
-def may_hold_prompts(text: str) -> bool:
-    """Whether a module has any text a prompt sink needs (else it is only checked for syntax)."""
-    return _MAY_HOLD_PROMPTS.search(text) is not None
+def may_hold_prompts(text: str, declared: tuple[str, ...] = (), rows: tuple[str, ...] = ()) -> bool:
+    """Whether a module has any text a prompt sink needs (else it is only checked for syntax): the
+    words above, or what a row of the models table needs (`dspy`, `smolagents`, `converse`), the
+    project's own included (`python.sinks` names, `declared`, and `[[python.sink]]` rows)."""
+    if _MAY_HOLD_PROMPTS.search(text) is not None:
+        return True
+    from prefixlint.python.frameworks import for_project  # the table is read without libcst
+
+    return for_project(declared, rows).needles.search(text) is not None
 
 
 def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     """Diagnostics for one Python source; a file that cannot hold a prompt costs no libcst (whose
     import alone takes ~0.5 s)."""
-    if not may_hold_prompts(text) and _parses(path, text):
+    if not may_hold_prompts(text, options.python_sinks, options.python_sink_rows) and _parses(path, text):
         return SourceResult(path, "python")
     from prefixlint.python.analyze import analyze_python as analyze
 

@@ -14,7 +14,9 @@ from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics, prefix_numbers
 from prefixlint.python.frameworks import for_project
 from prefixlint.python.project import Project, parsed_module
+from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import index_module
+from prefixlint.python.segments import holes
 from prefixlint.python.sinks import find_sinks
 
 if TYPE_CHECKING:
@@ -39,6 +41,12 @@ class _LazyTokenizer:
     def count(self, text: str) -> int:
         return self.get().count(text)
 
+    def stand_in(self) -> bool:
+        """Whether the counts come from the embedded stand-in, not the model's own tokenizer."""
+        from prefixlint.tokens import EMBEDDED_NAME
+
+        return self.get().name == EMBEDDED_NAME
+
 
 def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic:
     """PFX003 where CPython's own parser puts the error (libcst's position can be a line late);
@@ -60,6 +68,17 @@ def syntax_error(path: str, text: str, exc: cst.ParserSyntaxError) -> Diagnostic
     )
 
 
+def _sent_elsewhere(prompts: list[Prompt], path: str) -> bool:
+    """Whether a volatile value of this module is in a candidate that no sink here sends."""
+    reached = {(h.line, h.column) for p in prompts if p.reached for h in holes(p.value)}
+    return any(
+        h.provenance.volatile and not h.weak and h.path == path and (h.line, h.column) not in reached
+        for p in prompts
+        if not p.reached
+        for h in holes(p.value)
+    )
+
+
 def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     """Diagnostics for one Python source (kind "python")."""
     index = parsed_module(path, text)
@@ -78,7 +97,16 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     project.frameworks = for_project(options.python_sinks, options.python_sink_rows)
     prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, options.python_sinks)
     guess = Severity.parse(options.python_guess_severity)
-    found = diagnostics(path, prompts, tokenizer.count, engine, guess)
+    found = diagnostics(path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in)
+    if _sent_elsewhere(prompts, os.path.abspath(path)):
+        # Its text reaches no sink here: the modules that import it may send it.
+        from prefixlint.python.consumers import consumer_requests
+
+        elsewhere = consumer_requests(project, path)
+        if elsewhere:
+            here = {d.span.path for d in found} | {path}
+            seen = diagnostics(path, prompts + elsewhere, tokenizer.count, engine, guess, tokenizer.stand_in)
+            found = [d for d in seen if d.span.path in here]
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, options)

@@ -9,7 +9,7 @@ import os
 import re
 import string
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -71,6 +71,8 @@ _PASS_THROUGH = {"str", "list", "tuple", "repr", "format", "reversed"}
 # Methods that fill a template's placeholders (str, string.Template, LangChain, LlamaIndex, Jinja).
 _FILL_METHODS = {"format", "format_map", "substitute", "safe_substitute", "partial", "format_messages",
                  "format_prompt", "invoke", "render"}  # fmt: skip
+# Factories of template objects and the keyword of their text (LangChain, Jinja's `from_string`).
+_TEMPLATE_FACTORIES = {"from_template": "template", "from_messages": "messages", "from_string": "source"}
 _LOOKUPS = {"get", "pop", "setdefault", "index", "count", "startswith", "endswith", "__getitem__"}
 # Classes whose instances are volatile (a parameter annotated so), and ones a literal seed makes stable.
 _VOLATILE_TYPES = {
@@ -84,6 +86,8 @@ _OPAQUE = {"len", "bool", "isinstance", "hasattr", "getattr", "type", "id", "pri
 # Builtins whose result is their argument in another form: `int(time.time())` is still the clock.
 _CONVERSIONS = {"int", "float", "round", "abs"}
 _CONSTRUCTORS = {"__init__", "__post_init__", "model_post_init", "__attrs_post_init__"}
+# Keys of a tool's (or function's) schema: a dict holding one is text the model reads.
+_SCHEMA_KEYS = {"description", "parameters", "input_schema", "function"}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 
 
@@ -98,6 +102,9 @@ class Env:
     # The function whose summary is being made (summaries.py): its parameters stay parameters, not
     # what the calls in this module pass.
     summary: cst.CSTNode | None = None
+    # Literal values the call being inlined passes (or leaves at a literal default), per function:
+    # `if flag:` with `flag=False` does not run (branches no caller takes are no prompt text).
+    consts: dict[cst.CSTNode, dict[str, object]] = field(default_factory=dict)
 
     def deeper(self, **changes: object) -> Env:
         fields = {
@@ -106,6 +113,7 @@ class Env:
             "depth": self.depth + 1,
             "template": self.template,
             "summary": self.summary,
+            "consts": self.consts,
         }
         return Env(**{**fields, **changes})
 
@@ -197,6 +205,8 @@ class Evaluator:
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"
         (in `__init__` and the like: once per object), else "call"."""
+        if id(node) in self.index.in_lambda:
+            return "call"  # `instructions=lambda ctx: f"... {datetime.now()}"`: each time it is called
         owner = self.index.scope_for(node).node
         if isinstance(owner, (cst.Module, cst.ClassDef)):
             return "import"
@@ -215,7 +225,9 @@ class Evaluator:
                 return h
             where = f"{os.path.relpath(h.path, self.project.root)}:{h.line}"
             via = h.via or f"`{h.label}` in {where}"
-            return replace(h, line=line, column=column, path=self.path, label=self.label(node), via=via)
+            origin = h.origin or (h.path, h.line, h.column, h.label, h.via)
+            label = self.label(node)
+            return replace(h, line=line, column=column, path=self.path, label=label, via=via, origin=origin)
 
         return map_holes(value, move)
 
@@ -257,7 +269,12 @@ class Evaluator:
             if isinstance(part, cst.FormattedStringText):
                 parts.append(text(_fstring_text(part.value, node.prefix)))
             else:
-                parts.append(self.value(part.expression, env))
+                value = self.value(part.expression, env)
+                spec = part.format_spec
+                literal = spec is not None and all(isinstance(p, cst.FormattedStringText) for p in spec)
+                if literal and not _TIME_DIRECTIVES.search("".join(p.value for p in spec)):
+                    value = _to_the_day(value)  # `{datetime.now():%Y-%m-%d}`
+                parts.append(value)
         return concat(*parts)
 
     def _v_Integer(self, node: cst.Integer, env: Env) -> Value:
@@ -289,6 +306,13 @@ class Evaluator:
                     value = found[0].module_attribute(found[1], env)
                     if value is not None:
                         return self.anchor(value, node)
+        if not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")):
+            owner = self.object_class(receiver, node)  # `Settings.TEXT`, `Settings().TEXT`, `obj.text`
+            if owner is not None:
+                here = owner[0] is self
+                found = owner[0].class_attribute(owner[1], node.attr.value, env, at=node if here else None)
+                if found is not None:
+                    return found if here else self.anchor(found, node)
         base = self.value(receiver, env.deeper())
         if (h := first_volatile(base)) is not None and not h.by_name:
             return (h,)
@@ -328,7 +352,46 @@ class Evaluator:
         return choice([self.value(node.left, env.deeper()), self.value(node.right, env.deeper())])
 
     def _v_IfExp(self, node: cst.IfExp, env: Env) -> Value:
+        test = self.constant(node.test, env)
+        if test is not _UNKNOWN:
+            return self.value(node.body if test else node.orelse, env.deeper())
         return choice([self.value(node.body, env.deeper()), self.value(node.orelse, env.deeper())])
+
+    def may_run(self, branch: Branch, env: Env) -> bool:
+        """Whether code in these arms can run, given the literal arguments of the calls inlined:
+        an `if` arm whose test they decide otherwise cannot."""
+        if not env.consts:
+            return True
+        for key, arm in branch:
+            node = self.index.branch_nodes.get(key)
+            if isinstance(node, cst.If):
+                test = self.constant(node.test, env)
+                if test is not _UNKNOWN and bool(test) != (arm == 0):
+                    return False
+        return True
+
+    def constant(self, node: cst.BaseExpression, env: Env) -> object:
+        """The value of a test made of literals and the literal arguments of the call being inlined
+        (`flag`, `not flag`, `mode == "x"`, `x is None`), else _UNKNOWN."""
+        if isinstance(node, cst.Name):
+            if node.value in _LITERALS:
+                return _LITERALS[node.value]
+            fn = self.index.scope_for(node).node
+            known = env.consts.get(fn, {})
+            return known.get(node.value, _UNKNOWN)
+        if isinstance(node, (cst.Integer, cst.SimpleString)):
+            return literal_value(node)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            inner = self.constant(node.expression, env)
+            return _UNKNOWN if inner is _UNKNOWN else not inner
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            left, right = self.constant(node.left, env), self.constant(node.comparisons[0].comparator, env)
+            if left is _UNKNOWN or right is _UNKNOWN:
+                return _UNKNOWN
+            op = type(node.comparisons[0].operator)
+            compare = _COMPARE.get(op)
+            return compare(left, right) if compare is not None else _UNKNOWN
+        return _UNKNOWN
 
     def _v_Lambda(self, node: cst.Lambda, env: Env) -> Value:
         return self.value(node.body, env.deeper())  # a default_factory: what calling it gives
@@ -387,10 +450,18 @@ class Evaluator:
             and not (isinstance(e.key, cst.SimpleString) and e.key.evaluated_value in config)
         ]
         values = [self.value(e.value, env.deeper()) for e in kept]
-        for value in values:
-            for h in holes(value):
-                if h.provenance.volatile and not h.by_name:
-                    return (h,)
+        volatile = any(h.provenance.volatile and not h.by_name for v in values for h in holes(v))
+        guessed = any(h.provenance.volatile for v in values for h in holes(v))
+        if guessed and entries.keys() & _SCHEMA_KEYS:
+            # A tool's schema, serialised into the prompt: its text, in order, with the value in it
+            # and the static text after it (`"description": f"... {date.today()} ..."`).
+            parts: list[Value] = []
+            for e, value in zip(kept, values, strict=True):
+                key = e.key.evaluated_value if isinstance(e.key, cst.SimpleString) else None
+                parts += [text(f'"{key}": ' if isinstance(key, str) else ""), value, text(", ")]
+            return concat(*parts)
+        if volatile:  # any other dict (an API payload): a volatile value makes its text volatile
+            return next((h,) for v in values for h in holes(v) if h.provenance.volatile and not h.by_name)
         if values and len(kept) == len(node.elements) and all(is_constant(v) for v in values):
             return (Open(self.index.pos(node)[0]),)  # constant data: its rendering is the same every time
         return self.unknown(node)
@@ -401,7 +472,10 @@ class Evaluator:
         if qnames & _SEEDABLE and node.args and all(_is_literal(a.value) for a in node.args):
             return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
         if (prov := qualified_provenance(qnames)) is not None:
-            return self.hole(prov, node)
+            found = self.hole(prov, node)
+            if qnames & _DAY_CLOCKS or (qnames & {"time.strftime"} and _day_format(node.args)):
+                return _to_the_day(found)
+            return found
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
             return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
         name = func_name(node.func)
@@ -451,6 +525,13 @@ class Evaluator:
         if called is not None:
             return called
 
+        template_class = isinstance(node.func, cst.Name) or name[:1].isupper()  # not `x.render_template()`
+        if name.endswith("Template") and template_class and (args or kwargs):
+            # `PromptTemplate("...")`, `string.Template(...)`, `PromptTemplate(template="...")`: the
+            # text, formatted later
+            source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
+            if source is not None:
+                return self._template_source(source, env)
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             if (prov := self.receiver_provenance(node.func.value)) is not None:
@@ -472,19 +553,20 @@ class Evaluator:
             if method == "replace" and len(args) >= 2 and first is not None and is_static(first):
                 new = self.value(args[1].value, deeper)
                 return per_option(receiver, lambda v: self.replace(v, static_text(first), new))
-            if method in ("from_template", "from_messages", "from_string") and args:
-                return self.value(args[0].value, env.deeper(template=env.template))
+            if method in _TEMPLATE_FACTORIES:
+                source = args[0].value if args else kwargs.get(_TEMPLATE_FACTORIES[method])
+                if source is not None:
+                    return self.value(source, env.deeper(template=env.template))
             if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
                 return self.propagate(node, [receiver])
+            clock = first_volatile(receiver)
+            to_the_day = method == "date" or method == "strftime" and _day_format(node.args)
+            if clock is not None and clock.provenance is Provenance.CLOCK and to_the_day:
+                return _to_the_day((clock,))  # `datetime.now().strftime("%Y-%m-%d")`: the day only
             if (h := first_volatile(receiver)) is not None and h.by_name:
                 return (h,)  # `timestamp.astimezone().strftime(...)`: the value itself, transformed
             parts = [receiver] + [self.value(a.value, deeper) for a in self.text_arguments(node)]
             return self._opaque(node, name, parts)
-        if name.endswith("Template") and (args or kwargs):
-            # `PromptTemplate("...")`, `PromptTemplate(template="...")`: the text, formatted later
-            source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
-            if source is not None:
-                return self._template_source(source, env)
         parts = [self.value(a.value, deeper) for a in self.text_arguments(node)]
         if not any(first_volatile(p) for p in parts) and (prov := call_name_provenance(name)) is not None:
             return self.hole(prov, node, f"{name}()", by_name=True)
@@ -549,6 +631,26 @@ class Evaluator:
                 return evaluator, evaluator.index.functions[head]
             if tail and head in evaluator.index.classes:
                 return evaluator.method(evaluator.index.classes[head], tail)
+        if isinstance(func, cst.Attribute):  # `Builder().build()`, `builder.build()`
+            owner = self.object_class(func.value, call)
+            if owner is not None:
+                return owner[0].method(owner[1], func.attr.value)
+        return None
+
+    def object_class(
+        self, node: cst.BaseExpression, at: cst.CSTNode
+    ) -> tuple[Evaluator, cst.ClassDef] | None:
+        """The project class `node` names (`Settings`) or makes (`Settings()`), or the class of the
+        object it holds (`builder = Builder()`, a parameter `b: Builder`, `self.builder`)."""
+        if isinstance(node, cst.Call):
+            return self.find_class(node.func)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            found = self.find_class(node)
+            if found is not None:
+                return found
+            from prefixlint.python.summaries import receiver_class
+
+            return receiver_class(self, node, at)
         return None
 
     def call_output(self, call: cst.Call, env: Env) -> Value | None:
@@ -559,13 +661,32 @@ class Evaluator:
             return None
         evaluator, fn = callee
         bound = self.bind_arguments(fn, call, env)
-        output = evaluator.function_output(fn, call if evaluator is self else None, env, bound)
+        consts = constant_arguments(fn, call)
+        output = evaluator.function_output(fn, call if evaluator is self else None, env, bound, consts)
+        output = self.run_at(output, call)
         return output if evaluator is self else self.anchor(output, call)
 
+    def run_at(self, value: Value, call: cst.Call) -> Value:
+        """What a function gives, run by a call at import (`SYSTEM = build()`) or in a constructor:
+        the values its code makes are made then, once, not on each request (a placeholder or a
+        parameter, known by its name, is filled where it is, not where this runs)."""
+        timing = self.timing(call)
+        if timing == "call":
+            return value
+        return map_holes(
+            value, lambda h: replace(h, timing=timing) if h.timing == "call" and not h.by_name else h
+        )
+
     def function_output(
-        self, fn: cst.FunctionDef, call: cst.Call | None, env: Env, bound: dict[str, Value] | None = None
+        self,
+        fn: cst.FunctionDef,
+        call: cst.Call | None,
+        env: Env,
+        bound: dict[str, Value] | None = None,
+        consts: dict[str, object] | None = None,
     ) -> Value:
-        """What a helper contributes: its yields in order, or one of its return values."""
+        """What a helper contributes: its yields in order, or one of its return values (those on
+        the branches the call's literal arguments take)."""
         if fn in self.active or env.depth > MAX_DEPTH or len(self.active) >= MAX_CALLS:
             return self.unknown(call or fn)
         args = dict(env.args)
@@ -573,13 +694,20 @@ class Evaluator:
             args[fn] = bound
         elif call is not None:
             args[fn] = self.bind_arguments(fn, call, env)
-        inner = Env(args=args, depth=env.depth + 1, summary=env.summary)
+        if consts is None and call is not None:
+            consts = constant_arguments(fn, call)
+        known = {**env.consts, fn: consts} if consts is not None else env.consts
+        inner = Env(args=args, depth=env.depth + 1, summary=env.summary, consts=known)
         self.active.append(fn)
         try:
             body = self.index.bodies[fn]
             if body.yields:
                 return concat(*(self.yielded(y, inner) for y in body.yields))
-            options = [self.value(r.value, inner) for r in body.returns if r.value is not None]
+            options = [
+                self.value(r.value, inner)
+                for r in body.returns
+                if r.value is not None and self.may_run(self.index.branch_of.get(r, ()), inner)
+            ]
         finally:
             self.active.pop()
         if not options:
@@ -633,7 +761,7 @@ class Evaluator:
 
     def imported_value(self, name: str, node: cst.CSTNode, env: Env) -> Value | None:
         """A constant another module of the project defines (`from .prompts import SYSTEM`)."""
-        for qualified in sorted(self.index.imports.get(name, ())):
+        for qualified in sorted(self.index.imported_as(name)):
             found = self.project.resolve(qualified, self.path)
             if found is None:
                 continue
@@ -662,7 +790,11 @@ class Evaluator:
         last one that runs on every path to the read, and any later ones in branches), or None if
         nothing in this module binds it."""
         options: list[Value] = []
-        earlier = [b for b in scope.bindings.get(name, ()) if b.pos < pos and not self._reads_itself(b, node)]
+        earlier = [
+            b
+            for b in scope.bindings.get(name, ())
+            if b.pos < pos and not self._reads_itself(b, node) and self.may_run(b.branch, env)
+        ]
         for binding in reversed(earlier):
             if binding.kind == "setitem":
                 continue  # an entry of a dict (prompt_files.data reads those)
@@ -969,6 +1101,9 @@ class Evaluator:
         if isinstance(node, (cst.Set, cst.SetComp)):
             return [self.value(node, env)]  # one element keeps its order, more do not
         if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            each = self.each_item(node, env)
+            if each is not None:
+                return each
             shadow = dict(env.shadow)
             order: Hole | None = None
             comp: cst.CompFor | None = node.for_in
@@ -988,6 +1123,10 @@ class Evaluator:
                 return self.items(node.args[0].value, env.deeper())
             if node.func.value == "filter" and len(node.args) == 2:  # `filter(None, parts)`
                 return self.items(node.args[1].value, env.deeper())
+            if node.func.value == "map" and len(node.args) == 2:  # `map(str, parts)`
+                func = node.args[0].value
+                if isinstance(func, cst.Name) and func.value in _PASS_THROUGH:
+                    return self.items(node.args[1].value, env.deeper())
         if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
             left, right = self.items(node.left, env.deeper()), self.items(node.right, env.deeper())
             if left is not None and right is not None:
@@ -1006,6 +1145,20 @@ class Evaluator:
                 return [item if isinstance(item, tuple) else self.unknown(node) for item in found]
             return [self.lookup(node.value, node, env)]
         return None
+
+    def each_item(self, node: cst.ListComp | cst.GeneratorExp, env: Env) -> list[Value] | None:
+        """`(f"{part}\\n" for part in (a, b))` over a list or tuple written out: the element once per
+        item, in order (the items are known, so their order is too); None for any other loop."""
+        comp = node.for_in
+        if comp.inner_for_in is not None or comp.ifs or not isinstance(comp.target, cst.Name):
+            return None
+        if not isinstance(comp.iter, (cst.List, cst.Tuple)):
+            return None
+        items = self.items(comp.iter, env.deeper())
+        if items is None:
+            return None
+        target = comp.target.value
+        return [self.value(node.elt, env.deeper(shadow={**env.shadow, target: item})) for item in items]
 
     # --- formatting ----------------------------------------------------------------------------
     def format(self, template: Value, call: cst.Call, env: Env) -> Value:
@@ -1147,6 +1300,64 @@ class Evaluator:
             else:
                 out.append((seg,))
         return concat(*out)
+
+
+# Clocks read to the day, and the strftime directives that read finer than a day.
+_DAY_CLOCKS = {"datetime.date.today", "pendulum.today"}
+_TIME_DIRECTIVES = re.compile(r"%[-#]?[HIMSfpXcTrRsz]")
+
+
+def _day_format(args: Sequence[cst.Arg]) -> bool:
+    """Whether a strftime call's format (its first argument, a literal) reads no finer than the day."""
+    first = next((a.value for a in args if a.keyword is None), None)
+    return isinstance(first, cst.SimpleString) and not _TIME_DIRECTIVES.search(str(first.evaluated_value))
+
+
+def _to_the_day(value: Value) -> Value:
+    """A clock value read to the day only (only when it is just that clock)."""
+    if len(value) == 1 and isinstance(value[0], Hole) and value[0].provenance is Provenance.CLOCK:
+        return (replace(value[0], daily=True),)
+    return value
+
+
+_UNKNOWN = object()  # a test whose value the literal arguments do not decide
+_LITERALS: dict[str, object] = {"True": True, "False": False, "None": None}
+_COMPARE = {
+    cst.Equal: lambda a, b: a == b,
+    cst.NotEqual: lambda a, b: a != b,
+    cst.Is: lambda a, b: a is b,
+    cst.IsNot: lambda a, b: a is not b,
+}
+
+
+def literal_value(node: cst.BaseExpression | None) -> object:
+    """`True`, `None`, `3`, `"x"` as Python values; anything else is _UNKNOWN."""
+    if isinstance(node, cst.Name) and node.value in _LITERALS:
+        return _LITERALS[node.value]
+    if isinstance(node, cst.Integer):
+        return int(node.value, 0)
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value
+    return _UNKNOWN
+
+
+def constant_arguments(fn: cst.FunctionDef, call: cst.Call) -> dict[str, object]:
+    """The literal values a call gives `fn`'s parameters (passed, or left at a literal default)."""
+    params = [*fn.params.posonly_params, *fn.params.params]
+    if params and params[0].name.value in ("self", "cls"):
+        params = params[1:]
+    out = {p.name.value: literal_value(p.default) for p in (*params, *fn.params.kwonly_params) if p.default}
+    positional = [a for a in call.args if a.keyword is None]
+    for param, arg in zip(params, positional, strict=False):
+        if arg.star:
+            return {}  # `*args`: what goes where is unknown
+        out[param.name.value] = literal_value(arg.value)
+    for arg in call.args:
+        if arg.star == "**":
+            return {}
+        if arg.keyword is not None:
+            out[arg.keyword.value] = literal_value(arg.value)
+    return {k: v for k, v in out.items() if v is not _UNKNOWN}
 
 
 def _is_message_list(node: cst.BaseExpression, value: Value) -> bool:

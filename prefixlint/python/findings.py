@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from prefixlint.model import Diagnostic, Severity, Span
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
-from prefixlint.rules import RULES
+from prefixlint.rules import RULES, TOKENIZER_DEPENDS_NOTE, loss_severity
 
 if TYPE_CHECKING:
     from prefixlint.engines import Engine
@@ -184,8 +184,13 @@ def _follows(
     if not re.search(r"\w", static):
         static = ""  # trailing punctuation or whitespace is not content
         # Only text built elsewhere may follow: a finding for a value seen at its source, not for
-        # one meant to vary or known by its name (a guess followed by a guess is none).
-        elsewhere = prompt.open_tail and not (hole.provenance is Provenance.REQUEST or hole.by_name)
+        # one meant to vary or known by its name (a guess followed by a guess is none), nor for one
+        # a per-request input follows (the user's turn: nothing after it is shared anyway).
+        elsewhere = (
+            prompt.open_tail
+            and not input_follows
+            and not (hole.provenance is Provenance.REQUEST or hole.by_name)
+        )
         if not (unseen or history or elsewhere):
             return None, merged
     evidence = _Evidence(hole, prompt, before, static, unseen, history, more, companions)
@@ -219,8 +224,11 @@ def diagnostics(
     count_tokens: Callable[[str], int],
     engine: Engine | None = None,
     guess_severity: Severity = Severity.INFO,
+    stand_in: Callable[[], bool] = lambda: False,
 ) -> list[Diagnostic]:
-    """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches."""
+    """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches.
+    `stand_in()`: the tokens are counted with the embedded stand-in tokenizer, whose block
+    boundaries are not the model's."""
     block = max(engine.block_size if engine is not None else 1, 1)
     best: dict[tuple[str, str, int, int], _Evidence] = {}
     for prompt in prompts:
@@ -231,7 +239,7 @@ def diagnostics(
                 best[key] = ev
     out = []
     for (place, code, line, column), ev in sorted(best.items()):
-        found = _diagnostic(ev, code, count_tokens, engine, guess_severity)
+        found = _diagnostic(ev, code, count_tokens, engine, guess_severity, stand_in())
         if found is not None:
             out.append(
                 Diagnostic(
@@ -247,6 +255,7 @@ def _diagnostic(
     count: Callable[[str], int],
     engine: Engine | None,
     guess_severity: Severity,
+    stand_in: bool,
 ) -> tuple[str, Severity] | None:
     """The message and severity of one finding, or None when it costs nothing worth saying."""
     hole, prov = ev.hole, ev.hole.provenance
@@ -264,7 +273,12 @@ def _diagnostic(
             f"{what} is ahead of {least}{tokens} static tokens of {where}: they cannot be served from "
             "the prefix cache"
         )
-        lost = _blocks_lost(_tokens(ev.before, count), tokens, engine)
+        before = _tokens(ev.before, count)
+        lost = _costs_a_block(before, tokens, engine, any_alignment=False)
+        if stand_in and lost and not _costs_a_block(before, tokens, engine, any_alignment=True):
+            # the stand-in's block boundaries are not the model's: never more than info on them
+            lost = False
+            message += "; " + TOKENIZER_DEPENDS_NOTE.format(measured=RULES[code].default_severity.label)
         if not (lost or per_turn):
             if ev.unseen:
                 severity = min(severity, Severity.WARNING)  # at least some: more is built by code
@@ -291,6 +305,9 @@ def _diagnostic(
     if hole.timing in _TIMING:
         message += f"; {_TIMING[hole.timing]}"
         severity = _lower(severity)
+    elif hole.daily:
+        message += "; it changes once a day, so the cache is split per day rather than per request"
+        severity = _lower(severity)
     if hole.by_name:  # a name is a guess, not a source seen
         severity = min(severity, Severity.INFO if hole.weak else guess_severity)
     if not ev.prompt.reached:
@@ -302,12 +319,11 @@ def _diagnostic(
     return message, severity
 
 
-def _blocks_lost(before: int, after: int, engine: Engine | None) -> int:
-    """Tokens of `after` the engine would serve from cache if the value ahead of them moved: its
-    cacheable prefix grows from `before` to `before + after` tokens (whole blocks, minimums)."""
-    if engine is None:
-        return after
-    return max(0, engine.cacheable(before + after) - engine.cacheable(before))
+def _costs_a_block(before: int, after: int, engine: Engine | None, any_alignment: bool) -> bool:
+    """Whether moving the value would let the engine serve at least one more cache block of the
+    `after` static tokens that follow `before` shared ones (the shared rule, rules.loss_severity)."""
+    kept = loss_severity(Severity.ERROR, before, after, engine, any_alignment=any_alignment)
+    return kept is Severity.ERROR
 
 
 def prefix_numbers(prompts: list[Prompt], count_tokens: Callable[[str], int]) -> tuple[int, int] | None:

@@ -25,11 +25,11 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
 from prefixlint.python.volatile import says_prompt_attribute
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the table needs none of it
+    import libcst as cst
+
     from prefixlint.python.scopes import ModuleIndex
 
 # The parts of a request in the order a chat request puts them (tools and system first, OpenAI's,
@@ -46,8 +46,12 @@ class SinkModel:
     name: str
     calls: tuple[str, ...] = ()
     decorators: tuple[str, ...] = ()
+    bases: tuple[str, ...] = ()  # a class row: subclasses of these are the prompt
     imports: tuple[str, ...] = ()
-    arguments: dict[str, str] = field(default_factory=dict)  # keyword or position ("0") -> part
+    # keyword, position ("0") or a field of one (`config.system_instruction`) -> part, in render order
+    arguments: dict[str, str] = field(default_factory=dict)
+    # A class row's text: class attribute, `__doc__`, or `attr.keyword` / `*.keyword` -> part.
+    attributes: dict[str, str] = field(default_factory=dict)
     returns: str = ""  # the part a decorated function's return value becomes
     when: str = "request"
     # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
@@ -62,6 +66,17 @@ class SinkModel:
         table stands for every argument not named otherwise."""
         found = self.arguments.get(keyword if keyword is not None else str(position))
         return found if found is not None else self.arguments.get("*")
+
+    def fields_of(self, keyword: str | None, position: int) -> list[tuple[str, str]]:
+        """The (field, part) pairs the table names inside an argument (`config.system_instruction`)."""
+        prefix = f"{keyword if keyword is not None else position}."
+        return [(k[len(prefix) :], part) for k, part in self.arguments.items() if k.startswith(prefix)]
+
+    def rank(self, key: str, table: dict[str, str] | None = None) -> int:
+        """Where an argument (or attribute) comes in its part: the order the row lists them; one
+        only `*` names comes after those."""
+        keys = list(self.arguments if table is None else table)
+        return keys.index(key) if key in keys else len(keys)
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,7 @@ class Frameworks:
         self.entries = entries or []
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
+        self._bases: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
         # `*Config`: a class of any module named so, matched only when no named row is
         self._named_like: list[tuple[str, ConfigModel]] = []
         for row in [*configs, *sinks]:  # config rows first: `OpenAI(...)` is no sink
@@ -127,13 +143,18 @@ class Frameworks:
         for sink in sinks:
             for text in sink.decorators:
                 self._decorators.setdefault(_last(text), []).append((_pattern(text), sink))
+            for text in sink.bases:
+                self._bases.setdefault(_last(text), []).append((_pattern(text), sink))
         self._entries: dict[str, list[tuple[_Pattern, EntryModel]]] = {}
         for entry in self.entries:
             for text in entry.decorators:
                 self._entries.setdefault(_last(text), []).append((_pattern(text), entry))
-        names = sorted({re.escape(_last(t)) for t in [*self._calls, *self._decorators]})
-        # A module whose text names none of these cannot call a modelled API.
-        self.needles = re.compile(r"\b(?:" + "|".join(names) + r")\b") if names else re.compile(r"(?!x)x")
+        # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
+        self._called = {p.text.split(".")[0] for p, _ in self._calls.get(_CALL, ())}
+        names = sorted({re.escape(n) for s in sinks for n in _needles(s)})
+        # A module whose text names none of these cannot use a modelled API (python.may_hold_prompts);
+        # a prefix, as `langchain` is of `langchain_core`.
+        self.needles = re.compile(r"\b(?:" + "|".join(names) + ")") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
         return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries)
@@ -141,7 +162,16 @@ class Frameworks:
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any. A configuration object known only by its name
         (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`)."""
+        import libcst as cst
+
         found = _match(self._calls, index, call.func)
+        if (
+            found is None
+            and self._called
+            and isinstance(call.func, (cst.Name, cst.Attribute))
+            and any(fnmatch.filter(imported_packages(index), p) for p in self._called)
+        ):
+            found = _match_instance(self._calls[_CALL], index, call.func)
         if found is not None or not self._named_like:
             return found
         last = written_chain(call.func).rsplit(".", 1)[-1]
@@ -153,6 +183,8 @@ class Frameworks:
 
     def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
         """The row that makes `fn` a request entry point, if one of its decorators is one."""
+        import libcst as cst
+
         for decorator in fn.decorators:
             node = decorator.decorator
             found = _match(self._entries, index, node.func if isinstance(node, cst.Call) else node)
@@ -161,9 +193,23 @@ class Frameworks:
         return None
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
+        import libcst as cst
+
         node = decorator.decorator
         found = _match(self._decorators, index, node.func if isinstance(node, cst.Call) else node)
         return found if isinstance(found, SinkModel) else None
+
+    def match_class(self, index: ModuleIndex, cls: cst.ClassDef) -> SinkModel | None:
+        """The class row a class definition is a subclass of (`class QA(dspy.Signature)`), if any."""
+        for base in cls.bases:
+            if base.keyword is None:
+                found = _match(self._bases, index, base.value)
+                if isinstance(found, SinkModel):
+                    return found
+        return None
+
+
+_CALL = "__call__"  # a pattern's last name for calls of an object the pattern's name built
 
 
 def _match(table: dict[str, list[tuple[_Pattern, Any]]], index: ModuleIndex, func: cst.BaseExpression) -> Any:
@@ -173,19 +219,40 @@ def _match(table: dict[str, list[tuple[_Pattern, Any]]], index: ModuleIndex, fun
     rows = table.get(chain.rsplit(".", 1)[-1])
     if not rows:
         return None
-    qualified = index.qualified_names(func)
+    return _first(rows, index, chain, index.qualified_names(func))
+
+
+def _first(rows: list[tuple[_Pattern, Any]], index: ModuleIndex, chain: str, qualified: set[str]) -> Any:
     imported = imported_packages(index)
     for pattern, row in rows:
-        if row.imports and not imported & set(row.imports):
+        if row.imports and not any(fnmatch.filter(imported, p) for p in row.imports):
             continue
         if pattern.matches(chain, qualified):
             return row
     return None
 
 
+def _match_instance(
+    rows: list[tuple[_Pattern, Any]], index: ModuleIndex, func: cst.Name | cst.Attribute
+) -> Any:
+    """A call of an object (`llm(prompt)`, `self.llm(prompt)`) matched as `<what built it>.__call__`."""
+    import libcst as cst
+
+    built = index.assigned(func)
+    if not isinstance(built, cst.Call):
+        return None
+    chain = written_chain(built.func)
+    if not chain:
+        return None
+    qualified = {f"{q}.{_CALL}" for q in index.qualified_names(built.func)}
+    return _first(rows, index, f"{chain}.{_CALL}", qualified)
+
+
 def written_chain(node: cst.BaseExpression) -> str:
     """`self.client.chat.completions.create` for that chain of names; calls and subscripts in the
     chain (`get_client().messages.create`) keep only the names after them."""
+    import libcst as cst
+
     parts: list[str] = []
     while True:
         if isinstance(node, cst.Attribute):
@@ -199,23 +266,34 @@ def written_chain(node: cst.BaseExpression) -> str:
     return ".".join(reversed(parts))
 
 
-_IMPORTED: dict[int, frozenset[str]] = {}
+_IMPORTED: dict[int, tuple[ModuleIndex, frozenset[str]]] = {}
 
 
 def imported_packages(index: ModuleIndex) -> frozenset[str]:
     """The top-level packages a module imports (`langchain_core`, `openai`)."""
-    key = id(index)
-    found = _IMPORTED.get(key)
-    if found is None or len(_IMPORTED) > 4096:
-        if len(_IMPORTED) > 4096:
+    found = _IMPORTED.get(id(index))
+    if found is None or found[0] is not index:  # an id is reused once its index is gone
+        if len(_IMPORTED) > 64:  # it keeps the indexes alive: a few modules at a time
             _IMPORTED.clear()
-        found = frozenset(d.lstrip(".").split(".")[0] for names in index.imports.values() for d in names)
-        _IMPORTED[key] = found
-    return found
+        packages = frozenset(d.lstrip(".").split(".")[0] for names in index.imports.values() for d in names)
+        found = _IMPORTED[id(index)] = (index, packages)
+    return found[1]
 
 
 def _last(pattern: str) -> str:
     return pattern.rsplit(".", 1)[-1]
+
+
+def _needles(row: SinkModel) -> set[str]:
+    """What a module's text must contain for the row to match in it: a package it imports (`imports`,
+    the first name of a qualified pattern), else the chain a suffix pattern is written as."""
+    if row.imports:
+        return {p.split("*")[0].rstrip(".") for p in row.imports if p.split("*")[0]}
+    out = set()
+    for text in (*row.calls, *row.decorators, *row.bases):
+        first = text.split(".")[0] if not text.startswith(".") else ""
+        out.add(first.split("*")[0] if first and first.split("*")[0] else text.lstrip("."))
+    return out
 
 
 def _pattern(text: str) -> _Pattern:
@@ -231,6 +309,23 @@ def _strings(row: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+_ARGUMENT = re.compile(r"(?:\*|\d+|[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)?$")  # `0`, `system`, `config.tools`
+
+
+def _parts(table: Any, key: str, where: str, what: str) -> dict[str, str]:
+    """A row's `arguments` or `attributes`: names (`_ARGUMENT`) mapped to parts."""
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise TableError(f"{where}: `{key}` maps {what} to a part")
+    for name, part in table.items():
+        if not _ARGUMENT.match(name):
+            raise TableError(
+                f"{where}: `{key}` cannot name `{name}` (a name, a position, `*`, or `name.field`)"
+            )
+        if part not in PARTS:
+            raise TableError(f"{where}: unknown part `{part}` (one of {', '.join(PARTS)})")
+    return dict(table)
+
+
 def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
     """A `[[sink]]` row as a SinkModel; TableError naming the row and key when it is unusable."""
     known = {f.name for f in fields(SinkModel)}
@@ -241,26 +336,35 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
     if not isinstance(name, str) or not name:
         raise TableError(f"{where}: every row needs a `name`")
     where = f"{where} ({name})"
-    arguments = row.get("arguments", {})
-    if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
-        raise TableError(f"{where}: `arguments` maps a keyword or position to a part")
-    for part in [*arguments.values(), row.get("returns") or "system"]:
-        if part not in PARTS:
-            raise TableError(f"{where}: unknown part `{part}` (one of {', '.join(PARTS)})")
+    arguments = _parts(row.get("arguments", {}), "arguments", where, "a keyword or position")
+    attributes = _parts(row.get("attributes", {}), "attributes", where, "a class attribute")
+    if (row.get("returns") or "system") not in PARTS:
+        raise TableError(f"{where}: unknown part `{row['returns']}` (one of {', '.join(PARTS)})")
     when = row.get("when", "request")
     if when not in WHEN:
         raise TableError(f"{where}: `when` is one of {', '.join(WHEN)}")
     calls, decorators = _strings(row, "calls", where), _strings(row, "decorators", where)
-    if not calls and not decorators:
-        raise TableError(f"{where}: a row needs `calls` or `decorators`")
+    bases = _strings(row, "bases", where)
+    if not calls and not decorators and not bases:
+        raise TableError(f"{where}: a row needs `calls`, `decorators` or `bases`")
     if decorators and not row.get("returns"):
         raise TableError(f"{where}: a decorator row says which part its function `returns`")
+    if bases and not attributes:
+        raise TableError(f"{where}: a class row (`bases`) says which `attributes` are its text")
+    for text in (*calls, *decorators, *bases):
+        if any(c in _last(text) for c in "*?["):
+            raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    for text in calls:
+        if _last(text) == _CALL and text.startswith("."):
+            raise TableError(f"{where}: `{text}`: a `.__call__` pattern names what builds the object")
     return SinkModel(
         name=name,
         calls=calls,
         decorators=decorators,
+        bases=bases,
         imports=_strings(row, "imports", where),
-        arguments=dict(arguments),
+        arguments=arguments,
+        attributes=attributes,
         returns=row.get("returns", ""),
         when=when,
         templates=bool(row.get("templates", False)),

@@ -226,6 +226,17 @@ class Project:
                     out.append((other, candidate))
         return out
 
+    def methods_named(self, name: str) -> list[tuple[Evaluator, cst.FunctionDef]]:
+        """The methods called `name` that classes of the project define (found by a text search of
+        every module, indexed once per process, then parsed only where one is defined)."""
+        out = []
+        for path in _definitions(self).get(name, ())[:MAX_SIBLING_MODULES]:
+            other = self.evaluator(path)
+            if other is None:
+                continue
+            out += [(other, fn) for (_, method), fn in sorted(other.index.methods.items()) if method == name]
+        return out
+
     def evaluator(self, path: str) -> Evaluator | None:
         from prefixlint.python.evaluate import Evaluator
 
@@ -253,6 +264,48 @@ class Project:
             if evaluator is not None:
                 return evaluator, ".".join(parts[cut:])
         return None
+
+
+_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
+# Project roots indexed in this process: method name -> the modules that define one (indented defs).
+_DEFINED: dict[str, dict[str, list[str]]] = {}
+
+
+def _definitions(project: Project) -> dict[str, list[str]]:
+    found = _DEFINED.get(project.root)
+    if found is None:
+        found = _DEFINED[project.root] = {}
+        for path in python_sources(project):
+            for name in set(_DEF.findall(read_text(path) or "")):
+                found.setdefault(name, []).append(path)
+    return found
+
+
+def python_sources(project: Project) -> list[str]:
+    """Every `.py` file under the project root (walked once per process)."""
+    return sorted(p for paths in project._index().values() for p in paths if p.endswith(".py"))
+
+
+# Files read by a whole-project text search in this process: path -> ((size, mtime), text).
+_TEXTS: dict[str, tuple[tuple[int, int], str | None]] = {}
+MAX_SEARCHED_TEXTS = 20_000
+
+
+def read_text(path: str) -> str | None:
+    """A project file's text for a text search, read once per process while it is unchanged."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_size, st.st_mtime_ns)
+    cached = _TEXTS.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if len(_TEXTS) >= MAX_SEARCHED_TEXTS:
+        _TEXTS.clear()
+    text = _read(path)
+    _TEXTS[path] = (key, text)
+    return text
 
 
 def parsed_module(path: str, text: str) -> ModuleIndex | None:

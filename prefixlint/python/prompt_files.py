@@ -86,6 +86,12 @@ def _path_text(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int) ->
             return _path_text(ev, args[0], env, depth + 1)
         if name in ("resolve", "absolute", "expanduser"):
             return _path_text(ev, node.func.value, env, depth + 1)
+        if name == "with_name" and args:  # `Path(__file__).with_name("prompt.txt")`
+            folder = _path_text(ev, node.func.value, env, depth + 1)
+            file = _path_text(ev, args[0], env, depth + 1)
+            if file is None:
+                return None
+            return os.path.join(os.path.dirname(folder), file) if folder is not None else file
         if qnames & {"importlib.resources.files", "importlib_resources.files"} and args:
             return _package_folder(ev, args[0], env)
         return None
@@ -180,13 +186,9 @@ def _call_names(ev: Evaluator, func: cst.BaseExpression) -> set[str]:
 
 
 def last_assignment(ev: Evaluator, node: cst.Name) -> cst.BaseExpression | None:
-    scope = ev.index.scope_for(node)
-    here = ev.index.pos(node)
-    bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < here and b.kind != "setitem"]
-    if bindings and bindings[-1].kind == "assign":
-        return bindings[-1].expr
-    module = ev.index.module_scope.bindings.get(node.value)
-    return module[-1].expr if module and module[-1].kind == "assign" else None
+    """The expression `node` was last assigned, when that is the one assignment that reaches it
+    (ModuleIndex.assigned)."""
+    return ev.index.assigned(node)
 
 
 # --- data: YAML, JSON and literal containers ---------------------------------------------------
@@ -199,7 +201,10 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
         for el in node.elements:
             if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
                 key = el.key.evaluated_value
-                out[key if isinstance(key, str) else repr(key)] = data(ev, el.value, env, depth + 1)
+                item = data(ev, el.value, env, depth + 1)
+                if item is None:  # not data we can read (`os.environ["X"]`): what it evaluates to
+                    item = ev.value(el.value, env.deeper())
+                out[key if isinstance(key, str) else repr(key)] = item
             elif isinstance(el, cst.StarredDictElement):
                 inner = data(ev, el.value, env, depth + 1)
                 if isinstance(inner, dict):
@@ -214,7 +219,7 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
             if isinstance(found, dict):
                 found = {**found, **entries_set_after(ev, node, env)}
             return found
-        for qualified in sorted(ev.index.imports.get(node.value, ())):  # a constant of another module
+        for qualified in sorted(ev.index.imported_as(node.value)):  # a constant of another module
             found = ev.project.resolve(qualified, ev.path)
             bindings = found[0].index.module_scope.bindings.get(found[1]) if found is not None else None
             if bindings and bindings[-1].kind == "assign" and bindings[-1].expr is not None:

@@ -5,6 +5,7 @@ binding before that position in the same function, else the module's last bindin
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -52,6 +53,9 @@ class FunctionBody:
     yields: list[cst.Yield] = field(default_factory=list)
 
 
+_BUILTINS = frozenset(dir(builtins))
+
+
 @dataclass
 class ModuleIndex:
     module: cst.Module
@@ -67,11 +71,14 @@ class ModuleIndex:
     # (entering?, node) in source order for the node types later passes look at (_EVENT_TYPES):
     # they replay this list instead of walking the whole tree again.
     events: list[tuple[bool, cst.CSTNode]] = field(default_factory=list)
-    branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name -> the arms around it
+    branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name, Return -> the arms around it
+    branch_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)  # id in a Branch -> its if/try/loop
+    in_lambda: set[int] = field(default_factory=set)  # ids of the calls and names inside a lambda
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)  # module-level
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     path: str = ""
+    star_imports: list[str] = field(default_factory=list)  # the modules of `from m import *`
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
@@ -87,17 +94,58 @@ class ModuleIndex:
         while isinstance(node, cst.Attribute):
             parts.append(node.attr.value)
             node = node.value
-        if not isinstance(node, cst.Name) or node.value not in self.imports:
+        if not isinstance(node, cst.Name):
+            return set()
+        bases = self.imported_as(node.value)
+        if not bases:
             return set()
         if scope is None:
             scope = self.scope_of.get(node, self.module_scope)
         if scope is not self.module_scope and (node.value in scope.params or node.value in scope.bindings):
             return set()
         tail = "".join("." + p for p in reversed(parts))
-        return {base + tail for base in self.imports[node.value]}
+        return {base + tail for base in bases}
+
+    def imported_as(self, name: str) -> set[str]:
+        """The dotted names a module-level name is imported as; a name no import statement names
+        may come from each `from m import *` (unless the module binds it itself, or a builtin)."""
+        found = self.imports.get(name)
+        if found or not self.star_imports or name in self.module_scope.bindings or name in _BUILTINS:
+            return found or set()
+        if name in self.functions or name in self.classes:
+            return set()
+        return {m + name if m.endswith(".") else f"{m}.{name}" for m in self.star_imports}
 
     def scope_for(self, node: cst.CSTNode) -> Scope:
         return self.scope_of.get(node, self.module_scope)
+
+    def assigned(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The expression a name read at `node` was last assigned (`x = e`: `e`), when that is the
+        one assignment that reaches it: the last one runs on every path to the read, or it is the
+        only one (None when another arm may have assigned something else, or the name is a
+        parameter or a loop variable there); not bound in its function, the module's last. For
+        `self.x`, the last `self.x = e` of the class's methods."""
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+        ):
+            cls = self.scope_for(node).cls
+            found = self.instance_attrs.get((cls.name.value, node.attr.value), []) if cls is not None else []
+            return found[-1].expr if found else None
+        if not isinstance(node, cst.Name):
+            return None
+        scope, here = self.scope_for(node), self.pos(node)
+        read_in = self.branch_of.get(node, ())
+        bindings = [b for b in scope.bindings.get(node.value, ()) if b.pos < here and b.kind != "setitem"]
+        if len(bindings) > 1 and bindings[-1].branch != read_in[: len(bindings[-1].branch)]:
+            return None
+        if bindings:
+            return bindings[-1].expr if bindings[-1].kind == "assign" else None
+        if scope is not self.module_scope and node.value in scope.params:
+            return None
+        module = self.module_scope.bindings.get(node.value)
+        return module[-1].expr if module and module[-1].kind == "assign" else None
 
     def replay(self, visitor: object) -> None:
         """Call `visitor.visit_<Type>(node)` / `leave_<Type>(node)` as a libcst visit would, for the
@@ -125,6 +173,7 @@ _EVENT_TYPES = (
     cst.Assign, cst.AnnAssign, cst.AugAssign,
 )  # fmt: skip
 _SHUFFLES = {"random.shuffle", "numpy.random.shuffle"}
+_IN_LAMBDA = (cst.Call, cst.Name, cst.Attribute)  # where a volatile value can be read
 
 
 class _Indexer:
@@ -167,10 +216,13 @@ class _Indexer:
             if arm is not None:
                 self.branch = (*self.branch, (id(parent), arm))
                 self.arms.append(node)
+                self.index.branch_nodes[id(parent)] = parent
         path.append(node)
         kind = type(node)
         if kind is cst.Name:
             self.index.branch_of[node] = self.branch
+        if kind in _IN_LAMBDA and self.owners and type(self.owners[-1]) is cst.Lambda:
+            self.index.in_lambda.add(id(node))
         if kind in _EVENT_TYPES:
             self.index.events.append((True, node))
         method = _ENTER.get(kind)
@@ -282,6 +334,7 @@ class _Indexer:
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is not None and (body := self._body()) is not None:
             body.returns.append(node)
+            self.index.branch_of[node] = self.branch
 
     def visit_Yield(self, node: cst.Yield) -> None:
         if (body := self._body()) is not None:
@@ -359,9 +412,10 @@ class _Indexer:
                 self.index.imports.setdefault(head, set()).add(head)
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
         base = "." * len(node.relative) + (_dotted(node.module) if node.module is not None else "")
+        if isinstance(node.names, cst.ImportStar):
+            self.index.star_imports.append(base)
+            return
         for alias in node.names:
             name = _dotted(alias.name)
             asname = alias.asname.name if alias.asname is not None else None

@@ -54,6 +54,12 @@ class Hole:
     # A list of messages spliced into a request (`[system, *history, user]`): the conversation so
     # far, the same across its turns but not across conversations.
     history: bool = False
+    # A clock read to the day (`date.today()`, `strftime("%Y-%m-%d")`): it changes once a day, so it
+    # splits the cache per day, not per request.
+    daily: bool = False
+    # Where the value really is when `anchor` placed it where it enters another module: (path,
+    # line, column, label, via) as they were (prefixlint/python/consumers.py puts it back).
+    origin: tuple[str, int, int, str, str] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,36 +15,83 @@ from prefixlint.python.evaluate import Env, Evaluator, func_name
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import ModuleIndex
-from prefixlint.python.segments import Break, Value, concat
+from prefixlint.python.segments import Break, Value, choice, concat, text
 
 # Parts that are one message's text, and the role they are sent as.
 _ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
 
 
 def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Value | None:
-    """What a call of a modelled API sends: its prompt arguments evaluated, in request order; None
-    when the call passes none of them."""
-    parts: dict[str, list[Value]] = {}
+    """What a call of a modelled API sends: its prompt arguments evaluated, in request order (and
+    within a part, in the order the row lists them); None when the call passes none of them."""
+    found: list[tuple[str, int, Value]] = []
     position = 0
+    inner = env.deeper(template=row.templates)
     for arg in call.args:
         if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
             for key, item in _mapping(ev, arg.value, env).items():
                 part = row.part_of(key, -1)
                 if part is not None:
-                    parts.setdefault(part, []).append(item)
+                    found.append((part, row.rank(key if key in row.arguments else "*"), item))
             continue
         if arg.star:
             continue
         keyword = arg.keyword.value if arg.keyword is not None else None
+        key = keyword if keyword is not None else str(position)
         part = row.part_of(keyword, position)
+        nested = row.fields_of(keyword, position)
         if keyword is None:
             position += 1
-        if part is None:
-            continue
-        parts.setdefault(part, []).append(argument_value(ev, arg.value, env.deeper(template=row.templates)))
-    if not parts:
-        return None
-    return assemble(parts)
+        if part is not None:
+            if part == "prompt" and isinstance(arg.value, (cst.List, cst.Tuple)) and arg.value.elements:
+                # `llm.generate([p1, p2])`: a batch, each prompt a request of its own
+                value = choice([argument_value(ev, el.value, inner) for el in arg.value.elements])
+            else:
+                value = argument_value(ev, arg.value, inner)
+            found.append((part, row.rank(key if key in row.arguments else "*"), value))
+        if nested:
+            found += field_values(ev, row, key, arg.value, nested, inner)
+    return in_order(found)
+
+
+def field_values(
+    ev: Evaluator, row: SinkModel, key: str, node: cst.BaseExpression, nested: list[tuple[str, str]], env: Env
+) -> list[tuple[str, int, Value]]:
+    """The fields the row names inside an argument (`config=types.GenerateContentConfig(
+    system_instruction=...)`, `body=json.dumps({"system": ...})`): (part, rank, value) each."""
+    given = fields_given(ev.index, node)
+    if given is None:
+        return []
+    return [
+        (part, row.rank(f"{key}.{name}"), argument_value(ev, given[name], env))
+        for name, part in nested
+        if name in given
+    ]
+
+
+def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
+    """The fields of a config object or payload as written: a call's keywords, a dict literal's
+    string keys, through `json.dumps(...)` and names assigned once; None when they cannot be seen."""
+    for _ in range(4):  # `body = json.dumps(request)`, `request = {...}`
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            node = index.assigned(node)
+        elif isinstance(node, cst.Call) and "json.dumps" in index.qualified_names(node.func):
+            node = node.args[0].value if node.args else None
+        elif isinstance(node, cst.Call) and (made := _made_by(index, node)) is not None:
+            node = made  # `config=make_config()`: what the helper returns
+        elif isinstance(node, cst.Call):
+            return {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        elif isinstance(node, cst.Dict):
+            return {
+                e.key.evaluated_value: e.value
+                for e in node.elements
+                if isinstance(e, cst.DictElement)
+                and isinstance(e.key, cst.SimpleString)
+                and isinstance(e.key.evaluated_value, str)
+            }
+        if node is None:
+            return None
+    return None
 
 
 def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env) -> dict[str, Value]:
@@ -66,11 +113,26 @@ def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env) -> dict[str, Val
 
 
 def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:
-    """An argument's text; a function passed by name (`instructions=build_instructions`) is called
-    by the framework for each request: what it returns."""
-    if isinstance(node, cst.Name) and node.value in ev.index.functions:
-        return ev.function_output(ev.index.functions[node.value], None, env)
+    """An argument's text; a function or method passed by reference (`instructions=build_instructions`,
+    `instructions=self.instructions`, one imported) is called by the framework for each request:
+    what it returns."""
+    if isinstance(node, (cst.Name, cst.Attribute)) and not _local(ev.index, node):
+        found = ev.resolve_callable(node, node)
+        if found is not None:
+            callee, fn = found
+            output = callee.function_output(fn, None, env)
+            return output if callee is ev else ev.anchor(output, node)
     return ev.value(node, env)
+
+
+def _local(index: ModuleIndex, node: cst.BaseExpression) -> bool:
+    """A name its function binds (a parameter `prompt`), not the module's function of that name."""
+    scope = index.scope_for(node)
+    return (
+        isinstance(node, cst.Name)
+        and scope is not index.module_scope
+        and (node.value in scope.params or node.value in scope.bindings)
+    )
 
 
 def assemble(parts: dict[str, list[Value]]) -> Value:
@@ -88,6 +150,65 @@ def assemble(parts: dict[str, list[Value]]) -> Value:
                 value = (Break(role), *value)
             out.append(value)
     return concat(*out)
+
+
+def class_value(ev: Evaluator, cls: cst.ClassDef, row: SinkModel) -> Value | None:
+    """What a subclass of a class row sends (a DSPy signature, a tool class): its docstring and class
+    attributes as the row's `attributes` map them, in the row's order, else the class body's."""
+    table = row.attributes
+    found: list[tuple[str, int, Value]] = []
+    doc = cls.get_docstring()
+    if doc and "__doc__" in table:
+        found.append((table["__doc__"], row.rank("__doc__", table), text(doc)))
+    for name, node in _class_attributes(cls):
+        given = fields_given(ev.index, node) if isinstance(node, cst.Call) else None
+        for key, part in table.items():
+            owner, _, field = key.partition(".")
+            if owner != name and (owner != "*" or f"{name}.{field}".rstrip(".") in table):
+                continue  # `*` stands for the attributes (or fields) not named otherwise
+            if not field:
+                found.append((part, row.rank(key, table), ev.value(node, Env())))
+            elif given is not None and field in given:
+                found.append((part, row.rank(key, table), ev.value(given[field], Env())))
+    return in_order(found)
+
+
+def _made_by(index: ModuleIndex, call: cst.Call) -> cst.BaseExpression | None:
+    """What a module function called here returns, when it has one `return`."""
+    fn = index.functions.get(call.func.value) if isinstance(call.func, cst.Name) else None
+    returns = index.bodies[fn].returns if fn is not None and fn in index.bodies else []
+    return returns[0].value if len(returns) == 1 else None
+
+
+def in_order(found: list[tuple[str, int, Value]]) -> Value | None:
+    """(part, rank, value) triples as one request: parts in request order, and within a part by
+    rank (the row's order), equal ranks in the order written."""
+    if not found:
+        return None
+    parts: dict[str, list[Value]] = {}
+    for part, _, value in sorted(found, key=lambda f: f[1]):
+        parts.setdefault(part, []).append(value)
+    return assemble(parts)
+
+
+def _class_attributes(cls: cst.ClassDef) -> list[tuple[str, cst.BaseExpression]]:
+    """`name = value` and `name: type = value` in a class body, in order."""
+    out = []
+    for stmt in cls.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and small.value is not None:
+                out += [
+                    (t.target.value, small.value) for t in small.targets if isinstance(t.target, cst.Name)
+                ]
+            elif (
+                isinstance(small, cst.AnnAssign)
+                and small.value is not None
+                and isinstance(small.target, cst.Name)
+            ):
+                out.append((small.target.value, small.value))
+    return out
 
 
 def _describe(ev: Evaluator, call: cst.Call, row: SinkModel) -> str:
@@ -128,6 +249,17 @@ class _SinkFinder:
                 self._add(node, template.value, what, template.whole)
         except RecursionError:  # pathologically deep code: skip this request, not the file
             return
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        row = self.frameworks.match_class(self.index, node)
+        if row is None:
+            return
+        self.ev.project.steps = 0
+        try:
+            value = class_value(self.ev, node, row)
+        except RecursionError:
+            return
+        self._add(node, value, f"the prompt class `{node.name.value}` ({row.name})", row.whole_request)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         for decorator in node.decorators:

@@ -11,6 +11,7 @@ wrappers of wrappers up to MAX_WRAPPER_DEPTH. Computed on demand, once per funct
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -83,18 +84,15 @@ def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[T
 def requests_at_call(ev: Evaluator, call: cst.Call, env: Env, depth: int = 0) -> list[tuple[str, Template]]:
     """What a call of a project function or class that wraps a sink sends: (the wrapper's name, the
     request with what the call passes in place, described by the modelled API it ends in)."""
-    target = _callee(ev, call)
-    if target is None:
-        return []
-    callee_ev, fn, owner = target  # for a class, `fn` is its constructor
     out = []
-    for template in _templates(callee_ev, fn, owner, depth):
-        if not _reads_parameters(template.value, fn):
-            continue
-        bound = ev.bind_arguments(fn, call, env)
-        value = _put_arguments(ev, callee_ev, template.value, fn, bound, call)
-        name = fn.name.value if owner is None else owner.name.value
-        out.append((name, Template(value, template.what, template.whole)))
+    for callee_ev, fn, owner in _callees(ev, call):  # for a class, `fn` is its constructor
+        for template in _templates(callee_ev, fn, owner, depth):
+            if not _reads_parameters(template.value, fn):
+                continue
+            bound = ev.bind_arguments(fn, call, env)
+            value = _put_arguments(ev, callee_ev, template.value, fn, bound, call)
+            name = fn.name.value if owner is None else owner.name.value
+            out.append((name, Template(value, template.what, template.whole)))
     return out
 
 
@@ -110,23 +108,35 @@ def _templates(ev: Evaluator, fn: cst.FunctionDef, owner: cst.ClassDef | None, d
     return out
 
 
-def _callee(ev: Evaluator, call: cst.Call) -> tuple[Evaluator, cst.FunctionDef, cst.ClassDef | None] | None:
-    """The project function a call runs (`owner` None), or the class it constructs (`fn` its
+Callee = tuple[Evaluator, cst.FunctionDef, "cst.ClassDef | None"]
+# A method call whose receiver's class we cannot see (an injected client) is looked up by its
+# name among the project's classes when the name or the keywords say it talks to a model.
+_CHATTY = re.compile(r"chat|complet|generat|ask|invoke|predict|prompt|query|respond|llm|model|send_message")
+_PROMPT_KEYWORDS = {"system", "system_prompt", "system_message", "prompt", "messages", "user", "user_prompt",
+                    "instructions", "query", "question", "input", "content"}  # fmt: skip
+
+
+def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
+    """The project functions a call may run (`owner` None), or the class it constructs (`fn` its
     `__init__`, `owner` the class)."""
     found = ev.resolve_callable(call.func, call)
     if found is not None:
-        return found[0], found[1], None
+        return [(found[0], found[1], None)]
     cls = ev.find_class(call.func)
     if cls is not None:
         init = cls[0].method(cls[1], "__init__")
-        return (cls[0], init[1], cls[1]) if init is not None else None
-    if isinstance(call.func, cst.Attribute):
-        receiver = receiver_class(ev, call.func.value, call)
-        if receiver is not None:
-            method = receiver[0].method(receiver[1], call.func.attr.value)
-            if method is not None:
-                return method[0], method[1], None
-    return None
+        return [(cls[0], init[1], cls[1])] if init is not None else []
+    if not isinstance(call.func, cst.Attribute):
+        return []
+    name = call.func.attr.value
+    receiver = receiver_class(ev, call.func.value, call)
+    if receiver is not None:
+        method = receiver[0].method(receiver[1], name)
+        return [(method[0], method[1], None)] if method is not None else []
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    if _CHATTY.search(name.lower()) or keywords & _PROMPT_KEYWORDS:
+        return [(other, fn, None) for other, fn in ev.project.methods_named(name)]
+    return []
 
 
 def receiver_class(
@@ -139,26 +149,36 @@ def receiver_class(
         for binding in reversed(scope.bindings.get(node.value, ())):
             if binding.kind == "assign" and isinstance(binding.expr, cst.Call):
                 return ev.find_class(binding.expr.func)
-        if isinstance(scope.node, cst.FunctionDef) and node.value in scope.params:
-            return _annotated_class(ev, scope.node, node.value)
-        return None
+        return _parameter_class(ev, node)
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
         cls = ev.index.scope_for(at).cls
         if cls is None:
             return None
         for binding in ev.index.instance_attrs.get((cls.name.value, node.attr.value), ()):
             expr = binding.expr
-            if isinstance(expr, cst.Call):
-                found = ev.find_class(expr.func)
+            # `self.llm = Client(...)`, `self.llm = llm` (a parameter `llm: Client`), or
+            # `self.llm = handler()` (a parameter `handler: type[Base] = Client`)
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            if isinstance(target, (cst.Name, cst.Attribute)) and target is not None:
+                found = ev.find_class(target) or _parameter_class(ev, target)
                 if found is not None:
                     return found
-            elif isinstance(expr, cst.Name):
-                scope = ev.index.scope_for(expr)
-                if isinstance(scope.node, cst.FunctionDef) and expr.value in scope.params:
-                    found = _annotated_class(ev, scope.node, expr.value)
-                    if found is not None:
-                        return found
     return None
+
+
+def _parameter_class(ev: Evaluator, node: cst.BaseExpression) -> tuple[Evaluator, cst.ClassDef] | None:
+    """The class a parameter stands for: its default when that is a class, else its annotation."""
+    if not isinstance(node, cst.Name):
+        return None
+    scope = ev.index.scope_for(node)
+    if not (isinstance(scope.node, cst.FunctionDef) and node.value in scope.params):
+        return None
+    default = _default_of(scope.node, node.value)
+    if isinstance(default, (cst.Name, cst.Attribute)):
+        found = ev.find_class(default)
+        if found is not None:
+            return found
+    return _annotated_class(ev, scope.node, node.value)
 
 
 def _annotated_class(ev: Evaluator, fn: cst.FunctionDef, name: str) -> tuple[Evaluator, cst.ClassDef] | None:

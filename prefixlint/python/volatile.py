@@ -213,7 +213,8 @@ PROMPT_ATTRIBUTES = PROMPT_WORDS | {"description", "backstory", "template"}
 # Last words that make a prompt-ish name something else: a count, an id, a path, a flag.
 _NOT_TEXT = {"tokens", "token", "count", "counts", "len", "length", "id", "ids", "num", "size", "limit",
              "cost", "path", "paths", "file", "dir", "url", "key", "keys", "type", "hash", "index",
-             "version", "enabled", "flag", "mode", "ms", "seconds", "names", "name", "dict"}  # fmt: skip
+             "version", "enabled", "flag", "mode", "ms", "seconds", "names", "name", "dict", "code",
+             "uid", "info", "status", "stats", "metadata"}  # fmt: skip
 ROLES = {"system", "user", "assistant", "human", "ai", "developer", "tool", "function", "model"}
 
 

@@ -8,10 +8,12 @@ if TYPE_CHECKING:
     from prefixlint.api import Report
 
 
-def render_report(report: Report, fmt: str, *, quiet: bool = False, statistics: bool = False) -> str:
+def render_report(
+    report: Report, fmt: str, *, quiet: bool = False, statistics: bool = False, show_fixes: bool = False
+) -> str:
     """The report in `fmt` (concise, full, json, github, sarif). `quiet`: the findings without the
     summary line; `statistics`: a count per rule code instead of the findings (as text, or as JSON
-    with `--format json`)."""
+    with `--format json`); `show_fixes`: the text formats list the fixes written, or available."""
     if statistics:
         from prefixlint.report.text import render_statistics
 
@@ -30,7 +32,9 @@ def render_report(report: Report, fmt: str, *, quiet: bool = False, statistics: 
         return render_sarif(report)
     from prefixlint.report.text import render_concise, render_full
 
-    return render_full(report, quiet=quiet) if fmt == "full" else render_concise(report, quiet=quiet)
+    if fmt == "full":
+        return render_full(report, quiet=quiet, show_fixes=show_fixes)
+    return render_concise(report, quiet=quiet, show_fixes=show_fixes)
 
 
 FORMATS = ("concise", "full", "json", "github", "sarif")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from prefixlint.model import Severity
+from prefixlint.report.text import help_text
 
 if TYPE_CHECKING:
     from prefixlint.api import Report
@@ -34,6 +35,7 @@ def render_github(report: Report) -> str:
                 ("title", f"prefixlint ({d.code} {d.name})"),
             )
         )
-        message = f"{d.code} {d.message}" + (f"\n{d.hint}" if d.hint else "")
+        help_line = help_text(d, report.unsafe_fixes)
+        message = f"{d.code} {d.message}" + (f"\nhelp: {help_line}" if help_line else "")
         lines.append(f"::{_LEVELS[d.severity]} {props}::{_escape_data(message)}")
     return "".join(line + "\n" for line in lines)

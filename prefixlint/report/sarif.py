@@ -12,7 +12,8 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from prefixlint.model import Severity
+from prefixlint.model import Fix, Severity
+from prefixlint.report.text import help_text
 
 if TYPE_CHECKING:
     from prefixlint.api import Report
@@ -54,16 +55,39 @@ def _rules() -> list[dict[str, Any]]:
     return out
 
 
+def _sarif_fix(fix: Fix) -> dict[str, Any]:
+    """A fix as SARIF 2.1.0 `fixes[]`: per file, its replacements (an insertion is an empty
+    deleted region; end columns are exclusive in both)."""
+    changes = []
+    for path in dict.fromkeys(e.path for e in fix.edits):
+        replacements = [
+            {
+                "deletedRegion": {
+                    "startLine": e.start_line,
+                    "startColumn": e.start_column,
+                    "endLine": e.end_line,
+                    "endColumn": e.end_column,
+                },
+                "insertedContent": {"text": e.replacement},
+            }
+            for e in fix.edits
+            if e.path == path
+        ]
+        changes.append({"artifactLocation": _artifact(path), "replacements": replacements})
+    return {"description": {"text": f"{fix.message} ({fix.applicability})"}, "artifactChanges": changes}
+
+
 def render_sarif(report: Report) -> str:
     rules = _rules()
     index = {r["id"]: i for i, r in enumerate(rules)}
     results = []
     for d in report.diagnostics:
+        help_line = help_text(d, report.unsafe_fixes)
         result: dict[str, Any] = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": _LEVELS[d.severity],
-            "message": {"text": d.message + (f"\nHint: {d.hint}" if d.hint else "")},
+            "message": {"text": d.message + (f"\nhelp: {help_line}" if help_line else "")},
             "locations": [
                 {
                     "physicalLocation": {
@@ -80,6 +104,8 @@ def render_sarif(report: Report) -> str:
                 "staticTokensLost": d.evidence.static_tokens_lost,
                 "replyTokensLost": d.evidence.reply_tokens_lost,
             }
+        if d.fix is not None:
+            result["fixes"] = [_sarif_fix(d.fix)]
         results.append(result)
     document = {
         "$schema": SCHEMA_URI,

@@ -1,19 +1,81 @@
-"""Text reporters: one line per finding (`path:line:col: CODE name: message`), or a full view with
-the source line, a caret, and the two diverging contexts."""
+"""Text reporters: one line per finding (`path:line:col: CODE [*] name: message [severity]`, `[*]`
+where `--fix` would fix it, as ruff marks them) with a `help:` line under it, or a full view with
+the source line, a caret, the two diverging contexts and the fix as a diff."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.model import Diagnostic
+from prefixlint.model import Diagnostic, Fix
 
 if TYPE_CHECKING:
     from prefixlint.api import Report
 
 
-def concise_line(d: Diagnostic) -> str:
-    return f"{d.span.path}:{d.span.line}:{d.span.column}: {d.code} {d.name}: {d.message}"
+def concise_line(d: Diagnostic, unsafe_fixes: bool = False) -> str:
+    """`path:line:col: CODE [*] name: message [severity]`; `[*]` when `--fix` (with
+    `--unsafe-fixes` as given) would fix it."""
+    from prefixlint.autofix import applicable
+
+    marker = "[*] " if applicable(d.fix, unsafe_fixes) else ""
+    where = f"{d.span.path}:{d.span.line}:{d.span.column}"
+    return f"{where}: {d.code} {marker}{d.name}: {d.message} [{d.severity.label}]"
+
+
+def help_text(d: Diagnostic, unsafe_fixes: bool = False) -> str:
+    """What to do about a finding: its fix (saying when it takes `--unsafe-fixes`), else its hint."""
+    if d.fix is not None:
+        if d.fix.applicability == "unsafe" and not unsafe_fixes:
+            return f"{d.fix.message} (unsafe fix: `--fix --unsafe-fixes` applies it)"
+        return f"{d.fix.message} (`--fix` applies it)"
+    return d.hint
+
+
+def _fixable_counts(report: Report) -> tuple[int, int]:
+    """(fixes `--fix` applies as the run is set, unsafe ones it leaves for `--unsafe-fixes`)."""
+    from prefixlint.autofix import applicable
+
+    diagnostics = report.diagnostics
+    now = sum(applicable(d.fix, report.unsafe_fixes) for d in diagnostics)
+    hidden = sum(d.fix is not None and not applicable(d.fix, report.unsafe_fixes) for d in diagnostics)
+    return now, hidden
+
+
+def render_fix_summary(report: Report, show_fixes: bool) -> str:
+    """What `--fix` wrote (`Fixed N finding(s).`, listed per file with `show_fixes`), or, without
+    it, what it would fix: ruff's `[*] N fixable with the --fix option` line."""
+    lines = []
+    if report.fixed:
+        lines.append(f"Fixed {len(report.fixed)} finding(s).")
+        if show_fixes:
+            for path in dict.fromkeys(a.path for a in report.fixed):
+                lines.append(f"- {path}:")
+                lines += [
+                    f"    {a.line}:{a.column} {a.code} {a.name} ({a.applicability}): {a.message}"
+                    for a in report.fixed
+                    if a.path == path
+                ]
+    elif show_fixes:
+        from prefixlint.autofix import applicable
+
+        listed = [d for d in report.diagnostics if d.fix is not None]
+        if listed:
+            lines.append("Fixes:")
+        for d in listed:
+            how = "--fix" if applicable(d.fix, report.unsafe_fixes) else "--fix --unsafe-fixes"
+            lines.append(f"- {d.span.path}:{d.span.line}:{d.span.column} {d.code} ({how}): {d.fix.message}")
+    now, hidden = _fixable_counts(report)
+    if now or hidden:
+        parts = [f"[*] {now} fixable with `--fix`"] if now else []
+        if hidden:
+            parts.append(
+                f"{hidden} more with `--fix --unsafe-fixes`"
+                if now
+                else f"{hidden} fixable with `--fix --unsafe-fixes`"
+            )
+        lines.append(" (".join(parts) + (")" if now and hidden else "") + ".")
+    return "".join(line + "\n" for line in lines)
 
 
 def _summary(report: Report) -> str:
@@ -48,11 +110,16 @@ def _tokenizers_used(report: Report) -> str:
     return ("tokenizer: " if len(names) == 1 else "tokenizers: ") + ", ".join(names)
 
 
-def render_concise(report: Report, quiet: bool = False) -> str:
-    lines = [concise_line(d) for d in report.diagnostics]
+def render_concise(report: Report, quiet: bool = False, show_fixes: bool = False) -> str:
+    lines = []
+    for d in report.diagnostics:
+        lines.append(concise_line(d, report.unsafe_fixes))
+        help_line = help_text(d, report.unsafe_fixes)
+        if help_line:
+            lines.append(f"  help: {help_line}")
     if not quiet:
         lines.append(_summary(report))
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines) + ("" if quiet else render_fix_summary(report, show_fixes))
 
 
 def render_statistics(report: Report, as_json: bool = False, quiet: bool = False) -> str:
@@ -90,10 +157,10 @@ def _source_line(path: str, line: int) -> str:
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
-def render_full(report: Report, quiet: bool = False) -> str:
+def render_full(report: Report, quiet: bool = False, show_fixes: bool = False) -> str:
     out: list[str] = []
     for d in report.diagnostics:
-        out.append(f"{concise_line(d)} [{d.severity.label}]")
+        out.append(concise_line(d, report.unsafe_fixes))
         text = _source_line(d.span.path, d.span.line)
         if text and len(text) < 400:
             gutter = f"{d.span.line:>5} | "
@@ -118,10 +185,38 @@ def render_full(report: Report, quiet: bool = False) -> str:
                 )
             if ev.inputs:
                 out.append(f"      inputs: {ev.inputs}")
-        if d.hint:
-            out.append(f"      hint: {d.hint}")
+        help_line = help_text(d, report.unsafe_fixes)
+        if help_line:
+            out.append(f"      help: {help_line}")
+        if d.fix is not None:
+            out += ["      " + line for line in fix_diff(d.fix)]
         out.append("")
     if quiet:
         return "".join(line + "\n" for line in out)
     out.append(_summary(report))
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n" + render_fix_summary(report, show_fixes)
+
+
+DIFF_LINE_CHARS = 200  # a tokenizer_config.json holds its whole template on one line
+
+
+def fix_diff(fix: Fix) -> list[str]:
+    """A fix as a unified diff of the file it edits (one line of context), as ruff shows one."""
+    import difflib
+
+    from prefixlint.autofix import read_source
+    from prefixlint.fixes import EditError, apply_edits
+
+    out = []
+    for path in dict.fromkeys(e.path for e in fix.edits):
+        try:
+            before = read_source(path)[0]
+            after = apply_edits(before, [e for e in fix.edits if e.path == path])
+        except (OSError, ValueError, EditError):
+            continue  # the file changed since it was analysed: the help line still says the fix
+        diff = difflib.unified_diff(
+            before.splitlines(), after.splitlines(), path, f"{path} (fixed)", n=1, lineterm=""
+        )
+        for line in diff:
+            out.append(line if len(line) <= DIFF_LINE_CHARS else line[: DIFF_LINE_CHARS - 1] + "…")
+    return out

@@ -1,0 +1,306 @@
+"""Fixes: applying edits to a source's text, the candidate generators of each source kind, and the
+verifier that attaches a candidate to its finding only once the fixed text, analysed again, holds.
+
+A generator yields unverified candidates for one finding, best first (`CandidateGenerator`; the
+Jinja one is `prefixlint.jinja.fixes`, the Python one `prefixlint.python.fixes`). The first that
+verifies is the finding's fix: the fixed text, analysed again with the run's options (the same
+tokenizer, engine, variables and analyses: `prefixlint.api.lint_source`), no longer has the finding
+(its code at its place, or at the moved text), has no finding of any rule at warning or above that
+the original did not have, and keeps what the kind says a fix must keep (`Preserves`: a template
+still renders the moved value, byte-identical apart from it; Python code still holds it). Fixes are
+made with the raw results, before the cache stores them, so each content is verified once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from itertools import islice
+from typing import TYPE_CHECKING
+
+from prefixlint.model import Diagnostic, Edit, Fix, Severity, SourceResult
+
+if TYPE_CHECKING:
+    from prefixlint.settings import Options
+    from prefixlint.sources import Source
+
+# (path, text, finding) -> unverified candidates, best first.
+CandidateGenerator = Callable[[str, str, Diagnostic], Iterable[Fix]]
+# (candidate, source, original text, fixed text, finding, options) -> None when the fixed text keeps
+# what the candidate must keep, else the reason it does not.
+Preserves = Callable[["Fix", "Source", str, str, Diagnostic, "Options"], "str | None"]
+
+# The codes a fix is looked for: what busts the cache (PFX1xx-5xx), not broken input (PFX0xx).
+FIXABLE_FAMILIES = "12345"
+# Candidates tried per finding: each costs one analysis of the fixed text.
+MAX_CANDIDATES = 4
+NO_FIX = "no automatic fix was found"
+# Why a kind has no candidates at all.
+NOT_EDITED = {"gguf": "a GGUF model is never written"}
+
+
+class EditError(ValueError):
+    """Edits that cannot be applied: out of the text, or overlapping; the message says which."""
+
+
+@dataclass(frozen=True)
+class KindFixes:
+    """What a source kind contributes: its candidates, and what its fixed text must keep."""
+
+    candidates: CandidateGenerator
+    preserves: Preserves | None = None
+
+
+_REGISTRY: dict[str, KindFixes] = {}
+_MISSING: set[str] = set()
+# Kinds whose generators are imported on first use (the hot path imports none of them).
+_LAZY: dict[str, str] = {
+    "jinja": "prefixlint.jinja.fixes",
+    "prompt_template": "prefixlint.jinja.fixes",
+    "tokenizer_config": "prefixlint.jinja.fixes",
+    "python": "prefixlint.python.fixes",
+}
+
+
+def register(kind: str, candidates: CandidateGenerator, preserves: Preserves | None = None) -> None:
+    """Make `candidates` the generator of source kind `kind` (a later call replaces it)."""
+    _REGISTRY[kind] = KindFixes(candidates, preserves)
+
+
+def fixes_for(kind: str) -> KindFixes | None:
+    """The registered fixes of a source kind; a kind's module registers itself when imported, and a
+    module that does not exist (yet) means no fixes for that kind."""
+    if kind not in _REGISTRY and kind in _LAZY and kind not in _MISSING:
+        try:
+            module = importlib.import_module(_LAZY[kind])
+        except ModuleNotFoundError as exc:
+            if exc.name != _LAZY[kind]:
+                raise
+            _MISSING.add(kind)  # asked once a run, not once a finding
+            return None
+        if kind not in _REGISTRY and hasattr(module, "candidates"):
+            register(kind, module.candidates)
+    return _REGISTRY.get(kind)
+
+
+# -- edits -----------------------------------------------------------------------------------------
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer("\n", text)]
+
+
+def offset_of(text: str, line: int, column: int, starts: list[int] | None = None) -> int:
+    """The offset of a 1-based (line, column) in `text`; column len(line)+1 is the line's end."""
+    starts = starts if starts is not None else _line_starts(text)
+    if not 1 <= line <= len(starts):
+        raise EditError(f"line {line} is outside the text ({len(starts)} lines)")
+    end = starts[line] - 1 if line < len(starts) else len(text)
+    at = starts[line - 1] + column - 1
+    if column < 1 or at > end:
+        raise EditError(f"column {column} is outside line {line}")
+    return at
+
+
+def position_of(text: str, offset: int) -> tuple[int, int]:
+    """The 1-based (line, column) of an offset of `text`."""
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def edit_between(path: str, text: str, start: int, end: int, replacement: str) -> Edit:
+    """The Edit replacing text[start:end] with `replacement`."""
+    return Edit(path, *position_of(text, start), *position_of(text, end), replacement)
+
+
+def _spans(text: str, edits: Iterable[Edit]) -> list[tuple[int, int, str]]:
+    """(start, end, replacement) offsets of `edits`, in order; EditError for ones that overlap (two
+    insertions at one place are kept in the order given)."""
+    starts = _line_starts(text)
+    spans = []
+    for e in edits:
+        a = offset_of(text, e.start_line, e.start_column, starts)
+        b = offset_of(text, e.end_line, e.end_column, starts)
+        if b < a:
+            raise EditError(f"edit ends before it starts (line {e.start_line})")
+        spans.append((a, b, e.replacement))
+    spans.sort(key=lambda s: (s[0], s[1]))  # stable: insertions at one place keep their order
+    for (a1, b1, _), (a2, b2, _) in zip(spans, spans[1:], strict=False):
+        if a2 < b1 or (a1 == a2 and a1 < b1 and a2 < b2):
+            raise EditError(f"edits overlap at line {position_of(text, a2)[0]}")
+    return spans
+
+
+def apply_edits(text: str, edits: Iterable[Edit]) -> str:
+    """`text` with `edits` applied (positions are the original text's); EditError when they
+    overlap or fall outside it."""
+    out, cursor = [], 0
+    for a, b, replacement in _spans(text, edits):
+        out += [text[cursor:a], replacement]
+        cursor = b
+    out.append(text[cursor:])
+    return "".join(out)
+
+
+def _line_mapping(text: str, edits: Iterable[Edit]) -> tuple[Callable[[int], int | None], set[int]]:
+    """Where each line of `text` is once `edits` are applied (None: its start was replaced), and the
+    lines of the fixed text that edits wrote (where moved text landed)."""
+    spans = _spans(text, edits)
+    starts = _line_starts(text)
+    fixed = apply_edits(text, edits)
+    written: set[int] = set()
+    shift = 0
+    for a, b, replacement in spans:
+        if replacement.strip():
+            first = position_of(fixed, a + shift)[0]
+            written.update(range(first, first + replacement.count("\n") + 1))
+        shift += len(replacement) - (b - a)
+
+    def new_line(line: int) -> int | None:
+        if not 1 <= line <= len(starts):
+            return None
+        at, delta = starts[line - 1], 0
+        for a, b, replacement in spans:
+            if b <= at:  # before the line, or inserted at its start: the line's text follows it
+                delta += len(replacement) - (b - a)
+            elif a <= at < b:
+                return None
+        return position_of(fixed, at + delta)[0]
+
+    return new_line, written
+
+
+# -- verification ----------------------------------------------------------------------------------
+
+
+def _place(d: Diagnostic) -> str:
+    return f"{d.code} ({d.severity.label}) at line {d.span.line}"
+
+
+def verify(
+    kinds: KindFixes,
+    candidate: Fix,
+    source: Source,
+    text: str,
+    before: list[SourceResult],
+    finding: Diagnostic,
+    options: Options,
+) -> str | None:
+    """None when `candidate` holds for `finding` (see the module's docstring), else why it does not."""
+    from prefixlint.api import lint_source
+
+    if any(e.path != source.path for e in candidate.edits):
+        return "it edits another file"
+    try:
+        fixed = apply_edits(text, candidate.edits)
+        new_line, written = _line_mapping(text, candidate.edits)
+    except EditError as exc:
+        return str(exc)
+    if fixed == text:
+        return "it changes nothing"
+    # What the fixed text must keep first: a few renders, cheaper than the analysis below.
+    kept = (kinds.preserves or _keeps_value)(candidate, source, text, fixed, finding, options)
+    if kept is not None:
+        return kept
+    after = lint_source(source, options, fixed)
+    name = next((r.name for r in before if finding in r.diagnostics), "")
+    worst: dict[tuple[str, str, int | None], Severity] = {}
+    for r in before:
+        for d in r.diagnostics:
+            key = (r.name, d.code, new_line(d.span.line))
+            worst[key] = max(worst.get(key, d.severity), d.severity)
+    for result in after:
+        for d in result.diagnostics:
+            if (
+                result.name == name
+                and d.code == finding.code
+                and _at(d, new_line(finding.span.line), written)
+            ):
+                return f"{_place(d)} is still there"
+            was = worst.get((result.name, d.code, d.span.line))
+            if d.severity >= Severity.WARNING and (was is None or d.severity > was):
+                return f"it adds {_place(d)}"
+    return None
+
+
+def _at(d: Diagnostic, line: int | None, written: set[int]) -> bool:
+    """Whether `d` is at `line`, or at text the edits wrote (where it prints, for a template)."""
+    printed = d.origin.line if d.origin is not None and d.origin.path == d.span.path else None
+    return d.span.line == line or d.span.line in written or printed in written
+
+
+_VALUE = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def _keeps_value(
+    candidate: Fix, source: Source, text: str, fixed: str, finding: Diagnostic, options: Options
+) -> str | None:
+    """A fix to code moves the volatile value, never drops it: the name at the finding's place
+    (`datetime.now`, `platform.system`, `ticket_id`) is in the fixed text as often as before."""
+    try:
+        at = offset_of(text, finding.span.line, finding.span.column)
+    except EditError:
+        return None
+    found = _VALUE.match(text, at) or _VALUE.search(text, at, at + 3)  # `{current_date}`, `${x}`
+    if found is None:
+        return None
+    value = found.group(0)
+    if fixed.count(value) < text.count(value):
+        return f"`{value}` is no longer in the code"
+    return None
+
+
+# -- attaching -------------------------------------------------------------------------------------
+
+
+def first_verified(
+    kind: str, source: Source, text: str, before: list[SourceResult], finding: Diagnostic, options: Options
+) -> tuple[Fix | None, list[str]]:
+    """The first candidate of the finding (of a result of `kind`: a chat template, an app prompt
+    template, …) that verifies, as a plain verified Fix, and why the ones tried before it did not."""
+    kinds = fixes_for(kind)
+    if kinds is None:
+        return None, []
+    reasons = []
+    for candidate in islice(kinds.candidates(source.path, text, finding), MAX_CANDIDATES):
+        reason = verify(kinds, candidate, source, text, before, finding, options)
+        if reason is None:
+            return Fix(candidate.applicability, candidate.message, tuple(candidate.edits)), reasons
+        reasons.append(f"{candidate.message[:1].lower()}{candidate.message[1:]} did not hold: {reason}")
+    return None, reasons
+
+
+def without_fix_hint(finding: Diagnostic, advice: str, reasons: list[str]) -> str:
+    """A finding's hint once no candidate holds: its words, and that no automatic fix was found
+    (with why the first candidate tried did not hold)."""
+    words = finding.hint or advice
+    tail = f"{NO_FIX} ({reasons[0]})" if reasons else NO_FIX
+    return f"{words}; {tail}" if words else tail[:1].upper() + tail[1:]
+
+
+def attach_fixes(source: Source, text: str, results: list[SourceResult], options: Options) -> None:
+    """Give each cache-busting finding of `results` (the raw analysis of `text`) its verified fix,
+    or a hint that says no automatic fix was found."""
+    for result in results:
+        advice_for = _advice(result.kind)
+        for i, d in enumerate(result.diagnostics):
+            if d.code[3] not in FIXABLE_FAMILIES or d.fix is not None:
+                continue
+            fix, reasons = (None, [NOT_EDITED[result.kind]] if result.kind in NOT_EDITED else [])
+            if d.span.path == source.path:  # a finding traced into an included file is that file's
+                fix, reasons = first_verified(result.kind, source, text, results, d, options)
+            if fix is not None:
+                result.diagnostics[i] = replace(d, fix=fix)
+            else:
+                result.diagnostics[i] = replace(d, hint=without_fix_hint(d, advice_for(d), reasons))
+
+
+def _advice(kind: str) -> Callable[[Diagnostic], str]:
+    """The words of a finding that has no hint of its own (templates' findings say what to move)."""
+    if kind in ("jinja", "tokenizer_config", "prompt_template", "gguf"):
+        from prefixlint.jinja.fixes import advice
+
+        return lambda d: advice(d, kind)
+    return lambda d: ""
