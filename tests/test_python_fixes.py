@@ -366,6 +366,35 @@ def test_a_helpers_value_moves_to_the_end_of_the_joined_list() -> None:
     ]
 
 
+ONE_ITEM = """\
+    import random
+
+    def example() -> str:
+        chosen = [random.choice(EXAMPLES)]
+        return "\\n".join(chosen)
+
+    def ask(question: str) -> str:
+        system = example() + "\\n" + RULES
+        return client.chat.completions.create(
+            model="m", messages=[{"role": "system", "content": system}, {"role": "user", "content": question}]
+        )
+    """
+
+
+def test_the_one_item_of_a_joined_list_moves_as_the_joined_text() -> None:
+    """Nothing else is in the list to move it behind: the text the list is joined into is all the
+    value, and it moves where it is used."""
+    to_user, to_end = fixes_for(ONE_ITEM, "PFX103", "random.choice(EXAMPLES)")
+    assert to_user.message == (
+        "move `random.choice(EXAMPLES)` to the end of the last user message (the text `example()`)"
+    )
+    assert to_user.edits == (
+        Edit(PATH, 8, 14, 8, 33, ""),
+        Edit(PATH, 10, 105, 10, 105, ' + "\\n\\n" + example()'),
+    )
+    assert fixed(ONE_ITEM, to_end).splitlines()[7] == '    system = RULES + "\\n" + example()'
+
+
 YIELDS = """\
     from datetime import date
     from pathlib import Path
@@ -710,8 +739,9 @@ FIRST_THAT_HOLDS = {
     # The finding says the working directory right after it must move too: both go, together.
     "anthropic_system_env.py:15 PFX104": "move `socket.gethostname()`, with `operating_system.getcwd()` "
     "beside it, to the end of the last user message",
-    # A helper's random example, as the one item of a list joined into text: nothing moves it yet.
-    "branch_not_taken.py:16 PFX103": None,
+    # A helper's random example, taken by one of its two callers: that caller's call moves.
+    "branch_not_taken.py:16 PFX103": "move `random.choice(EXAMPLES)` to the end of the last user message "
+    "(the text `examples(pick=True)`)",
     # Appended to a task description another module turns into a prompt: the end of what this file
     # writes already, and a date already.
     "attribute_append.py:9 PFX101": None,

@@ -13,7 +13,7 @@ import libcst as cst
 from prefixlint.python.fixes import messages
 from prefixlint.python.fixes.flows import InList, InStatements, InText, flows
 from prefixlint.python.fixes.messages import SYSTEM, USER, content, role
-from prefixlint.python.fixes.source import Source
+from prefixlint.python.fixes.source import Source, callee
 from prefixlint.python.fixes.strings import Atom, shown
 from prefixlint.python.fixes.text import Change, Piece, append, build, cut, has_literal, removal, sentences
 
@@ -39,7 +39,7 @@ def candidates(
         if isinstance(flow, InText):
             yield from _text_moves(src, flow, label, depth, named)
         elif isinstance(flow, InList):
-            yield from _list_moves(src, flow, label, named)
+            yield from _list_moves(src, flow, label, named, depth)
         else:
             yield from _statement_moves(src, flow, label, named)
 
@@ -236,7 +236,9 @@ def _last_user_after(seq: cst.List | cst.Tuple, index: int) -> cst.BaseExpressio
 
 
 # --- items of a list, yields ----------------------------------------------------------------------
-def _list_moves(src: Source, flow: InList, label: str, named: frozenset[str]) -> Iterator[Candidate]:
+def _list_moves(
+    src: Source, flow: InList, label: str, named: frozenset[str], depth: int
+) -> Iterator[Candidate]:
     seq, element = flow.seq, flow.element
     elements = list(seq.elements)
     kind = role(element.value)
@@ -246,7 +248,11 @@ def _list_moves(src: Source, flow: InList, label: str, named: frozenset[str]) ->
         if _last_user_after(seq, elements.index(element)) is not None:
             yield from _message_moves(src, flow, label)
             return  # after the user's message it would be a turn of its own
-    elif not _joined(src, seq):
+    elif not (joins := _joins(src, seq)):
+        return
+    elif len(elements) == 1:  # the joined text is all the value: it is what moves
+        for join in joins:
+            yield from candidates(src, join, label, depth=depth + 1, named=named)
         return
     if any(isinstance(e, cst.StarredElement) for e in elements):
         return
@@ -325,17 +331,18 @@ def _message_moves(src: Source, flow: InList, label: str) -> Iterator[Candidate]
         yield f"move `{label}` to the end of the last user message (its system message removed)", gone + added
 
 
-def _joined(src: Source, seq: cst.CSTNode) -> bool:
-    """Whether the list is joined into text: `"".join([...])`, or assigned to a name joined so."""
+def _joins(src: Source, seq: cst.CSTNode) -> list[cst.Call]:
+    """The `.join` calls the list is joined into text by: `"".join([...])`, or of a name it is
+    assigned to."""
     parent = src.parent(seq)
     if isinstance(parent, cst.Arg):
         call = src.parent(parent)
         return (
-            isinstance(call, cst.Call)
-            and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "join"
+            [call]
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and callee(call) == "join"
+            else []
         )
-    return any(_joined(src, ref) for ref in src.reads_of(seq) or ())
+    return [call for ref in src.reads_of(seq) or () for call in _joins(src, ref)]
 
 
 def _multiline(src: Source, elements: list[cst.BaseElement]) -> bool | None:
