@@ -38,6 +38,8 @@ _LABEL = re.compile(r"`([^`]+)`")
 _ELSEWHERE = re.compile(r"`[^`]*` in \S+:\d+")
 _PLACEHOLDER = re.compile(r"^\{(\w+)\}$")
 _LONE_CR = re.compile(r"\r(?!\n)")
+# Where the frontend says the prompt is sent: "... of the request of `create()` (line 31)".
+_SINK_LINE = re.compile(r"\(line (\d+)\)")
 
 
 def candidates(path: str, text: str, diagnostic: Diagnostic) -> Iterator[Fix]:
@@ -88,7 +90,13 @@ def _all(
     anchor = next((n for n in nodes if _label(src, n) == label), None)
     if anchor is None:
         return
-    for message, changes in moves.candidates(src, anchor, label, named=named):
+    found = list(moves.candidates(src, anchor, label, named=named))
+    if (m := _SINK_LINE.search(diagnostic.message)) is not None:
+        # the function that sends the prompt the finding is about: its edits first (a helper
+        # called by several functions is moved out of the text of the one that matters)
+        sender = src.function_at(int(m.group(1)))
+        found.sort(key=lambda c: sender is None or not any(src.within(sender, start) for start, _, _ in c[1]))
+    for message, changes in found:
         yield "unsafe", message, changes
     if diagnostic.code == "PFX101":
         for message, changes in precision.candidates(src, anchor, label):

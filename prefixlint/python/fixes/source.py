@@ -110,8 +110,18 @@ class Source:
                 nodes.sort(key=lambda n: -self.inner(n)[1])
         return self._starting.get((line, column), [])
 
-    def is_before(self, a: cst.CSTNode, b: cst.CSTNode) -> bool:
-        return self.inner(a)[0] < self.inner(b)[0]
+    def function_at(self, line: int) -> cst.FunctionDef | None:
+        """The innermost function whose definition spans `line`."""
+        found = [
+            n
+            for n, r in self.positions.items()
+            if isinstance(n, cst.FunctionDef) and r.start.line <= line <= r.end.line
+        ]
+        return min(found, key=lambda n: self.inner(n)[1] - self.inner(n)[0], default=None)
+
+    def within(self, node: cst.CSTNode, offset: int) -> bool:
+        start, end = self.inner(node)
+        return start <= offset < end
 
     # --- names -------------------------------------------------------------------------------
     def references(self, target: cst.Name | cst.FunctionDef | cst.ClassDef) -> list[cst.Name]:
