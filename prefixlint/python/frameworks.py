@@ -140,7 +140,15 @@ class Frameworks:
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any. A configuration object known only by its name
-        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`)."""
+        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`).
+        Matched once per call node (every pass over the module asks again)."""
+        key = (self, call)
+        memo = index.matched
+        if key not in memo:
+            memo[key] = self._match_call(index, call)
+        return memo[key]
+
+    def _match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         found = _match(self._calls, index, call.func)
         if found is not None or not self._named_like:
             return found

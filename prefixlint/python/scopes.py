@@ -73,6 +73,8 @@ class ModuleIndex:
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     path: str = ""
+    _qualified: dict[tuple[cst.CSTNode, int], frozenset[str]] = field(default_factory=dict, repr=False)
+    matched: dict[tuple[object, cst.CSTNode], object] = field(default_factory=dict, repr=False)  # frameworks
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
@@ -83,7 +85,15 @@ class ModuleIndex:
         (`dt.datetime.now` after `import datetime as dt`: `datetime.datetime.now`). Resolved by hand
         from the import statements, far cheaper than libcst's scope analysis: a name a function
         binds itself (a parameter `time`) is not the import. `scope`: where the name is read (by
-        default the scope it was indexed in)."""
+        default the scope it was indexed in). Computed once per node and scope (the module's
+        imports and bindings are fixed once it is indexed)."""
+        key = (node, 0 if scope is None else id(scope))
+        found = self._qualified.get(key)
+        if found is None:
+            found = self._qualified[key] = frozenset(self._qualified_names(node, scope))
+        return found  # type: ignore[return-value]
+
+    def _qualified_names(self, node: cst.CSTNode, scope: Scope | None) -> set[str]:
         parts: list[str] = []
         while isinstance(node, cst.Attribute):
             parts.append(node.attr.value)
