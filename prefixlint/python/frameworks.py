@@ -25,11 +25,11 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-import libcst as cst
-
 from prefixlint.python.volatile import says_prompt_attribute
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from prefixlint.python.scopes import ModuleIndex
 
 # The parts of a request in the order a chat request puts them (tools and system first, OpenAI's,
@@ -161,6 +161,8 @@ class Frameworks:
 
     def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
         """The row that makes `fn` a request entry point, if one of its decorators is one."""
+        import libcst as cst  # loaded by then; the table alone (prefilter.py) needs no libcst
+
         for decorator in fn.decorators:
             node = decorator.decorator
             found = _match(self._entries, index, node.func if isinstance(node, cst.Call) else node)
@@ -169,6 +171,8 @@ class Frameworks:
         return None
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
+        import libcst as cst
+
         node = decorator.decorator
         found = _match(self._decorators, index, node.func if isinstance(node, cst.Call) else node)
         return found if isinstance(found, SinkModel) else None
@@ -194,6 +198,8 @@ def _match(table: dict[str, list[tuple[_Pattern, Any]]], index: ModuleIndex, fun
 def written_chain(node: cst.BaseExpression) -> str:
     """`self.client.chat.completions.create` for that chain of names; calls and subscripts in the
     chain (`get_client().messages.create`) keep only the names after them."""
+    import libcst as cst
+
     parts: list[str] = []
     while True:
         if isinstance(node, cst.Attribute):
