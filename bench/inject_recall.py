@@ -66,6 +66,7 @@ class Site:
     row: str  # the models table row
     how: str = ""  # how the clock was put in ("" = not injected)
     clock_lines: list[int] = field(default_factory=list)  # in the injected file
+    clocks: list[tuple[int, int]] = field(default_factory=list)  # (line, column) of each clock call
     reported: bool = False
 
 
@@ -331,7 +332,12 @@ def inject(copy: Path, files: list[str]) -> tuple[list[Site], dict[str, dict[int
         lines = new.splitlines()
         for site in sites[before:]:
             marker = f"{MARK}{site.number}): "
-            site.clock_lines = [k + 1 for k, line in enumerate(lines) if marker in line]
+            site.clocks = [
+                (k + 1, line.index(ALIAS, line.index(marker)) + 1)
+                for k, line in enumerate(lines)
+                if marker in line
+            ]
+            site.clock_lines = [line for line, _ in site.clocks]
     return sites, maps
 
 
@@ -353,11 +359,22 @@ def measure(repo: Path, env: dict[str, str], keep: bool) -> dict:
             print(f"  injected copy kept in {copy}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    by_line = {(s.path, line): s for s in sites for line in s.clock_lines}
+    # A finding names the clock by line and column (two sinks on one line: `[SystemMessage(…),
+    # HumanMessage(…)]`); by line alone where the line holds one clock.
+    at = {(s.path, line, column): s for s in sites for line, column in s.clocks}
+    on_line = collections.defaultdict(list)
+    for s in sites:
+        for line in set(s.clock_lines):
+            on_line[(s.path, line)].append(s)
     expected = set()
     for d in injected:
-        site = by_line.get((os.path.normpath(d["path"]), d["line"]))
-        if site is not None and d["code"] == "PFX101":
+        if d["code"] != "PFX101":
+            continue
+        path = os.path.normpath(d["path"])
+        site = at.get((path, d["line"], d["column"]))
+        if site is None and len(on_line.get((path, d["line"]), ())) == 1:
+            site = on_line[(path, d["line"])][0]
+        if site is not None:
             site.reported = True
             expected.add(key(d))
     old = collections.Counter()
@@ -377,7 +394,9 @@ def measure(repo: Path, env: dict[str, str], keep: bool) -> dict:
     }
 
 
-STANDARD = {"OpenAI chat completions", "Anthropic messages", "LangChain messages"}
+# The standard call sites (issue 28): chat messages to OpenAI-style APIs, Anthropic's `system=`,
+# LangChain's SystemMessage (the row names of the models table, as it names them over time).
+STANDARD = {"OpenAI chat completions", "Anthropic messages", "LangChain messages", "LangChain system message"}
 
 
 def report(results: list[dict]) -> None:
