@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from prefixlint.python.frameworks import Frameworks, builtin
-from prefixlint.python.scopes import ModuleIndex, index_module
+from prefixlint.python.scopes import ModuleIndex, index_module, parse_module
 
 if TYPE_CHECKING:
     from prefixlint.python.evaluate import Evaluator
@@ -191,7 +191,7 @@ class Project:
                     _PARSED.move_to_end(path)
                 else:
                     with contextlib.suppress(cst.ParserSyntaxError, RecursionError, ValueError):
-                        self.modules[path] = index_module(cst.parse_module(text), path)
+                        self.modules[path] = index_module(parse_module(text), path)
                     remember(path, text, self.modules[path])
         return self.modules[path]
 
