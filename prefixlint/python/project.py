@@ -67,6 +67,7 @@ class Project:
     steps: int = 0  # expressions evaluated for the current prompt (evaluate.STEP_BUDGET)
     cut: int = 0  # evaluations cut short by a limit (such a value is not memoized)
     following: set[tuple[int, str]] = field(default_factory=set)  # parameters followed to their callers
+    reading: set[tuple[int, str]] = field(default_factory=set)  # class attributes being worked out
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
     frameworks: Frameworks = field(default_factory=builtin)  # the models table (and python.sinks)
