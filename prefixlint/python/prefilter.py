@@ -16,6 +16,7 @@ is a value, not prompt text.
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from typing import TYPE_CHECKING
 
@@ -123,6 +124,12 @@ class _Shapes(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef  # noqa: N815
 
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        # a class row of the table (`class Ask(dspy.Signature)`, a smolagents `Tool` subclass)
+        if any(_table_match(self.frameworks._bases, base) for base in node.bases):
+            raise _Found
+        self.generic_visit(node)
+
     def visit_Assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
         augmented = isinstance(node, ast.AugAssign)
         if augmented and not isinstance(node.op, ast.Add) or node.value is None:
@@ -193,6 +200,20 @@ def _table_match(table: dict, func: ast.expr) -> bool:
     return False
 
 
+def _imports_any(tree: ast.Module, patterns: set[str]) -> bool:
+    """Whether the module imports a package of these (frameworks.imported_packages, on `ast`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            packages = [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            packages = [node.module.split(".")[0]]
+        else:
+            continue
+        if any(fnmatch.filter(packages, p) for p in patterns):
+            return True
+    return False
+
+
 class _Found(Exception):
     pass
 
@@ -200,6 +221,8 @@ class _Found(Exception):
 def has_shapes(tree: ast.Module, frameworks: Frameworks, declared: tuple[str, ...] = ()) -> bool:
     """Whether the module has anything the sink, candidate or embedded-template finders take up
     (calls of project wrappers aside)."""
+    if frameworks._called and _imports_any(tree, frameworks._called):
+        return True  # its objects are called by any name (`llm = Llama(...)`, `llm(text)`)
     finder = _Shapes(frameworks, frozenset(d.rsplit(".", 1)[-1] for d in declared))
     try:
         finder.visit(tree)
