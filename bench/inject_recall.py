@@ -134,7 +134,8 @@ def make_injector(libcst, frameworks, index, path: str, sites: list[Site], count
                 position += 1
             if found == part and (keyword in keys or str(position - 1) in keys):
                 return i, None
-        named = [k for k in keys if not k.isdigit() and k != "*"]
+        # a field inside an argument (`body.system` of a JSON body) cannot be added as a keyword
+        named = [k for k in keys if not k.isdigit() and k != "*" and "." not in k]
         return None, (named[0] if named else None)
 
     class Injector(cst.CSTTransformer):
