@@ -395,40 +395,17 @@ def test_the_one_item_of_a_joined_list_moves_as_the_joined_text() -> None:
     assert fixed(ONE_ITEM, to_end).splitlines()[7] == '    system = RULES + "\\n" + example()'
 
 
-TWO_CALLERS = """\
-    import random
-
-    def example(pick: bool = False) -> str:
-        if pick:
-            chosen = [random.choice(EXAMPLES)]
-        else:
-            chosen = EXAMPLES
-        return "\\n".join(chosen)
-
-    def ask(question: str) -> str:
-        system = example() + "\\n" + RULES
-        return client.chat.completions.create(
-            model="m", messages=[{"role": "system", "content": system}, {"role": "user", "content": question}]
-        )
-
-    def ask_at_random(question: str) -> str:
-        system = example(pick=True) + "\\n" + RULES
-        return client.chat.completions.create(
-            model="m", messages=[{"role": "system", "content": system}, {"role": "user", "content": question}]
-        )
-    """
-
-
 def test_a_helper_with_two_callers_moves_in_the_one_that_sends_the_prompt_first() -> None:
-    """The finding names the request it is about ("(line 18)"): the moves in that function are
-    tried before those in the other caller, whose prompt the value never reaches."""
-    text = textwrap.dedent(TWO_CALLERS)
+    """The finding names the request it is about ("(line 31)", the caller that passes
+    `pick=True`): the moves in that function are tried before those in the other caller, whose
+    prompt the value never reaches."""
+    text = (FIXTURES / "python" / "branch_not_taken.py").read_text(encoding="utf-8")
     found = finding(text, "PFX103", "random.choice(EXAMPLES)")
     unsent = [f.message for f in fixes.candidates(PATH, text, found)]
-    assert unsent[0].endswith("(the text `example()`)")
-    sent = replace(found, message=found.message + " of the request of `create()` (line 18)")
+    assert unsent[0].endswith("(the text `examples()`)")
+    sent = replace(found, message=found.message + " of the request of `create()` (line 31)")
     assert [f.message for f in fixes.candidates(PATH, text, sent)] == [*unsent[2:], *unsent[:2]]
-    assert unsent[2].endswith("(the text `example(pick=True)`)")
+    assert unsent[2].endswith("(the text `examples(pick=True)`)")
 
 
 YIELDS = """\
