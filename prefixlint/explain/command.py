@@ -137,6 +137,7 @@ def run(
     limit: tuple[str, ...] = (),
     replicas: int | None = None,
     routing: str = "round-robin",
+    block_size: int | None = None,
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
     (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
@@ -188,7 +189,7 @@ def run(
     from prefixlint.explain.server import ServerArgsError, read_server
 
     try:
-        server, scrape = read_server(server_args, metrics)
+        server, scrape = read_server(server_args, metrics, _log_head(log, limits))
     except ServerArgsError as exc:
         raise ExplainError(str(exc)) from exc
     if server is not None and server.engine and not engines:
@@ -196,6 +197,8 @@ def run(
         known = load_engines()
         chosen = [known[server.engine]] + [e for e in chosen if e.name != server.engine]
     simulated = configured(chosen, server)
+    if block_size is not None:  # `--block-size` wins over what the server's settings say
+        simulated[0] = simulated[0].with_block(block_size)
     capacity = cache_tokens or (server.capacity_tokens if server else None)
     observations = LogObservations(simulated[0], chosen[0])
     try:
@@ -241,6 +244,27 @@ def run(
 
     head, tail = findings_text(extra, data)
     return head + log_text(report) + tail
+
+
+HEAD_LINES = 2000  # lines of a log read for a server's start-up lines
+
+
+def _log_head(path: str, limits: LogLimits) -> list[str]:
+    """The text lines (not JSON records) among the first HEAD_LINES of the log: where a server's own
+    log states its settings."""
+    from itertools import islice
+
+    from prefixlint.explain.reading import LogFile
+
+    try:
+        with LogFile(path, Reading(limits)) as log:
+            return [
+                line.decode("utf-8", "replace")
+                for _, line in islice(log.lines(), HEAD_LINES)
+                if isinstance(line, bytes) and not line.lstrip().startswith((b"{", b"["))
+            ]
+    except LogLimitError:
+        return []  # the log's own reading reports it
 
 
 def _saved_ms(cause: Any, report: Any, rate: float | None) -> float | None:

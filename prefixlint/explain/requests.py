@@ -60,6 +60,19 @@ class Request:
     ttft: float | None = None
     cache_salt: str | None = None
     session: str | None = None  # the session/user/conversation id a session router would use
+    reply: Reply | None = None  # the server's reply, where the log has the response
+
+
+@dataclass
+class Reply:
+    """What a logged response says the server generated: the text, its token ids where the server
+    returned them (vLLM's `return_token_ids`), why it stopped, and how many tokens it counted."""
+
+    text: str
+    token_ids: list[int] | None = None
+    finish_reason: str | None = None
+    stop_reason: Any = None  # vLLM: None for the end-of-sequence token, else the stop string or id
+    completion_tokens: int | None = None
 
 
 def _text_of(content: Any) -> Any:
