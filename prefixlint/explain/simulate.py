@@ -162,11 +162,45 @@ class RadixCache:
         return b"".join(parts)[: limit * _W]
 
     def insert(self, seq: bytes, prompt_tokens: int | None = None, salt: str | None = None) -> None:
+        """Add `seq`. With a capacity and `prompt_tokens` it is served as SGLang serves a request: the
+        hit (the prompt but its last token) is locked, leaves are evicted until the free room holds
+        every token after the hit, then it is inserted. Without `prompt_tokens`, it is inserted and
+        leaves are evicted down to the capacity."""
         if salt is not None:
             seq = salted(seq, salt)
+            prompt_tokens = None if prompt_tokens is None else prompt_tokens + 1
         unit = self._unit
         if self.page > 1:
             seq = seq[: len(seq) // unit * unit]
+        if self.capacity is None or prompt_tokens is None:
+            leaf = self._place(seq)
+            if self.capacity is not None:
+                if leaf is not None:
+                    self._push(leaf)
+                self._evict()
+            return
+        hit = self.match(seq[: max(prompt_tokens - 1, 0) * _W]).length
+        touched = self._place(seq[: hit * _W])  # split where the hit ends, as SGLang's match does
+        if touched is not None:
+            self._push(touched)
+        locked = self._path(seq[: hit * _W])
+        self._evict(room=len(seq) // _W - hit, locked=locked)
+        leaf = self._place(seq)
+        if leaf is not None:
+            self._push(leaf)
+
+    def _path(self, seq: bytes) -> set[int]:
+        """ids of the nodes `seq` passes through (it ends at a node)."""
+        out, node, pos = set(), self.root, 0
+        while pos < len(seq):
+            label, node = node.edges[seq[pos : pos + self._unit]]
+            out.add(id(node))
+            pos += len(label)
+        return out
+
+    def _place(self, seq: bytes) -> _Node | None:
+        """Put `seq` in the tree, its path stamped as just used; the node it ends at if a leaf."""
+        unit = self._unit
         self._clock += 1
         stamp = self._clock
         node, pos = self.root, 0
@@ -202,10 +236,7 @@ class RadixCache:
             node.stamp = stamp
             if self.counts:
                 node.count += 1
-        if self.capacity is not None:
-            if not node.edges and node is not self.root:
-                self._push(node)
-            self._evict()
+        return node if not node.edges and node is not self.root else None
 
     def copy(self, counts: bool = False) -> RadixCache:
         """An independent tree holding the same sequences with the same last uses (a view of the
@@ -236,13 +267,18 @@ class RadixCache:
         stamp, _, node = entry
         return node.stamp == stamp and node.parent is not None and not node.edges
 
-    def _evict(self) -> None:
+    def _evict(self, room: int = 0, locked: set[int] | None = None) -> None:
+        """Evict least recently used leaves until `room` tokens are free, never a `locked` node."""
         assert self.capacity is not None
-        while self.tokens > self.capacity and self._lru:
+        kept = []
+        while self.tokens > self.capacity - room and self._lru:
             entry = heapq.heappop(self._lru)
             if not self._live(entry):
                 continue
             leaf = entry[2]
+            if locked and id(leaf) in locked:
+                kept.append(entry)
+                continue
             parent = leaf.parent
             assert parent is not None
             label, _ = parent.edges.pop(leaf.key)
@@ -251,6 +287,8 @@ class RadixCache:
             leaf.parent = None
             if parent is not self.root and not parent.edges:
                 self._push(parent)  # a leaf now, as old as its own last use
+        for entry in kept:
+            heapq.heappush(self._lru, entry)
 
     def counts_along(self, seq: bytes) -> list[int]:
         """For each token of `seq`, how many requests shared the prefix up to and including it."""
@@ -388,7 +426,7 @@ class Simulation:
             self.last_lru[name] = tally.record(cache.lookup(seq, own_salt), n, self.keep_hits)
             cache.insert(seq + tail if engine.reply_cached else seq, n, own_salt)
         for view, keeps_reply, own_salt in views.values():
-            view.insert(seq + tail if keeps_reply else seq, n, own_salt)
+            view.insert(seq + tail if keeps_reply else seq, salt=own_salt)
         self.reference.insert(seq + tail if self._reply else seq)
         self.requests += 1
         self.tokens += n
