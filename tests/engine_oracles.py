@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import json
 import sys
-import types
+
+UNAVAILABLE = 3  # the exit code when the engine's code cannot be imported here
 
 
 def vllm_hits(requests: list[dict], block: int, capacity: int | None) -> list[int]:
@@ -76,15 +77,16 @@ def vllm_hits(requests: list[dict], block: int, capacity: int | None) -> list[in
 
 
 def sglang_hits(requests: list[dict], page: int, capacity: int | None) -> list[int]:
-    # SGLang's package imports its multimodal configs on the way to the radix cache, and they import
-    # torchvision, which PyPI builds against another torch than vLLM's CPU one: the radix cache
-    # never uses it, so an empty module stands for it (only the import; nothing of it is called).
-    for name in ("torchvision", "torchvision.transforms", "torchvision.transforms.functional"):
-        sys.modules.setdefault(name, types.ModuleType(name))
-    sys.modules["torchvision.transforms"].InterpolationMode = types.SimpleNamespace(BICUBIC=3, BILINEAR=2)  # type: ignore[attr-defined]
     import torch
-    from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
-    from sglang.srt.mem_cache.radix_cache import RadixCache, RadixKey
+
+    try:
+        from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
+        from sglang.srt.mem_cache.radix_cache import RadixCache, RadixKey
+    except ImportError as exc:
+        # sglang.srt.configs imports every model's config, the multimodal ones torchvision, and
+        # PyPI's torchvision needs another torch than vLLM's CPU build (installing it replaces it).
+        print(f"SGLang's radix cache does not import here: {exc}", file=sys.stderr)
+        sys.exit(UNAVAILABLE)
 
     class Allocator:  # the token pool's bookkeeping the simulated cache calls on eviction
         def free_segment(self, *args: object, **kwargs: object) -> None:
