@@ -19,8 +19,11 @@ but the last one sampled). OUT.json: the hit tokens of each request.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import json
 import sys
+import types
 
 UNAVAILABLE = 3  # the exit code when the engine's code cannot be imported here
 
@@ -76,19 +79,52 @@ def vllm_hits(requests: list[dict], block: int, capacity: int | None) -> list[in
     return hits
 
 
+class _Absent(types.ModuleType):
+    """A stand-in for torchvision: every attribute is another stand-in, callable, never used."""
+
+    def __getattr__(self, name: str) -> _Absent:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Absent(f"{self.__name__}.{name}")
+
+    def __call__(self, *args: object, **kwargs: object) -> _Absent:
+        return self
+
+
+class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports of torchvision get stand-ins. sglang.srt.configs imports every model's config, the
+    multimodal ones torchvision (at import time only: image transforms the radix cache never runs),
+    and PyPI's torchvision needs another torch than vLLM's CPU build (installing it replaces it)."""
+
+    def find_spec(self, name: str, path: object, target: object = None) -> importlib.machinery.ModuleSpec | None:
+        if name == "torchvision" or name.startswith("torchvision."):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _Absent(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
 def sglang_hits(requests: list[dict], page: int, capacity: int | None) -> list[int]:
     import torch
+    import transformers.utils.import_utils  # noqa: F401 - it notes torchvision absent before the stand-ins
 
+    sys.meta_path.insert(0, _StandIns())
     try:
         from sglang.srt.mem_cache.base_prefix_cache import EvictParams, InsertParams, MatchPrefixParams
         from sglang.srt.mem_cache.radix_cache import RadixCache, RadixKey
     except ImportError as exc:
-        # sglang.srt.configs imports every model's config, the multimodal ones torchvision, and
-        # PyPI's torchvision needs another torch than vLLM's CPU build (installing it replaces it).
         print(f"SGLang's radix cache does not import here: {exc}", file=sys.stderr)
         sys.exit(UNAVAILABLE)
 
     class Allocator:  # the token pool's bookkeeping the simulated cache calls on eviction
+        device = "cpu"
+
         def free_segment(self, *args: object, **kwargs: object) -> None:
             pass
 

