@@ -230,6 +230,10 @@ class RadixCache:
                 child.parent, child.key = middle, rest[:unit]
                 node.edges[key] = (label[: k * _W], middle)
                 self._nodes += 1
+                # SGLang stamps the edge it reached before splitting it: both halves are just used.
+                child.stamp = stamp
+                if self.capacity is not None and not child.edges:
+                    self._push(child)
                 child = middle
             pos += k * _W
             node = child
