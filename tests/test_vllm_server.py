@@ -11,7 +11,9 @@ block boundaries, a timestamp at the head and at the tail of a shared system pro
 interleaved, `cache_salt` per tenant, multi-turn conversations whose replies are fed back (a reply
 that re-tokenizes to itself, one that ends on the end-of-sequence token, one that does not
 re-tokenize, one logged with its token ids), and a KV cache of 40 blocks (`--num-gpu-blocks-override`)
-too small for the working set, where eviction decides.
+too small for the working set, where eviction decides. After the cases, 30 requests drawn from them
+at random, a new seed each run (printed; PREFIXLINT_VLLM_SEED repeats one): sequences nobody tuned
+the model to.
 
 The venv is installed by tests/vllm_server_install.py (.ci/run does it; ~4.5 minutes, 3.3 GB);
 without it, or when the server does not start, this test skips and says why. A server takes
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -37,7 +40,7 @@ pytestmark = [pytest.mark.vllm_server, needs_corpus]
 
 QWEN3 = CORPUS / "tokenizers" / "qwen3"
 BLOCK = 32
-START_SECONDS = 600  # a busy two-core machine has taken 150 s
+START_SECONDS = 300  # 50-90 s on two idle cores; a busy two-core machine has taken 150 s
 ENV = {
     "VLLM_TARGET_DEVICE": "cpu",
     "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB: 16,384 blocks of 32 for this model
@@ -78,9 +81,10 @@ THIRD = (
 )
 
 
-def words(n: int, change: int | None = None) -> str:
-    """n single-token words; the one at `change` replaced: a prompt that diverges at that token."""
-    out = [WORDS[i % len(WORDS)] for i in range(n)]
+def words(n: int, change: int | None = None, start: int = 0) -> str:
+    """n single-token words (from WORDS[start]); the one at `change` replaced: a prompt that diverges
+    at that token."""
+    out = [WORDS[(start + i) % len(WORDS)] for i in range(n)]
     if change is not None:
         out[change] = "banana"
     return "".join(f" {w}" for w in out)
@@ -160,6 +164,42 @@ def main_sequence(send) -> None:  # noqa: ANN001 - send(endpoint, body) -> respo
     ).bodies(send)
 
 
+def unseen_sequence(seed: int):  # noqa: ANN201 - a sequence(send) of the cases above
+    """Requests drawn at random (a new seed each run, PREFIXLINT_VLLM_SEED to repeat one) from the
+    cases the model claims: completions of 2-200 words diverging anywhere, chats with a timestamp at
+    the head or the tail, tenants, salts, and conversations whose forced replies are fed back."""
+    rng = random.Random(seed)
+    systems = [POLICY, OTHER, THIRD, POLICY + OTHER]
+
+    def phrase(most: int) -> str:
+        return words(rng.randint(1, most), start=rng.randrange(9))
+
+    def sequence(send) -> None:  # noqa: ANN001
+        talks: list[tuple[Conversation, dict]] = []
+        for _ in range(30):
+            kind = rng.choice(("completion", "chat", "talk"))
+            salt = rng.choice((None, None, "tenant-a", "tenant-b"))
+            extra = {"cache_salt": salt} if salt else {}
+            if kind == "completion":
+                n = rng.randint(2, 200)
+                change = rng.randrange(n) if rng.random() < 0.6 else None
+                send("completion", {"prompt": words(n, change, start=rng.randrange(3)), **extra})
+            elif kind == "chat":
+                system = rng.choice(systems)
+                stamp = f"Current time: 2026-11-30T09:{rng.randrange(60):02}:{rng.randrange(60):02}Z"
+                system = rng.choice((system, f"{stamp}\n{system}", f"{system}\n{stamp}"))
+                sampling = rng.choice(({"max_tokens": 1}, forced(YES, rng.randint(2, 40))))
+                send("chat", chat(system, phrase(30), **sampling, **extra))
+            else:
+                if not talks or (len(talks) < 3 and rng.random() < 0.4):
+                    talks.append((Conversation(rng.choice(systems), []), extra))  # a tenant's salt, kept
+                talk, its = rng.choice(talks)
+                talk.turns = [(phrase(20), forced(YES, rng.randint(2, 40), **its))]
+                talk.bodies(send)
+
+    return sequence
+
+
 def eviction_sequence(send) -> None:  # noqa: ANN001
     """Four tenants of 9-11 blocks each (and their replies) through a pool of 39 blocks: the least
     recently freed blocks go first, a prompt's tail before its head."""
@@ -175,9 +215,14 @@ def free_port() -> int:
 
 
 class Server:
-    """One vLLM server of the venv, started in its own process group and stopped by it."""
+    """One vLLM server of the venv, started in its own process group and stopped by it. When one
+    does not start, the next is not tried: the tests skip at once, with the first one's reason."""
+
+    failed: str | None = None
 
     def __init__(self, model: Path, log: Path, extra: list[str]) -> None:
+        if Server.failed:
+            pytest.skip(Server.failed)
         self.port, self.model, self.log_path = free_port(), model, log
         self.log = log.open("wb")
         command = [str(venv_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
@@ -193,19 +238,19 @@ class Server:
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                self.stop()
-                pytest.skip(f"vLLM exited with {self.process.returncode} while starting: {self.tail()}")
+                self.give_up(f"vLLM exited with {self.process.returncode} while starting")
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
                     if r.status == 200:
                         return
             except OSError:
                 time.sleep(1)
-        self.stop()
-        pytest.skip(f"vLLM did not answer /health within {START_SECONDS} s: {self.tail()}")
+        self.give_up(f"vLLM did not answer /health within {START_SECONDS} s")
 
-    def tail(self) -> str:
-        return self.log_path.read_text(errors="replace")[-600:]
+    def give_up(self, why: str) -> None:
+        self.stop()
+        Server.failed = f"{why}: {self.log_path.read_text(errors='replace')[-600:]}"
+        pytest.skip(Server.failed)
 
     def post(self, path: str, body: dict) -> dict:
         request = urllib.request.Request(
@@ -310,9 +355,16 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_every_request_as_the_server_counts_it(model: Path, tmp_path: Path) -> None:
+    seed = int(os.environ.get("PREFIXLINT_VLLM_SEED") or random.SystemRandom().randrange(2**32))
+    print(f"\nunseen requests after the cases: PREFIXLINT_VLLM_SEED={seed}")
+
+    def sequence(send) -> None:  # noqa: ANN001
+        main_sequence(send)
+        unseen_sequence(seed)(send)
+
     server = Server(model, tmp_path / "server.log", [])
     try:
-        records = run_sequence(server, main_sequence, tmp_path / "requests.jsonl")
+        records = run_sequence(server, sequence, tmp_path / "requests.jsonl")
         scrape = tmp_path / "metrics.prom"
         scrape.write_text(server.metrics(), encoding="utf-8")
     finally:
