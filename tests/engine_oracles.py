@@ -96,7 +96,9 @@ class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     multimodal ones torchvision (at import time only: image transforms the radix cache never runs),
     and PyPI's torchvision needs another torch than vLLM's CPU build (installing it replaces it)."""
 
-    def find_spec(self, name: str, path: object, target: object = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, name: str, path: object, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if name == "torchvision" or name.startswith("torchvision."):
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
