@@ -26,14 +26,13 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 from conftest import CORPUS, needs_corpus, run_prefixlint
+from local_server import free_port, post, wait_healthy
 from vllm_server_install import installed, venv_python
 
 pytestmark = [pytest.mark.vllm_server, needs_corpus]
@@ -208,12 +207,6 @@ def eviction_sequence(send) -> None:  # noqa: ANN001
         send("chat", chat(systems[system], f"Question {k}: how long?", **forced(YES, 8)))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """One vLLM server of the venv, started in its own process group and stopped by it. When one
     does not start, the next is not tried: the tests skip at once, with the first one's reason."""
@@ -235,31 +228,11 @@ class Server:
             env={**os.environ, **ENV},
             start_new_session=True,  # the engine's worker processes stop with it
         )
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                self.give_up(f"vLLM exited with {self.process.returncode} while starting")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(1)
-        self.give_up(f"vLLM did not answer /health within {START_SECONDS} s")
-
-    def give_up(self, why: str) -> None:
-        self.stop()
-        Server.failed = f"{why}: {self.log_path.read_text(errors='replace')[-600:]}"
-        pytest.skip(Server.failed)
-
-    def post(self, path: str, body: dict) -> dict:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}",
-            json.dumps(body).encode(),
-            {"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=300) as response:
-            return json.loads(response.read())
+        why = wait_healthy(self.process, self.port, START_SECONDS, 1)
+        if why:
+            self.stop()
+            Server.failed = f"vLLM {why}: {self.log_path.read_text(errors='replace')[-600:]}"
+            pytest.skip(Server.failed)
 
     def metrics(self) -> str:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=30) as response:
@@ -283,7 +256,7 @@ def run_sequence(server: Server, sequence, log: Path) -> list[dict]:  # noqa: AN
     def send(endpoint: str, body: dict) -> dict:
         body = {"model": str(server.model), "temperature": 0, "max_tokens": 1, **body}
         path = "/v1/completions" if endpoint == "completion" else "/v1/chat/completions"
-        response = server.post(path, body)
+        response = post(server.port, path, body, timeout=300)
         records.append({"endpoint": endpoint, "request": body, "response": response})
         return response
 
