@@ -183,7 +183,7 @@ def run(
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
 
-    from prefixlint.explain.log import explain_log, log_text
+    from prefixlint.explain.log import explain_log, log_text, nothing_read
     from prefixlint.explain.observed import LogObservations, configured, findings
     from prefixlint.explain.server import ServerArgsError, read_server
 
@@ -215,6 +215,9 @@ def run(
         )
     except LogLimitError as exc:
         raise ExplainError(str(exc)) from exc
+    unread = nothing_read(log, report)
+    if unread is not None:
+        raise ExplainError(unread)
     extra = findings(
         observations, report.engines, report.primary, server=server, metrics=scrape, prefill_rate=prefill_rate
     )

@@ -463,6 +463,21 @@ def _representative(
 __all__ = ["LogReport", "Request", "explain_log"]
 
 
+def nothing_read(path: str, report: LogReport) -> str | None:
+    """Why a log gave no request to explain, naming the file and the skip reasons (a usage error:
+    0 requests and a 0% hit rate would read like a real result); None when it gave some."""
+    if report.requests:
+        return None
+    if not report.skipped:
+        return f"{path}: no request in this log: it holds no line"
+    reasons = ", ".join(f"{n:,} {reason}" for reason, n in report.skipped_by_reason.items())
+    lines = "line" if report.skipped == 1 else "lines"
+    return (
+        f"{path}: no readable request in this log: {report.skipped:,} {lines} skipped ({reasons}; "
+        f"first: {report.skip_reasons[0]}); `--log-format` names the format when detection guesses wrong"
+    )
+
+
 def log_text(report: LogReport) -> str:
     """The log explanation as plain lines: hit rates, then causes with their what-ifs."""
     out = [f"{report.requests:,} requests, {report.tokens:,} prompt tokens"]
