@@ -171,3 +171,29 @@ def test_diff_says_when_nothing_was_compared_and_quiet_prints_failures_only(repo
     assert quiet.exit_code == 1
     assert quiet.stdout.splitlines()[0].startswith(f"{repo / 'chat_template.jinja'}: cacheable prefix 80 -> ")
     assert "clean.jinja" not in quiet.stdout and "Compared" not in quiet.stdout
+
+
+def test_a_committed_file_that_has_not_changed_is_unchanged_never_new(repo: Path) -> None:
+    # A template that renders nothing measurable (the sandbox refuses it) has no cacheable
+    # prefix, then or now: it was called "new", though git holds it unchanged at HEAD.
+    shutil.copy(FIXTURES / "hostile" / "ssti" / "attr_filter.jinja", repo / "refused.jinja")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "a refused template")
+    result = diff(repo)
+    assert result.exit_code == 0, result.output
+    assert f"{repo / 'refused.jinja'}: unchanged, no cacheable prefix measured  ok" in result.stdout
+    assert f"{repo / 'chat_template.jinja'}: cacheable prefix 80 -> 80 tokens (+0)  ok" in result.stdout
+    assert ": new" not in result.stdout
+    document = json.loads(diff(repo, "--format", "json").stdout)
+    assert {c["path"].rsplit("/", 1)[-1]: c["status"] for c in document["templates"]} == {
+        "chat_template.jinja": "unchanged",
+        "refused.jinja": "unchanged",
+    }
+    # Edited, it is "changed"; a file git does not hold at HEAD is "new".
+    with (repo / "refused.jinja").open("a", encoding="utf-8") as fh:
+        fh.write("{# edited #}\n")
+    shutil.copy(FIXTURES / "hostile" / "ssti" / "attr_filter.jinja", repo / "added.jinja")
+    document = json.loads(diff(repo, "--format", "json").stdout)
+    statuses = {c["path"].rsplit("/", 1)[-1]: c["status"] for c in document["templates"]}
+    assert statuses["refused.jinja"] == "changed" and statuses["added.jinja"] == "new"
+    assert f"{repo / 'refused.jinja'}: changed, no cacheable prefix measured  ok" in diff(repo).stdout
