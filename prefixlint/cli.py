@@ -221,10 +221,16 @@ def _write(text: str, output_file: str | None) -> None:
 
 
 class _SourcePath(click.Path):
-    """An existing path, or a model of the local Ollama store (`ollama:NAME[:TAG]`), resolved later."""
+    """An existing path, or a model of the local Ollama store (`ollama:NAME[:TAG]`): one not
+    pulled is a usage error, as a path that does not exist is (and as it is for `--tokenizer`)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value.startswith("ollama:"):
+            from prefixlint.ollama import unknown_model
+
+            problem = unknown_model(value)
+            if problem is not None:
+                self.fail(problem, param, ctx)
             return value
         return super().convert(value, param, ctx)
 

@@ -251,6 +251,13 @@ def test_ollama_model_not_pulled_is_a_clear_error(tmp_path: Path) -> None:
         f"ollama:absent:1b: not in the local Ollama store ({tmp_path}); `ollama pull absent:1b` first"
         in result.stderr
     )
+    # Checked, the same model is the same usage error (a path that does not exist), not a
+    # PFX001 finding: a broken input is a finding, a name that names nothing is not.
+    checked = run_prefixlint("check", "--no-cache", "ollama:absent:1b", env={"OLLAMA_MODELS": str(tmp_path)})
+    assert checked.returncode == 2, checked.stdout
+    assert "PFX001" not in checked.stdout and "not in the local Ollama store" in checked.stderr
+    misspelt = run_prefixlint("check", "ollama:../x", env={"OLLAMA_MODELS": str(tmp_path)})
+    assert misspelt.returncode == 2 and "not an Ollama model name" in misspelt.stderr
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OLLAMA_MODELS", str(tmp_path))
         with pytest.raises(OllamaError, match="not in the local Ollama store"):
