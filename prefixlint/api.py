@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -240,6 +240,7 @@ def _lint_templates(
         search = (project_root(source.path, options.project_root), *options.template_search_path)
         template = PromptTemplate(text, source.path, limits=options.limits, search_path=search)
         result = analyze_prompt_template(template, tokenizer, options)
+        result.variables = _variables(lambda: template.inputs)
         if tokenizer_note:
             result.notes.append(tokenizer_note)
         return [result]
@@ -264,10 +265,19 @@ def _lint_templates(
         template.extra_kwargs.update(options.template_vars)
         result = analyze_template(template, tokenizer, options)
         result.kind = source.kind
+        result.variables = _variables(lambda t=template: t.reads)
         if tokenizer_note:
             result.notes.append(tokenizer_note)
         results.append(result)
     return results
+
+
+def _variables(reads: Callable[[], list[str]]) -> list[str] | None:
+    """What a template reads from its caller; None when it does not compile (nothing to say)."""
+    try:
+        return reads()
+    except Exception:  # noqa: BLE001 - a syntax error is the template's finding, reported already
+        return None
 
 
 def apply_filters(

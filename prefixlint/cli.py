@@ -365,6 +365,7 @@ def check(
     elif all(s.kind == "not_prompt" for s in report.sources):
         skipped = len({s.path for s in report.sources})
         notes[f"nothing checked: the {skipped} file(s) found are not prompts (see --show-files)"] = None
+    notes.update(dict.fromkeys(_unread_variables(options.template_vars, report.sources)))
     warnings = "" if kw["quiet"] else "".join(f"prefixlint: warning: {n}\n" for n in notes)
     click.echo(warnings, err=True, nl=False)
     text = render_report(report, fmt, quiet=kw["quiet"], statistics=statistics, show_fixes=show_fixes)
@@ -380,6 +381,25 @@ def check(
     if kw["output_file"] is None and not fix:  # a run that writes files is never replayed
         _record_run(report, options, config, text, warnings, code)
     sys.exit(code)
+
+
+TEMPLATE_RESULT_KINDS = ("jinja", "tokenizer_config", "prompt_template", "gguf")
+
+
+def _unread_variables(template_vars: dict[str, Any], results: list[Any]) -> list[str]:
+    """Warnings for `--var`s no template checked reads (a misspelt `enable_thinkng` is otherwise
+    taken in silence); a template that does not compile is not looked at, and said so."""
+    if not template_vars:
+        return []
+    from prefixlint.jinja.template import unread_variables
+
+    templates = [r for r in results if r.kind in TEMPLATE_RESULT_KINDS]
+    known = [r.variables for r in templates if r.variables is not None]
+    if templates and not known:
+        return []  # none compiles: nothing to tell
+    unknown = len(templates) - len(known)
+    tail = f" ({unknown} template(s) that do not compile not looked at)" if unknown else ""
+    return [w + tail for w in unread_variables(list(template_vars), known)]
 
 
 def _add_noqa(report: Any, options: Any, quiet: bool) -> None:
@@ -553,7 +573,7 @@ def render(
 
     from prefixlint.api import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
-    from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
+    from prefixlint.jinja.template import ChatTemplate, describe_error, error_line, unread_variables
     from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
     from prefixlint.tokens import TokenizerError, choose_tokenizer, special_tokens_for
 
@@ -596,6 +616,8 @@ def render(
         )
     except Exception as exc:  # any template error is the user's to see, with its line
         _fail(f"{template_path}:{error_line(exc)}: {describe_error(exc)}")
+    for warning in unread_variables(list(template_vars), [template.reads]):
+        click.echo(f"prefixlint: warning: {warning}", err=True)
     click.echo(rendered.text, nl=not rendered.text.endswith("\n"))
     if tokens:
         enc = loaded.encode(rendered.text)

@@ -149,6 +149,7 @@ def run(
 
         options = Options(tokenizer=tokenizer, engine=chosen[0].name, template_vars=template_vars)
         report = lint_paths([paths[0]], options)
+        _warn_unread(template_vars, [s.variables for s in report.sources])
         if fmt == "json":
             return json.dumps(narrate_json(report.sources), indent=2) + "\n"
         return narrate(report.sources)
@@ -161,6 +162,10 @@ def run(
 
     renderer = Renderer(chat_template, limits.request_bytes)
     renderer.template.extra_kwargs.update(template_vars)
+    try:
+        _warn_unread(template_vars, [renderer.template.reads])
+    except Exception:  # noqa: BLE001 - a template that does not compile is reported where it renders
+        pass
     if log is None:
         from prefixlint.explain.pair import explain_pair, pair_text
 
@@ -244,6 +249,18 @@ def run(
 
     head, tail = findings_text(extra, data)
     return head + log_text(report) + tail
+
+
+def _warn_unread(template_vars: dict[str, Any], reads: list[list[str] | None]) -> None:
+    """A warning on stderr for each `--var` the template does not read (a misspelt name)."""
+    if not template_vars or any(r is None for r in reads):
+        return
+    import sys
+
+    from prefixlint.jinja.template import unread_variables
+
+    for warning in unread_variables(list(template_vars), [r for r in reads if r is not None]):
+        sys.stderr.write(f"prefixlint: warning: {warning}\n")
 
 
 def _saved_ms(cause: Any, report: Any, rate: float | None) -> float | None:
