@@ -3,8 +3,6 @@ name, the severity on every concise line, plurals, the engines listed."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from click.testing import CliRunner
 from conftest import FIXTURES
 
@@ -32,8 +30,8 @@ def test_a_var_no_template_reads_is_a_warning_naming_what_it_reads() -> None:
     rendered = invoke("render", CLEAN, "--var", "persona=pirate")
     assert rendered.exit_code == 0
     assert (
-        "--var persona: no template checked reads `persona` (the template reads: add_generation_prompt, messages)"
-        in rendered.stderr
+        "--var persona: no template checked reads `persona` "
+        "(the template reads: add_generation_prompt, messages)" in rendered.stderr
     )
     explained = invoke("explain", CLEAN, "--var", "persona=pirate")
     assert "--var persona: no template checked reads `persona`" in explained.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -162,10 +163,9 @@ def run(
 
     renderer = Renderer(chat_template, limits.request_bytes)
     renderer.template.extra_kwargs.update(template_vars)
-    try:
+    # A template that does not compile is reported where it renders.
+    with contextlib.suppress(Exception):
         _warn_unread(template_vars, [renderer.template.reads])
-    except Exception:  # noqa: BLE001 - a template that does not compile is reported where it renders
-        pass
     if log is None:
         from prefixlint.explain.pair import explain_pair, pair_text
 
