@@ -655,13 +655,14 @@ def rules_cmd(fmt: str) -> None:
 @cli.command("rule")
 @click.argument("code")
 def rule_cmd(code: str) -> None:
-    """Print a rule's page: what it finds, why it busts the cache, examples."""
-    from prefixlint.rules import RULES
+    """Print a rule's page (by code, PFX101, or name, clock-in-prefix): what it finds, why it
+    busts the cache, examples."""
+    from prefixlint.rules import find_rule
 
-    rule = RULES.get(code.upper())
+    rule = find_rule(code)
     if rule is None:
-        _fail(f"unknown rule {code!r} (see `prefixlint rules`)")
-    click.echo(rule.page(), nl=False)
+        _fail(f"unknown rule {code!r}: give a code or a name (see `prefixlint rules`)")
+    click.echo(rule.page_for_reading(), nl=False)
 
 
 @cli.command()
