@@ -1,5 +1,6 @@
-"""The command line: `check`, `render`, `rule`, `rules`. Exit codes (contract): 0 nothing at or
-above the failing severity, 1 findings, 2 usage, config or internal error."""
+"""The command line: `check`, `diff`, `render`, `explain`, `rule`, `rules`, `engines`. Exit codes
+(contract): 0 nothing at or above the failing severity, 1 findings, 2 usage, config or internal
+error."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from typing import Any
 
 import click
+
+from prefixlint.words import counted
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -33,7 +36,8 @@ def _lint_options(func: Any) -> Any:
             help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.",
         ),
         click.option(
-            "--engine", help="Engine whose caching rules apply, any case (default: vllm; `prefixlint rules`)."
+            "--engine",
+            help="Engine whose caching rules apply, any case (default: vllm; `prefixlint engines`).",
         ),
         click.option(
             "--block-size",
@@ -364,7 +368,9 @@ def check(
         notes[_nothing_found(paths).removeprefix("prefixlint: warning: ")] = None
     elif all(s.kind == "not_prompt" for s in report.sources):
         skipped = len({s.path for s in report.sources})
-        notes[f"nothing checked: the {skipped} file(s) found are not prompts (see --show-files)"] = None
+        notes[f"nothing checked: the {counted(skipped, 'file')} found are not prompts (see --show-files)"] = (
+            None
+        )
     notes.update(dict.fromkeys(_unread_variables(options.template_vars, report.sources)))
     warnings = "" if kw["quiet"] else "".join(f"prefixlint: warning: {n}\n" for n in notes)
     click.echo(warnings, err=True, nl=False)
@@ -398,7 +404,7 @@ def _unread_variables(template_vars: dict[str, Any], results: list[Any]) -> list
     if templates and not known:
         return []  # none compiles: nothing to tell
     unknown = len(templates) - len(known)
-    tail = f" ({unknown} template(s) that do not compile not looked at)" if unknown else ""
+    tail = f" ({counted(unknown, 'template')} that do not compile not looked at)" if unknown else ""
     return [w + tail for w in unread_variables(list(template_vars), known)]
 
 
@@ -413,7 +419,7 @@ def _add_noqa(report: Any, options: Any, quiet: bool) -> None:
         _fail(f"cannot write a suppression: {exc}")
     if not quiet:
         files = len(result.files)
-        click.echo(f"Added {result.added} suppression(s) in {files} file(s).")
+        click.echo(f"Added {counted(result.added, 'suppression')} in {counted(files, 'file')}.")
     for line in result.skipped:
         click.echo(f"prefixlint: warning: not suppressed: {line}", err=True)
     sys.exit(EXIT_FINDINGS if result.skipped else EXIT_OK)
@@ -650,6 +656,23 @@ def rules_cmd(fmt: str) -> None:
     for r in RULES.values():
         span = r.severities[0].label + (".." + r.severities[-1].label if len(r.severities) > 1 else "")
         click.echo(f"{r.code}  {r.name:<28} {span:<13} {r.summary}")
+
+
+@cli.command("engines")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def engines_cmd(fmt: str) -> None:
+    """List the engines `--engine` takes and what each caches of a shared prefix."""
+    from dataclasses import asdict
+
+    from prefixlint.engines import describe, load_engines
+
+    engines = load_engines()
+    if fmt == "json":
+        click.echo(json.dumps([asdict(e) | {"summary": describe(e)} for e in engines.values()], indent=2))
+        return
+    for engine in engines.values():
+        click.echo(f"{engine.name:<10} {describe(engine)}")
+    click.echo("Facts and their sources: prefixlint/data/engines.toml.")
 
 
 @cli.command("rule")

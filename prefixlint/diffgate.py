@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from prefixlint.engines import Engine
 from prefixlint.model import Diagnostic, Severity, SourceResult
 from prefixlint.sources import Source
+from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -269,13 +270,17 @@ def _compare(
     cached_before, cached_after = profile.cacheable(before), profile.cacheable(after)
     if cached_after < cached_before:
         unit = profile.block_size if profile.block_size > 1 else profile.increment
-        units = f"block(s) of {unit}" if profile.block_size > 1 else f"step(s) of {unit}"
+        lost = (cached_before - cached_after) // max(unit, 1)
+        units = (
+            counted(lost, "block") + f" of {unit}"
+            if profile.block_size > 1
+            else counted(lost, "step") + f" of {unit}"
+        )
         if unit == 1:
-            units = "token(s)"
+            units = counted(lost, "token")
         change.failures.append(
-            f"cacheable prefix shrank by {before - after:,} tokens: {profile.name} now caches "
-            f"{cached_after:,} of its tokens instead of {cached_before:,} "
-            f"({(cached_before - cached_after) // max(unit, 1):,} {units} less per request)"
+            f"cacheable prefix shrank by {counted(before - after, 'token')}: {profile.name} now caches "
+            f"{cached_after:,} of its tokens instead of {cached_before:,} ({units} less per request)"
         )
 
 
@@ -348,7 +353,7 @@ def _gate_source(
                     change.static_changed_at = common
                     change.recomputed = max((change.after or 0) - common, 0)
                     change.notes.append(
-                        f"static prefix changed at token {common:,}: {change.recomputed:,} token(s) "
+                        f"static prefix changed at token {common:,}: {counted(change.recomputed, 'token')} "
                         "computed once more after deploy (cold cache once, not a regression)"
                     )
         result.changes.append(change)
@@ -454,7 +459,7 @@ def render_diff(result: DiffResult, fmt: str = "concise") -> str:
         lines.extend(f"    note: {n}" for n in c.notes)
     failing = sum(bool(c.failures) for c in result.changes)
     verdict = f"{failing} of {len(result.changes)} fail the gate" if failing else "the gate passes"
-    lines.append(f"Compared {len(result.changes)} source(s) with {result.ref}: {verdict}.")
+    lines.append(f"Compared {counted(len(result.changes), 'source')} with {result.ref}: {verdict}.")
     return "\n".join(lines) + "\n"
 
 
