@@ -806,8 +806,8 @@ def valid(row: SinkModel, source: Source, way: str, position: Position) -> bool:
         return False  # the decorated function or the class is the request: no class around it
     if row.bases and source.param:
         return False  # a class body has no parameters
-    if source.param and (TIMING.get(way) == "import" or position.name == "tool-description"):
-        return False
+    if source.param and TIMING.get(way) == "import":
+        return False  # a parameter is read inside the function, not at import
     return not (way == "template-method" and not template_rows())
 
 

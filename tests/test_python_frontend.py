@@ -448,3 +448,20 @@ def test_a_module_calling_a_modelled_api_is_analysed_without_a_prompt_word() -> 
     assert may_hold_prompts("from camel.agents import ChatAgent\nagent = ChatAgent(text)\n")
     assert not may_hold_prompts("import math\nprint(math.pi)\n")
     assert may_hold_prompts("from myapp.llm import ask_model\n\nask_model(text)\n", ("myapp.llm.ask_model",))
+
+
+def test_an_agent_class_that_keeps_its_first_argument_as_a_path_is_no_prompt(tmp_path: Path) -> None:
+    """`ReportAgent(f"out/{datetime.now():...}")` names an output folder: its constructor keeps the
+    argument as `output_dir`, which no prompt reads; `PlannerAgent`'s is its system prompt."""
+    source = (
+        "from datetime import datetime\n\n\nclass ReportAgent:\n    def __init__(self, output_dir):\n"
+        "        self.output_dir = output_dir\n\n\nclass PlannerAgent:\n    def __init__(self, text):\n"
+        "        self.system_prompt = text\n\n\n"
+        "writer = ReportAgent(\n"
+        '    f"out/{datetime.now():%Y%m%d-%H%M%S} reports of the research team, kept a month"\n)\n'
+        "planner = PlannerAgent(\n"
+        '    f"It is {datetime.now()}. You plan research: pick a tool, say why, list gaps."\n)\n'
+    )
+    path = tmp_path / "agents.py"
+    found = analyze_python(str(path), source, Options()).diagnostics
+    assert [(d.code, d.span.line) for d in found] == [("PFX101", 18)]

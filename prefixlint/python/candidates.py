@@ -159,7 +159,12 @@ class _CandidateFinder:
             if rendered is not None and len(static_text(rendered)) >= MIN_RENDERED_TEXT:
                 self.add(node, rendered, "the rendered template")
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
-        if name.endswith("Agent") and positional and not set(system) - {"tools"}:
+        if (
+            name.endswith("Agent")
+            and positional
+            and not set(system) - {"tools"}
+            and self._may_be_prompt(node)
+        ):
             # `ChatAgent("You are ...")`: an agent's first argument is its system message
             self.add(node, self.value(positional[0]), f"the first argument of `{name}()`", open_tail=True)
         if isinstance(node.func, cst.Attribute) and positional:
@@ -171,6 +176,29 @@ class _CandidateFinder:
                 )
             elif name == "from_messages":
                 self.add(node, self.value(positional[0], template=True), "the messages of `from_messages()`")
+
+    def _may_be_prompt(self, call: cst.Call) -> bool:
+        """Whether an agent class's first argument may be its prompt: a class we cannot read, or a
+        project class whose constructor keeps its first parameter under a prompt-like name (not a
+        `ReportAgent(output_dir)` that only writes files)."""
+        found = self.ev.find_class(call.func)
+        init = found[0].method(found[1], "__init__") if found is not None else None
+        if init is None:
+            return True
+        params = [p.name.value for p in init[1].params.params if p.name.value not in ("self", "cls")]
+        if not params:
+            return False
+        first = params[0]
+        if says_prompt_attribute(first):
+            return True
+        kept = [
+            attr
+            for (cls, attr), bindings in init[0].index.instance_attrs.items()
+            if cls == found[1].name.value
+            for b in bindings
+            if isinstance(b.expr, cst.Name) and b.expr.value == first
+        ]
+        return any(says_prompt_attribute(attr) for attr in kept)
 
     def visit_List(self, node: cst.List) -> None:
         if any(_is_message_literal(e.value) for e in node.elements):

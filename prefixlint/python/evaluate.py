@@ -451,7 +451,8 @@ class Evaluator:
         ]
         values = [self.value(e.value, env.deeper()) for e in kept]
         volatile = any(h.provenance.volatile and not h.by_name for v in values for h in holes(v))
-        if volatile and entries.keys() & _SCHEMA_KEYS:
+        guessed = any(h.provenance.volatile for v in values for h in holes(v))
+        if guessed and entries.keys() & _SCHEMA_KEYS:
             # A tool's schema, serialised into the prompt: its text, in order, with the value in it
             # and the static text after it (`"description": f"... {date.today()} ..."`).
             parts: list[Value] = []
