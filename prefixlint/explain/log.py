@@ -3,6 +3,7 @@ and the cache simulation; cluster divergences into causes; re-simulate the top o
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +22,7 @@ from prefixlint.explain.causes import (
     divergence_span,
     example_texts,
 )
-from prefixlint.explain.reading import Reading, Skip, utf8_len
+from prefixlint.explain.reading import LogLimitError, Reading, Skip, size_text, utf8_len
 from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
 from prefixlint.explain.routing import Routing, fallback_key
@@ -233,9 +234,84 @@ def explain_log(
     `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
     the tokenizer allows. `workers`: render processes (default: one per core for a large log).
     `replicas`: also simulate that many caches behind each routing policy (`routing` runs now)."""
-    import contextlib
-
     reading = reading or Reading()
+    with _spooled(path, reading) as readable:
+        try:
+            return _explain_file(
+                readable,
+                renderer,
+                tokenizer,
+                engines,
+                capacity=capacity,
+                top=top,
+                what_ifs=what_ifs,
+                interval=interval,
+                progress=progress,
+                segments=segments,
+                replicas=replicas,
+                routing=routing,
+                workers=workers,
+                reading=reading,
+                observations=observations,
+            )
+        except LogLimitError as exc:  # named by the file the user gave, not by its copy
+            raise LogLimitError(str(exc).replace(readable, path)) from exc
+
+
+@contextlib.contextmanager
+def _spooled(path: str, reading: Reading) -> Iterator[str]:
+    """`path` itself when it is a regular file; else (a pipe, `/dev/stdin`, `<(zcat …)`) a
+    temporary copy of what it gives, made once and removed afterwards: the what-if pass and a
+    start-over on whole prompts read the log again, and a pipe can be read only once. The copy is
+    of the bytes as they come (a gzip stream stays compressed), at most `log_bytes` of them."""
+    import os
+    import stat
+    import tempfile
+
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        regular = True  # not there: reading it reports that, naming the file
+    if regular:
+        yield path
+        return
+    limit = reading.limits.log_bytes
+    with tempfile.TemporaryDirectory(prefix="prefixlint-log-") as folder:
+        copy = os.path.join(folder, "log")
+        copied = 0
+        try:
+            with open(path, "rb") as source, open(copy, "wb") as target:
+                while chunk := source.read(1 << 20):
+                    copied += len(chunk)
+                    if limit and copied > limit:
+                        raise LogLimitError(
+                            f"{path}: more than {size_text(limit)} read from this pipe (limit log_bytes)"
+                        )
+                    target.write(chunk)
+        except OSError as exc:
+            raise LogLimitError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        yield copy
+
+
+def _explain_file(
+    path: str,
+    renderer: Renderer,
+    tokenizer: LoadedTokenizer,
+    engines: list[Engine],
+    *,
+    capacity: int | None,
+    top: int,
+    what_ifs: int,
+    interval: float,
+    progress: bool | None,
+    segments: str | None,
+    replicas: int | None,
+    routing: str,
+    workers: int | None,
+    reading: Reading,
+    observations: LogObservations | None,
+) -> LogReport:
+    """explain_log of a log on disk."""
     count = _workers(path, workers)
     with RenderPool(renderer, count) if count > 1 else contextlib.nullcontext() as pool:
         run = partial(
