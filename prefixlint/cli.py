@@ -748,6 +748,11 @@ def rule_cmd(code: str) -> None:
     help="Replicas behind a router: each policy's hit rate as a what-if.",
 )
 @click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Processes rendering the log (default: one per core for a log over 8 MB, else none).",
+)
+@click.option(
     "--routing",
     # The names of prefixlint.explain.routing.POLICIES, not imported here: the CLI loads fast.
     type=click.Choice(["round-robin", "random", "session", "prefix-aware"]),

@@ -138,6 +138,7 @@ def run(
     limit: tuple[str, ...] = (),
     replicas: int | None = None,
     routing: str = "round-robin",
+    workers: int | None = None,
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
     (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
@@ -190,6 +191,7 @@ def run(
 
     from prefixlint.explain.log import explain_log, log_text, nothing_read
     from prefixlint.explain.observed import LogObservations, configured, findings
+    from prefixlint.explain.render_pool import RenderWorkerDied
     from prefixlint.explain.server import ServerArgsError, read_server
 
     try:
@@ -217,9 +219,12 @@ def run(
             observations=observations,
             replicas=replicas,
             routing=routing,
+            workers=workers,
         )
     except LogLimitError as exc:
         raise ExplainError(str(exc)) from exc
+    except RenderWorkerDied as exc:  # its message does not name the log
+        raise ExplainError(f"{log}: {exc}") from exc
     unread = nothing_read(log, report)
     if unread is not None:
         raise ExplainError(unread)
