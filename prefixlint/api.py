@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -481,6 +482,8 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         from prefixlint.files import project_root
 
         options = replace(options, project_root=project_root(paths))
+    if "prefixlint.python.project" in sys.modules:  # loaded by an earlier run of this process
+        sys.modules["prefixlint.python.project"].forget_disk()
     cache = None
     if options.cache_dir is not None:
         from prefixlint.cache import ResultCache

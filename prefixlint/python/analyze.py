@@ -13,9 +13,9 @@ from prefixlint.python.candidates import find_candidates
 from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics, prefix_numbers
 from prefixlint.python.frameworks import for_project
-from prefixlint.python.project import Project, parsed_module
+from prefixlint.python.project import Project, parsed_module, remember
 from prefixlint.python.prompt import Prompt
-from prefixlint.python.scopes import index_module
+from prefixlint.python.scopes import index_module, parse_module
 from prefixlint.python.segments import holes
 from prefixlint.python.sinks import find_sinks
 
@@ -84,10 +84,11 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     index = parsed_module(path, text)
     if index is None:
         try:
-            module = cst.parse_module(text)
+            module = parse_module(text)
         except cst.ParserSyntaxError as exc:
             return SourceResult(path, "python", diagnostics=[syntax_error(path, text, exc)])
         index = index_module(module, os.path.abspath(path))
+        remember(path, text, index)  # for the checked files that import it
     project = Project(options.project_root or os.path.dirname(os.path.abspath(path)))
     project.add_module(path, index, text)
     evaluator = Evaluator(index, project)

@@ -1024,6 +1024,21 @@ class Evaluator:
         what its methods assign to `self.attr`, else what a base class gives."""
         if depth > 4 or env.depth > MAX_DEPTH:
             return None
+        key = (id(cls), attr)
+        if key in self.project.reading:
+            # `self.config = self.config.copy(...)` read while `self.config` is worked out: its own
+            # earlier value, as a binding that reads itself (else each read unfolded it again, to
+            # the nesting limit: 38,600 reads of one attribute for one langroid module)
+            return None
+        self.project.reading.add(key)
+        try:
+            return self._class_attribute(cls, attr, env, depth, subclasses, at)
+        finally:
+            self.project.reading.discard(key)
+
+    def _class_attribute(
+        self, cls: cst.ClassDef, attr: str, env: Env, depth: int, subclasses: bool, at: cst.CSTNode | None
+    ) -> Value | None:
         options: list[Value] = []
         class_scope = self.index.scopes[cls]
         if class_scope.bindings.get(attr) and not _field_without_default(class_scope.bindings[attr][-1].expr):

@@ -161,7 +161,15 @@ class Frameworks:
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any. A configuration object known only by its name
-        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`)."""
+        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`).
+        Matched once per call node (every pass over the module asks again)."""
+        key = (self, call)
+        memo = index.matched
+        if key not in memo:
+            memo[key] = self._match_call(index, call)
+        return memo[key]
+
+    def _match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         import libcst as cst
 
         found = _match(self._calls, index, call.func)
@@ -183,7 +191,7 @@ class Frameworks:
 
     def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
         """The row that makes `fn` a request entry point, if one of its decorators is one."""
-        import libcst as cst
+        import libcst as cst  # loaded by then; the table alone (prefilter.py) needs no libcst
 
         for decorator in fn.decorators:
             node = decorator.decorator

@@ -12,13 +12,14 @@ import contextlib
 import os
 import re
 import sys
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from prefixlint.python.frameworks import Frameworks, builtin
-from prefixlint.python.scopes import ModuleIndex, index_module
+from prefixlint.python.scopes import ModuleIndex, index_module, parse_module
 
 if TYPE_CHECKING:
     from prefixlint.python.evaluate import Evaluator
@@ -66,10 +67,13 @@ class Project:
     steps: int = 0  # expressions evaluated for the current prompt (evaluate.STEP_BUDGET)
     cut: int = 0  # evaluations cut short by a limit (such a value is not memoized)
     following: set[tuple[int, str]] = field(default_factory=set)  # parameters followed to their callers
+    reading: set[tuple[int, str]] = field(default_factory=set)  # class attributes being worked out
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
     frameworks: Frameworks = field(default_factory=builtin)  # the models table (and python.sinks)
     summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
+    # Modules read and counted against the budget whose parse waits until a name is looked up in them.
+    unparsed: dict[str, str] = field(default_factory=dict)
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:
@@ -143,7 +147,16 @@ class Project:
 
     # --- modules -------------------------------------------------------------------------------
     def module_path(self, dotted: str, importer: str) -> str | None:
-        """The file of module `dotted` (`.x`, `..pkg.x` relative to `importer`'s package)."""
+        """The file of module `dotted` (`.x`, `..pkg.x` relative to `importer`'s package); looked
+        for on disk once per run for each folder that imports it (every call of a checked module
+        asks again, for each name it may be imported as)."""
+        key = (self.root, dotted, os.path.dirname(importer))
+        found = _MODULE_PATHS.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            found = _MODULE_PATHS[key] = self._module_path(dotted, importer)
+        return found
+
+    def _module_path(self, dotted: str, importer: str) -> str | None:
         if dotted.startswith("."):
             level = len(dotted) - len(dotted.lstrip("."))
             folder = os.path.dirname(importer)
@@ -170,19 +183,39 @@ class Project:
         per process while its text is unchanged, for every checked file that imports it."""
         path = os.path.abspath(path)
         if path not in self.modules:
+            text = self._source(path)
             self.modules[path] = None
-            text = self.text(path) if self._affordable(path) else None
             if text is not None:
                 cached = _PARSED.get(path)
                 if cached is not None and cached[0] == text:
                     self.modules[path] = cached[1]
+                    _PARSED.move_to_end(path)
                 else:
                     with contextlib.suppress(cst.ParserSyntaxError, RecursionError, ValueError):
-                        self.modules[path] = index_module(cst.parse_module(text), path)
-                    if len(_PARSED) >= MAX_PARSED_MODULES:  # bounded memory: drop the oldest
-                        del _PARSED[next(iter(_PARSED))]
-                    _PARSED[path] = (text, self.modules[path])
+                        self.modules[path] = index_module(parse_module(text), path)
+                    remember(path, text, self.modules[path])
         return self.modules[path]
+
+    def _source(self, path: str) -> str | None:
+        """The text of a module to parse, counted against the imported-source budget once."""
+        if path in self.unparsed:
+            return self.unparsed.pop(path)
+        return self.text(path) if self._affordable(path) else None
+
+    def may_define(self, path: str, name: str) -> bool:
+        """Whether the module at `path` may bind `name` (its text has it), without parsing it: a
+        module that does not is never parsed for it. The budget is counted as if it were parsed,
+        so that what the rest of the check can afford does not change."""
+        path = os.path.abspath(path)
+        if path in self.modules:
+            return True
+        if path not in self.unparsed:
+            text = self._source(path)
+            if text is None:
+                self.modules[path] = None
+                return True  # unreadable or unaffordable: `module` says so, as before
+            self.unparsed[path] = text
+        return name in self.unparsed[path]
 
     def _affordable(self, path: str) -> bool:
         try:
@@ -260,6 +293,10 @@ class Project:
             path = self.module_path(dots + ".".join(parts[:cut]), importer)
             if path is None or os.path.abspath(path) == os.path.abspath(importer):
                 continue
+            if not self.may_define(path, parts[cut]):
+                # Every caller looks the name up in the module found, and gives up there when it
+                # is not bound: the same as finding no module, without parsing it.
+                return None
             evaluator = self.evaluator(path)
             if evaluator is not None:
                 return evaluator, ".".join(parts[cut:])
@@ -311,14 +348,38 @@ def read_text(path: str) -> str | None:
 def parsed_module(path: str, text: str) -> ModuleIndex | None:
     """The index of a module this process parsed already with this very text (as an import of an
     earlier checked file), else None."""
-    cached = _PARSED.get(os.path.abspath(path))
-    return cached[1] if cached is not None and cached[0] == text else None
+    path = os.path.abspath(path)
+    cached = _PARSED.get(path)
+    if cached is None or cached[0] != text:
+        return None
+    _PARSED.move_to_end(path)
+    return cached[1]
+
+
+def remember(path: str, text: str, index: ModuleIndex | None) -> None:
+    """Keep a parsed module for the checked files that import it next (the modules a package's
+    files import are mostly the same: the least recently used is dropped first)."""
+    path = os.path.abspath(path)
+    _PARSED[path] = (text, index)
+    _PARSED.move_to_end(path)
+    while len(_PARSED) > MAX_PARSED_MODULES:  # bounded memory (~140 MB per MB of source)
+        _PARSED.popitem(last=False)
+
+
+# Modules found on disk in this run: (root, dotted name, importer's folder) -> path or None.
+_MODULE_PATHS: dict[tuple[str, str, str], str | None] = {}
+_UNSEEN = object()
+
+
+def forget_disk() -> None:
+    """A new run looks for modules on disk afresh (files may have been added since the last one)."""
+    _MODULE_PATHS.clear()
 
 
 # Project roots walked in this process: file name -> paths.
 _WALKED: dict[str, dict[str, list[str]]] = {}
 # Modules parsed in this process, by path: (their text, their index).
-_PARSED: dict[str, tuple[str, ModuleIndex | None]] = {}
+_PARSED: OrderedDict[str, tuple[str, ModuleIndex | None]] = OrderedDict()
 
 
 def _read(path: str) -> str | None:

@@ -79,6 +79,8 @@ class ModuleIndex:
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     path: str = ""
     star_imports: list[str] = field(default_factory=list)  # the modules of `from m import *`
+    _qualified: dict[tuple[cst.CSTNode, int], frozenset[str]] = field(default_factory=dict, repr=False)
+    matched: dict[tuple[object, cst.CSTNode], object] = field(default_factory=dict, repr=False)  # frameworks
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)
@@ -89,7 +91,15 @@ class ModuleIndex:
         (`dt.datetime.now` after `import datetime as dt`: `datetime.datetime.now`). Resolved by hand
         from the import statements, far cheaper than libcst's scope analysis: a name a function
         binds itself (a parameter `time`) is not the import. `scope`: where the name is read (by
-        default the scope it was indexed in)."""
+        default the scope it was indexed in). Computed once per node and scope (the module's
+        imports and bindings are fixed once it is indexed)."""
+        key = (node, 0 if scope is None else id(scope))
+        found = self._qualified.get(key)
+        if found is None:
+            found = self._qualified[key] = frozenset(self._qualified_names(node, scope))
+        return found  # type: ignore[return-value]
+
+    def _qualified_names(self, node: cst.CSTNode, scope: Scope | None) -> set[str]:
         parts: list[str] = []
         while isinstance(node, cst.Attribute):
             parts.append(node.attr.value)
@@ -504,8 +514,7 @@ class _IndexingState(PositionProvidingCodegenState):
         for token in self.indent_tokens:
             self.add_token(token)
 
-    def add_token(self, value: str) -> None:
-        self.tokens.append(value)
+    def add_token(self, value: str) -> None:  # the generated code itself is not kept: only where it goes
         if "\n" in value or "\r" in value:
             self._update_position(value)
         else:  # most tokens: no regex split
@@ -525,6 +534,22 @@ class _IndexingState(PositionProvidingCodegenState):
         if node not in self.ranges:  # else its syntactic range is already recorded
             self.ranges[node] = (start, (self.line, self.column))
         self.indexer.leave(node)
+
+
+def _unchecked(self: cst.CSTNode) -> None:
+    pass
+
+
+def parse_module(text: str) -> cst.Module:
+    """libcst's parse, without checking again each node the parser has just built: a node checks
+    its own fields when it is made (`CSTNode.__post_init__`), which libcst's own note there says
+    the parser does not need; it is ~15% of a parse. Nodes made anywhere else are still checked."""
+    checked = cst.CSTNode.__post_init__
+    cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(text)
+    finally:
+        cst.CSTNode.__post_init__ = checked  # type: ignore[method-assign]
 
 
 def index_module(module: cst.Module, path: str = "") -> ModuleIndex:

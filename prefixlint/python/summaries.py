@@ -86,10 +86,12 @@ def requests_at_call(ev: Evaluator, call: cst.Call, env: Env, depth: int = 0) ->
     request with what the call passes in place, described by the modelled API it ends in)."""
     out = []
     for callee_ev, fn, owner in _callees(ev, call):  # for a class, `fn` is its constructor
+        bound = None  # what the call passes, evaluated once for all the templates that read it
         for template in _templates(callee_ev, fn, owner, depth):
             if not _reads_parameters(template.value, fn):
                 continue
-            bound = ev.bind_arguments(fn, call, env)
+            if bound is None:
+                bound = ev.bind_arguments(fn, call, env)
             value = _put_arguments(ev, callee_ev, template.value, fn, bound, call)
             name = fn.name.value if owner is None else owner.name.value
             out.append((name, Template(value, template.what, template.whole)))
