@@ -27,23 +27,33 @@ main()
 """
 
 
+def run_env(cache: Path) -> dict[str, str]:
+    """This checkout's prefixlint (not whichever one is installed), its cache in `cache`."""
+    env = {**os.environ, "PREFIXLINT_CACHE_DIR": str(cache)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
 def hook(cwd: Path, *args: str) -> tuple[str, str]:
     """(stdout, the probe's line) of a run in `cwd` with the cache in `cwd/cache`."""
-    env = {**os.environ, "PREFIXLINT_CACHE_DIR": str(cwd / "cache")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", PROBE, *args],
+        cwd=cwd,
+        env=run_env(cwd / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode in (0, 1), done.stderr
     return done.stdout, done.stderr.strip().splitlines()[-1]
 
 
 def cold(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "PREFIXLINT_CACHE_DIR": str(cwd / "cold-cache")}
+    # Run in `cwd`, outside this checkout: without PYTHONPATH it would run the installed prefixlint.
     done = subprocess.run(
         [sys.executable, "-m", "prefixlint", "check", "--no-cache", *args],
         cwd=cwd,
-        env=env,
+        env=run_env(cwd / "cold-cache"),
         capture_output=True,
         text=True,
         timeout=300,
