@@ -38,6 +38,23 @@ def git(cwd: Path, *args: str) -> str:
     return done.stdout
 
 
+def stage_two_templates(cwd: Path) -> None:
+    """A chat template with a finding already (base.jinja's date) and a clean one, staged."""
+    shutil.copy(DIFF / "base.jinja", cwd / "chat_template.jinja")
+    shutil.copy(FIXTURES / "templates" / "clean.jinja", cwd / "chat.jinja")
+    git(cwd, "add", ".")
+
+
+def stage_a_clean_edit(cwd: Path) -> None:
+    """The user's turn of the clean template edited (a change that loses nothing), staged."""
+    path = cwd / "chat.jinja"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("message.content | trim", "message.content"),
+        encoding="utf-8",
+    )
+    git(cwd, "add", "chat.jinja")
+
+
 @pytest.fixture
 def hooks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     base = tmp_path_factory.mktemp("precommit")
@@ -73,9 +90,7 @@ def test_hooks_fail_on_a_bad_change_and_pass_on_a_good_one(hooks, tmp_path: Path
     # try-repo installs the hooks into a fresh store on every call (~40 s), so each call runs
     # both hooks (no hook id given) on a whole change: two calls prove fail and pass.
     git(tmp_path, "init", "--quiet")
-    shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
-    shutil.copy(FIXTURES / "templates" / "clean.jinja", tmp_path / "chat.jinja")
-    git(tmp_path, "add", ".")
+    stage_two_templates(tmp_path)
     git(tmp_path, "commit", "--quiet", "-m", "templates")
 
     # A bad change: a new template with the date at the top, and the date moved to the top of
@@ -94,13 +109,7 @@ def test_hooks_fail_on_a_bad_change_and_pass_on_a_good_one(hooks, tmp_path: Path
     git(tmp_path, "rm", "--quiet", "--cached", "bad.jinja")
     shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
     git(tmp_path, "add", "chat_template.jinja")
-    text = (
-        (tmp_path / "chat.jinja")
-        .read_text(encoding="utf-8")
-        .replace("message.content | trim", "message.content")
-    )
-    (tmp_path / "chat.jinja").write_text(text, encoding="utf-8")
-    git(tmp_path, "add", "chat.jinja")
+    stage_a_clean_edit(tmp_path)
     good = try_repo(hooks, tmp_path, "chat.jinja")
     assert good.returncode == 0, good.stdout + good.stderr
     assert good.stdout.count("Passed") == 2
@@ -166,9 +175,7 @@ def test_the_readme_snippet_works_as_copied_and_autoupdate_pins_a_commit(hooks, 
     config = tmp_path / ".pre-commit-config.yaml"
     config.write_text(snippet.replace("https://example.org/prefixlint.git", str(snapshot)), encoding="utf-8")
     git(tmp_path, "init", "--quiet")
-    shutil.copy(DIFF / "base.jinja", tmp_path / "chat_template.jinja")
-    shutil.copy(FIXTURES / "templates" / "clean.jinja", tmp_path / "chat.jinja")
-    git(tmp_path, "add", ".")
+    stage_two_templates(tmp_path)
     git(tmp_path, "commit", "--quiet", "--no-verify", "-m", "templates")
     installed = subprocess.run(
         [sys.executable, "-m", "pre_commit", "install"], cwd=tmp_path, env=env, capture_output=True, text=True
@@ -184,13 +191,7 @@ def test_the_readme_snippet_works_as_copied_and_autoupdate_pins_a_commit(hooks, 
     assert out.count("bad.jinja:3:21: PFX101 clock-in-prefix") == 1
     git(tmp_path, "rm", "--quiet", "--cached", "bad.jinja")
     (tmp_path / "bad.jinja").unlink()
-    text = (
-        (tmp_path / "chat.jinja")
-        .read_text(encoding="utf-8")
-        .replace("message.content | trim", "message.content")
-    )
-    (tmp_path / "chat.jinja").write_text(text, encoding="utf-8")
-    git(tmp_path, "add", "chat.jinja")
+    stage_a_clean_edit(tmp_path)
     passed = commit(tmp_path, env, "a clean edit")
     assert passed.returncode == 0, passed.stdout + passed.stderr
 

@@ -34,32 +34,23 @@ def run_env(cache: Path) -> dict[str, str]:
     return env
 
 
-def hook(cwd: Path, *args: str) -> tuple[str, str]:
-    """(stdout, the probe's line) of a run in `cwd` with the cache in `cwd/cache`."""
+def _run(cwd: Path, cache: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args],
-        cwd=cwd,
-        env=run_env(cwd / "cache"),
-        capture_output=True,
-        text=True,
-        timeout=300,
+        [sys.executable, *argv], cwd=cwd, env=run_env(cache), capture_output=True, text=True, timeout=300
     )
     assert done.returncode in (0, 1), done.stderr
+    return done
+
+
+def hook(cwd: Path, *args: str) -> tuple[str, str]:
+    """(stdout, the probe's line) of a run in `cwd` with the cache in `cwd/cache`."""
+    done = _run(cwd, cwd / "cache", "-c", PROBE, *args)
     return done.stdout, done.stderr.strip().splitlines()[-1]
 
 
 def cold(cwd: Path, *args: str) -> str:
     # Run in `cwd`, outside this checkout: without PYTHONPATH it would run the installed prefixlint.
-    done = subprocess.run(
-        [sys.executable, "-m", "prefixlint", "check", "--no-cache", *args],
-        cwd=cwd,
-        env=run_env(cwd / "cold-cache"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    return done.stdout
+    return _run(cwd, cwd / "cold-cache", "-m", "prefixlint", "check", "--no-cache", *args).stdout
 
 
 @pytest.fixture
