@@ -82,6 +82,33 @@ def test_a_log_on_a_pipe_gives_the_figures_of_the_same_log_on_disk(tmp_path: Pat
     assert from_pipe == on_disk
 
 
+def test_a_pipe_is_copied_within_log_bytes_and_an_unreadable_one_is_exit_2(tmp_path: Path) -> None:
+    log = write_log(tmp_path / "log.jsonl", 20, late_clock=10).read_bytes()
+    for stdin, error in (
+        (log, "/dev/stdin: more than 1,000 bytes read from this pipe; stopped (limit log_bytes;"),
+        (log[:500], "/dev/stdin: no readable request in this log: 1 line skipped (1 invalid-json;"),
+        (b"", "/dev/stdin: no request in this log: it holds no line"),
+    ):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "prefixlint",
+                "explain",
+                "--log",
+                "/dev/stdin",
+                "--limit",
+                "log_bytes=1000",
+            ],
+            input=stdin,
+            capture_output=True,
+            env=env(),
+            timeout=300,
+        )
+        assert done.returncode == 2 and done.stdout == b"", done.stderr.decode()
+        assert f"prefixlint: error: {error}" in done.stderr.decode()
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers through /proc")
 def test_a_render_worker_killed_mid_run_is_replaced_and_its_chunk_rendered_again(tmp_path: Path) -> None:
     log = write_log(tmp_path / "log.jsonl", 4000, late_clock=3000)

@@ -285,7 +285,8 @@ def _spooled(path: str, reading: Reading) -> Iterator[str]:
                     copied += len(chunk)
                     if limit and copied > limit:
                         raise LogLimitError(
-                            f"{path}: more than {size_text(limit)} read from this pipe (limit log_bytes)"
+                            f"{path}: more than {size_text(limit)} read from this pipe; stopped "
+                            "(limit log_bytes; raise it with --limit log_bytes=N)"
                         )
                     target.write(chunk)
         except OSError as exc:
