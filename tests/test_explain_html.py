@@ -81,7 +81,7 @@ def test_page_says_what_its_legend_and_columns_promise(tmp_path):
     moved = ", ".join(f"{n} {cause['what_if'][n]:.1%}" for n in data["engines"])
     assert f"<td>{moved}</td>" in text
     assert f"<td>{cause['ttft_ms_saved_per_request']:,.0f} ms</td></tr>" in text
-    assert ".differs code{white-space:pre-wrap}" in text and "\nYou are the</code>" in text
+    assert ".differs code,#tree code{white-space:pre-wrap}" in text and "\nYou are the</code>" in text
     # The bars: each engine now and with the cause moved, and the tokens the cause loses.
     rates = _bars(text, "hit-rates")
     assert rates == [
@@ -95,6 +95,12 @@ def test_page_says_what_its_legend_and_columns_promise(tmp_path):
     assert _bars(text, "tokens-lost") == [
         ("#1 timestamp in system, template line 3", f"{cause['tokens_lost']:,}")
     ]
+
+    # Where the requests branch: all 8 share the head up to the seconds, then each its own way.
+    tree = re.search(r'<div id="tree">(.*?)</div>', text, re.S).group(1)
+    first = cause["token_index"] - 1
+    assert f"(tokens 0–{first}, shared by 8 of 8 requests)</span><ul>" in tree
+    assert tree.count(f"(tokens {first + 1}–") == 2 and tree.count("shared by 1 of 8 requests") == 2
 
     page, data = _page(tmp_path, "--engine", "openai", "--cache-tokens", "500")
     text = page.read_text(encoding="utf-8")

@@ -1,7 +1,8 @@
 """The `--html` page: one self-contained file (inline CSS and script, no network) showing the hit
 rate per engine now and with each cause fixed and the tokens each cause loses, as bars; the ranked
-causes; and a representative prompt as tokens coloured by how many requests shared the prefix up
-to each, with the engine's cache boundaries and the divergence point."""
+causes; where the representative requests branch (a prefix tree, widest branches first); and a
+representative prompt as tokens coloured by how many requests shared the prefix up to each, with
+the engine's cache boundaries and the divergence point."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top
 #divergence{outline:3px solid #d00;outline-offset:1px}
 .legend span{display:inline-block;padding:0 .5em;margin-right:.3em}
 code{background:#f4f4f4;padding:0 .2em}
-.differs code{white-space:pre-wrap}
+.differs code,#tree code{white-space:pre-wrap}#tree li{margin:.3em 0}
 .bars{display:grid;grid-template-columns:max-content 1fr max-content;gap:.2em .6em;align-items:center;
   max-width:60em;margin:1em 0}
 .bar{height:1em;background:#3355cc;border-radius:2px;min-width:1px}.bar.fixed{background:#2a9d55}
@@ -123,6 +124,25 @@ def _charts(report: dict[str, Any]) -> str:
     return out
 
 
+def _excerpt(text: str, most: int = 120) -> str:
+    return text if len(text) <= most else text[: most * 2 // 3] + " … " + text[-most // 3 :]
+
+
+def _tree(nodes: list[dict[str, Any]], requests: int) -> str:
+    """The prefix tree of the representative requests as nested lists, widest branches first."""
+    if not nodes:
+        return ""
+    items = []
+    for node in nodes:
+        what = f"tokens {node['start']:,}–{node['start'] + node['tokens'] - 1:,}"
+        items.append(
+            f'<li class="branch"><code>{html.escape(_excerpt(node["text"]))}</code> '
+            f"<span>({what}, shared by {node['shared_by']:,} of {requests:,} requests)</span>"
+            f"{_tree(node['children'], requests)}</li>"
+        )
+    return f"<ul>{''.join(items)}</ul>"
+
+
 def render_html(report: dict[str, Any], representative: dict[str, Any], engine: str) -> str:
     """The page for a log report (`LogReport.to_json()`) and its representative prompt."""
     profile = load_engines().get(engine)
@@ -181,6 +201,12 @@ def render_html(report: dict[str, Any], representative: dict[str, Any], engine: 
         f'<span style="background:{_colour(s)}">{s:.0%} of requests</span>'
         for s in (0.0, 0.25, 0.5, 0.75, 1.0)
     )
+    tree = _tree(representative.get("tree", []), requests)
+    if tree:
+        tree = (
+            "<h2>Where the requests branch</h2><p>The prompts of each cause's example request and"
+            f' of the first one, as a tree of the tokens they share.</p><div id="tree">{tree}</div>'
+        )
     boundaries = _boundaries_text(profile, engine, drawn, len(tokens))
     data = json.dumps({"requests": report.get("requests"), "tokens": report.get("tokens")})
     return f"""<!doctype html>
@@ -199,6 +225,7 @@ def render_html(report: dict[str, Any], representative: dict[str, Any], engine: 
 <th>tokens lost</th><th>what differs</th><th>hit rate if moved to the end of its message</th>
 <th>TTFT saved per request</th></tr>
 {"".join(rows)}</table>
+{tree}
 <h2>A representative prompt</h2>
 <p class="legend">Each token is coloured by how many requests shared the prompt up to it. {legend}
 {html.escape(boundaries)} Red outline: where the top cause diverges.</p>

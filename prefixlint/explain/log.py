@@ -432,6 +432,9 @@ def _simulate(
         report.sample = {"max_requests": reading.limits.requests, "stopped_at_line": reading.stopped_at}
     shown = causes[0].example_ids if causes else first[1].id_list()[:EXAMPLE_TOKENS] if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
+    examples = [c.example_ids for c in causes] + ([first[1].id_list()[:EXAMPLE_TOKENS]] if first else [])
+    paths = [(ids, sim.reference.counts_along(pack(ids))) for ids in examples if ids]
+    report.representative["tree"] = _prefix_tree(paths, 0, decode)
     report.routing = router.summary() if router is not None else None
     return report
 
@@ -535,6 +538,34 @@ def _representative(
         "shared_by": counts,
         "divergence": cause.token_index if cause else None,
     }
+
+
+def _prefix_tree(
+    paths: list[tuple[list[int], list[int]]], start: int, decode: Callable[[list[int]], str]
+) -> list[dict[str, Any]]:
+    """Where the representative requests (each cause's example, the log's first request) branch:
+    the runs of tokens they share from `start`, each with how many requests of the log shared the
+    prompt up to its end and what follows it, widest branches first. `paths`: (ids, counts along)."""
+    groups: dict[int, list[tuple[list[int], list[int]]]] = {}
+    for ids, counts in paths:
+        if len(ids) > start:
+            groups.setdefault(ids[start], []).append((ids, counts))
+    nodes = []
+    for group in groups.values():
+        end = start + 1
+        while all(len(ids) > end for ids, _ in group) and len({ids[end] for ids, _ in group}) == 1:
+            end += 1
+        shared = max(counts[end - 1] if end - 1 < len(counts) else 0 for _, counts in group)
+        nodes.append(
+            {
+                "start": start,
+                "tokens": end - start,
+                "text": decode(group[0][0][start:end]),
+                "shared_by": shared,
+                "children": _prefix_tree(group, end, decode),
+            }
+        )
+    return sorted(nodes, key=lambda n: -n["shared_by"])
 
 
 __all__ = ["LogReport", "Request", "explain_log"]
