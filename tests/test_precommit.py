@@ -73,17 +73,14 @@ def hooks(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str
     return snapshot, env
 
 
+def run(cwd: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+
+
 def try_repo(hooks: tuple[Path, dict[str, str]], cwd: Path, *files: str) -> subprocess.CompletedProcess:
     """Every hook of this repository's .pre-commit-hooks.yaml on `files`."""
     snapshot, env = hooks
-    return subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(snapshot), "--files", *files],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    return run(cwd, env, sys.executable, "-m", "pre_commit", "try-repo", str(snapshot), "--files", *files)
 
 
 def test_hooks_fail_on_a_bad_change_and_pass_on_a_good_one(hooks, tmp_path: Path) -> None:
@@ -156,14 +153,7 @@ def readme_snippet() -> str:
 
 def commit(cwd: Path, env: dict[str, str], message: str) -> subprocess.CompletedProcess:
     """`git commit` as a user runs it: the installed hook runs on what is staged."""
-    return subprocess.run(
-        ["git", *GIT_ID, "commit", "--quiet", "-m", message],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    return run(cwd, env, "git", *GIT_ID, "commit", "--quiet", "-m", message)
 
 
 def test_the_readme_snippet_works_as_copied_and_autoupdate_pins_a_commit(hooks, tmp_path: Path) -> None:
@@ -177,9 +167,7 @@ def test_the_readme_snippet_works_as_copied_and_autoupdate_pins_a_commit(hooks, 
     git(tmp_path, "init", "--quiet")
     stage_two_templates(tmp_path)
     git(tmp_path, "commit", "--quiet", "--no-verify", "-m", "templates")
-    installed = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "install"], cwd=tmp_path, env=env, capture_output=True, text=True
-    )
+    installed = run(tmp_path, env, sys.executable, "-m", "pre_commit", "install")
     assert installed.returncode == 0, installed.stdout + installed.stderr
 
     # The lint hook: a new template with the date at the top is refused, once, with its line.
@@ -218,13 +206,7 @@ def test_the_readme_snippet_works_as_copied_and_autoupdate_pins_a_commit(hooks, 
     assert "cacheable prefix shrank" in out
 
     # `pre-commit autoupdate`, as the snippet's comment says: the branch becomes its commit.
-    updated = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "autoupdate"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    updated = run(tmp_path, env, sys.executable, "-m", "pre_commit", "autoupdate")
     assert updated.returncode == 0, updated.stdout + updated.stderr
     sha = git(snapshot, "rev-parse", "HEAD").strip()
     assert f"rev: {sha}" in config.read_text(encoding="utf-8")
