@@ -172,8 +172,9 @@ def _pieces(value: Any) -> list[str]:
     return out
 
 
-def difference(a: str, b: str) -> str:
-    """The smallest difference of two texts: their common start and end cut to a little context."""
+def difference(a: str, b: str, quote: bool = True) -> str:
+    """The smallest difference of two texts: their common start and end cut to a little context;
+    each side a JSON string (`quote`: newlines show), or as it is (JSON already)."""
     start = 0
     limit = min(len(a), len(b))
     while start < limit and a[start] == b[start]:
@@ -189,15 +190,27 @@ def difference(a: str, b: str) -> str:
         head = ("…" if start > CONTEXT else "") + text[max(0, start - CONTEXT) : start]
         tail_at = len(text) - end
         tail = text[tail_at : tail_at + CONTEXT] + ("…" if end > CONTEXT else "")
-        return json.dumps(head + middle + tail, ensure_ascii=False)
+        shown = head + middle + tail
+        return json.dumps(shown, ensure_ascii=False) if quote else shown
 
     return f"-{show(a)}\n+{show(b)}"
 
 
+def _shorten(value: Any, keep: int = 28) -> Any:
+    """`value` with its long strings cut in the middle, so that its JSON shows its shape."""
+    if isinstance(value, str) and len(value) > 2 * keep + 1:
+        return value[:keep] + "…" + value[-keep:]
+    if isinstance(value, dict):
+        return {k: _shorten(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shorten(v, keep) for v in value]
+    return value
+
+
 def _diff_of(kind: str, a: Any, b: Any) -> str:
-    # Shape and markers are in the JSON, not in the text: show the JSON for those.
+    # Shape and markers are in the JSON, not in the text: show the JSON (its texts cut short).
     if kind in ("cache-control", "shape", "reordered") and a is not None and b is not None:
-        return difference(_exact(a), _exact(b))
+        return difference(_exact(_shorten(a)), _exact(_shorten(b)), quote=False)
     return difference("" if a is None else _flat(a), "" if b is None else _flat(b))
 
 
@@ -227,11 +240,20 @@ def _aligned(prev: list[Any], cur: list[Any], i: int, kind: str | None) -> str |
     return None
 
 
+def _names(tools: list[Any]) -> list[Any]:
+    """Tools by name (what tells an order apart), the whole tool where it has none."""
+    out = []
+    for tool in tools:
+        inner = tool.get("function", tool) if isinstance(tool, dict) else tool
+        out.append(inner.get("name", tool) if isinstance(inner, dict) else tool)
+    return out
+
+
 def _compare_list(part: str, prev: list[Any], cur: list[Any], extend: bool) -> _Found | None:
     """The first place where `cur` does not repeat `prev` (as a prefix when `extend`)."""
     if part == "tools" and prev != cur and sorted(map(_canon, prev)) == sorted(map(_canon, cur)):
         i = next(k for k, (a, b) in enumerate(zip(prev, cur, strict=True)) if _exact(a) != _exact(b))
-        return _Found(part, i, "reordered", _exact(prev), _exact(cur))
+        return _Found(part, i, "reordered", _names(prev), _names(cur))
     for i, a in enumerate(prev):
         b = cur[i] if i < len(cur) else None
         kind = _pair_kind(a, b) if b is not None else "removed"
