@@ -397,4 +397,5 @@ def test_the_readme_walk_from_an_agent_log_to_the_break_runs_as_written() -> Non
             os.chdir(cwd)
         assert result.exit_code == 0, result.output
         lines = result.output.splitlines()
-        assert lines[-len(expected) :] == expected
+        start = lines.index(expected[0])
+        assert lines[start : start + len(expected)] == expected
