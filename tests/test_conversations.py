@@ -215,6 +215,10 @@ def test_tools_re_sent_in_another_order_are_reordered(tmp_path: Path, tok: Any) 
     conv = explain(tmp_path, [openai(turn1, tools=TOOLS_OPENAI), openai(turn2, tools=shuffled)])
     b = only_break(conv)
     assert where(b) == ("u-1", 2, 1, "tools", 0, "reordered")
+    assert b["difference"] == '-["read", "write", "grep"]\n+["grep", "read", "write"]'
+    # The default ChatML template renders no tools; the server puts them first: the whole
+    # previous prompt is computed again.
+    assert b["tokens_lost"] == n_tokens(tok, chatml([(m["role"], m["content"]) for m in turn1]))
 
 
 def test_tools_of_an_anthropic_body_in_another_order_are_reordered(tmp_path: Path) -> None:
@@ -285,6 +289,44 @@ def test_a_clean_anthropic_conversation_with_tool_use_reports_no_break(tmp_path:
         r["request"]["tools"] = TOOLS_ANTHROPIC
     conv = explain(tmp_path, records)
     assert (conv["count"], conv["requests_checked"], conv["breaks"]) == (1, 2, [])
+
+
+def test_a_breakpoint_moved_to_the_newest_message_each_turn_is_no_break(tmp_path: Path) -> None:
+    """Anthropic's documented multi-turn caching: `cache_control` on the newest user message, so
+    a message sent as a string comes back as a block list and loses its marker a turn later."""
+
+    def marked(text: str) -> dict[str, Any]:
+        return {
+            "role": "user",
+            "content": [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}],
+        }
+
+    turn1 = [marked("Read app.py.")]
+    turn2 = [user("Read app.py."), reply("Read it."), marked("Now tests.py.")]
+    turn3 = [
+        *turn2[:2],
+        {"role": "user", "content": blocks("Now tests.py.")},
+        reply("Read it too."),
+        marked("Run them."),
+    ]
+    tools = [*TOOLS_ANTHROPIC[:2], {**TOOLS_ANTHROPIC[2], "cache_control": {"type": "ephemeral"}}]
+    records = [anthropic(turn1, system=SYSTEM), anthropic(turn2), anthropic(turn3)]
+    for r in records[1:]:
+        r["request"]["tools"] = tools  # a breakpoint added on the tools loses nothing either
+    records[0]["request"]["tools"] = TOOLS_ANTHROPIC
+    conv = explain(tmp_path, records)
+    assert (conv["requests_checked"], conv["breaks"]) == (2, [])
+
+
+def test_a_breakpoint_dropped_from_the_history_with_none_after_it_is_cache_control(tmp_path: Path) -> None:
+    marked = {
+        "role": "user",
+        "content": [{"type": "text", "text": "Read app.py.", "cache_control": {"type": "ephemeral"}}],
+    }
+    turn1 = [marked]
+    turn2 = [{"role": "user", "content": blocks("Read app.py.")}, reply("Read it."), user("Now tests.py.")]
+    b = only_break(explain(tmp_path, [anthropic(turn1), anthropic(turn2)]))
+    assert where(b) == ("sess-1", 2, 1, "messages", 0, "cache-control")
 
 
 def test_interleaved_conversations_without_keys_are_chained_by_their_history(tmp_path: Path) -> None:

@@ -249,6 +249,21 @@ def _names(tools: list[Any]) -> list[Any]:
     return out
 
 
+def _only_added(a: Any, b: Any) -> bool:
+    return _has_cc(b) and not _has_cc(a)
+
+
+def _breakpoint_lost(part: str, prev: list[Any], cur: list[Any], i: int) -> bool:
+    """Whether a change of `cache_control` or shape alone at `i` loses a cache entry. A breakpoint
+    added loses nothing. In the history, a breakpoint moved to a later message is what Anthropic
+    documents for a conversation (a string content becomes a block list to carry it): the later
+    breakpoint reads the earlier entry back, so only one that vanished with none after it counts.
+    In the system prompt and tools any change of them counts (a replay as a string, its marker gone)."""
+    if part != "messages":
+        return not _only_added(prev[i], cur[i])
+    return _has_cc(prev[i]) and not _has_cc(cur[i]) and not any(_has_cc(m) for m in cur[i + 1 :])
+
+
 def _compare_list(part: str, prev: list[Any], cur: list[Any], extend: bool) -> _Found | None:
     """The first place where `cur` does not repeat `prev` (as a prefix when `extend`)."""
     if part == "tools" and prev != cur and sorted(map(_canon, prev)) == sorted(map(_canon, cur)):
@@ -260,6 +275,8 @@ def _compare_list(part: str, prev: list[Any], cur: list[Any], extend: bool) -> _
         if kind is None:
             continue
         where = "system" if isinstance(a, dict) and a.get("role") in SYSTEM_ROLES else part
+        if kind in ("cache-control", "shape") and not _breakpoint_lost(where, prev, cur, i):
+            continue
         if kind in ("cache-control", "shape", "reordered") and b is not None:
             return _Found(where, i, kind, a, b)
         placed = _aligned(prev, cur, i, kind)
@@ -307,7 +324,8 @@ def compare(prev: dict[str, Any], cur: dict[str, Any]) -> _Found | None:
             if found is not None:
                 return found
         kind = "added" if a is None else "removed" if b is None else _pair_kind(a, b) or "edited"
-        return _Found("system", 0, kind, a, b)
+        if not (kind in ("cache-control", "shape") and _only_added(a, b)):
+            return _Found("system", 0, kind, a, b)
     return _compare_list("messages", prev.get("messages") or [], cur.get("messages") or [], extend=True)
 
 
@@ -342,9 +360,14 @@ def tokens_lost(prev: _Turn, rendered: Rendered, tokens: Tokens, found: _Found) 
     """The previous prompt's tokens the new request does not start with: what the server computed
     for turn N and computes again. Where the text is unchanged and only a `cache_control`
     breakpoint vanished, a provider that reads its cache at breakpoints loses what that breakpoint
-    cached: the previous prompt up to the end of the part that held it."""
+    cached: the previous prompt up to the end of the part that held it. A break in tools the
+    template does not render loses the whole previous prompt."""
     shared = common_bytes_prefix(prev.ids, tokens.ids)
     lost = len(prev.ids) // 4 - shared
+    if found.part == "tools" and rendered._tools_span() is None:
+        # The template rendered no tools (the default ChatML one does not), but the server puts
+        # them first: all of the previous prompt comes after the break.
+        return len(prev.ids) // 4
     vanished = _has_cc(found.before) and not _has_cc(found.after)
     if lost == 0 and found.kind in ("cache-control", "shape") and vanished:
         # Nothing lost in tokens: the previous prompt is a prefix of this one, so the part ends at
