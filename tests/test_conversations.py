@@ -329,6 +329,25 @@ def test_a_breakpoint_dropped_from_the_history_with_none_after_it_is_cache_contr
     assert where(b) == ("sess-1", 2, 1, "messages", 0, "cache-control")
 
 
+def test_a_shape_change_the_template_renders_differently_is_a_break(tmp_path: Path) -> None:
+    """`content: null` and `""` are one text to most templates, not to one that prints it as is."""
+    template = tmp_path / "raw.jinja"
+    template.write_text(
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
+        encoding="utf-8",
+    )
+    call = {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path": "a.py"}'}}
+    turn1 = [user("Read a.py."), {"role": "assistant", "content": None, "tool_calls": [call]}]
+    turn1.append({"role": "tool", "tool_call_id": "call_1", "content": "x = 1"})
+    turn2 = [turn1[0], {**turn1[1], "content": ""}, turn1[2], reply("x is 1."), user("Thanks.")]
+    records = [openai(turn1), openai(turn2)]
+    assert explain(tmp_path, records)["breaks"] == []  # the default template prints `content or ''`
+    b = only_break(explain(tmp_path, records, "--template", str(template)))
+    assert where(b) == ("u-1", 2, 1, "messages", 1, "shape")
+    assert b["tokens_lost"] > 0
+
+
 def test_interleaved_conversations_without_keys_are_chained_by_their_history(tmp_path: Path) -> None:
     ana, bo = clean_openai(3, "ana", user_key=None), clean_openai(3, "bo", user_key=None)
     # bo's last turn drops its first reply: the one break, in bo's conversation.
