@@ -415,12 +415,18 @@ def test_open_conversations_are_bounded() -> None:
     assert Conversations(max_open=2).max_open == 2
 
 
-def test_the_text_report_shows_the_top_breaks_with_their_difference(tmp_path: Path) -> None:
+def dropped_reply_log(tmp_path: Path) -> str:
+    """Two turns; the second drops the first reply."""
     turn1 = [user("Plan the refactor."), reply("Step one."), user("Go.")]
     turn2 = [turn1[0], turn1[2], reply("Done."), user("Next.")]
     log = tmp_path / "agent.jsonl"
     log.write_text("".join(json.dumps(openai(t)) + "\n" for t in (turn1, turn2)), encoding="utf-8")
-    text = CliRunner().invoke(cli, ["explain", "--log", str(log)]).output
+    return str(log)
+
+
+def test_the_text_report_shows_the_top_breaks_with_their_difference(tmp_path: Path) -> None:
+    log = dropped_reply_log(tmp_path)
+    text = CliRunner().invoke(cli, ["explain", "--log", log]).output
     assert (
         "1 conversation(s); 1 request(s) checked against the previous one of their conversation: 1 break(s)"
         in text
@@ -430,12 +436,9 @@ def test_the_text_report_shows_the_top_breaks_with_their_difference(tmp_path: Pa
 
 
 def test_the_html_page_lists_the_breaks(tmp_path: Path) -> None:
-    turn1 = [user("Plan the refactor."), reply("Step one."), user("Go.")]
-    turn2 = [turn1[0], turn1[2], reply("Done."), user("Next.")]
-    log = tmp_path / "agent.jsonl"
-    log.write_text("".join(json.dumps(openai(t)) + "\n" for t in (turn1, turn2)), encoding="utf-8")
+    log = dropped_reply_log(tmp_path)
     page = tmp_path / "report.html"
-    assert CliRunner().invoke(cli, ["explain", "--log", str(log), "--html", str(page)]).exit_code == 0
+    assert CliRunner().invoke(cli, ["explain", "--log", log, "--html", str(page)]).exit_code == 0
     html = page.read_text(encoding="utf-8")
     assert 'id="conversations"' in html and '<tr class="break">' in html and "removed" in html
 
