@@ -464,10 +464,10 @@ class Conversations:
         return item
 
     def _name(self, session: str | None, line: int) -> str:
-        if session is None:
-            return f"line {line}"
-        n = self._names[session] = self._names.get(session, 0) + 1
-        return session if n == 1 else f"{session}#{n}"
+        """The session key (`#2`, `#3`… for later conversations of it), else the first line's."""
+        base = session if session is not None else f"line {line}"
+        n = self._names[base] = self._names.get(base, 0) + 1
+        return base if n == 1 else f"{base}#{n}"
 
     def _previous(self, session: str | None, messages: list[Any], paragraphs: frozenset[int]) -> _Turn | None:
         """The open conversation this request continues, or None: it starts one."""
@@ -482,11 +482,13 @@ class Conversations:
             if holders and len(holders) <= COMMON:
                 for name in holders & same:
                     votes[name] = votes.get(name, 0) + 1
-        best = None
+        best: tuple[tuple[int, int, str], _Turn] | None = None
         for name, n in votes.items():
             turn = self.open[name]
-            if 2 * n > len(turn.paragraphs) and (best is None or (n, turn.line) > (best[0], best[1].line)):
-                best = (n, turn)
+            # Ties go to the latest request, then the name: the same choice whatever the hash seed.
+            rank = (n, turn.line, name)
+            if 2 * n > len(turn.paragraphs) and (best is None or rank > best[0]):
+                best = (rank, turn)
         return best[1] if best else None
 
     def _open(self, turn: _Turn) -> None:
