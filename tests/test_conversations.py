@@ -358,6 +358,14 @@ def test_interleaved_conversations_without_keys_are_chained_by_their_history(tmp
     assert where(only_break(conv)) == ("line 2", 6, 4, "messages", 2, "removed")
 
 
+def test_two_conversations_of_one_user_key_are_told_apart_by_their_history(tmp_path: Path) -> None:
+    ana, bo = clean_openai(3, "ana", user_key="u-1"), clean_openai(3, "bo", user_key="u-1")
+    bo[2]["messages"] = [m for m in bo[2]["messages"] if m.get("content") != "bo: done step 0."]
+    conv = explain(tmp_path, [ana[0], bo[0], ana[1], bo[1], ana[2], bo[2]])
+    assert (conv["count"], conv["requests_checked"]) == (2, 4)
+    assert where(only_break(conv)) == ("u-1#2", 6, 4, "messages", 2, "removed")
+
+
 def test_litellm_payloads_are_grouped_and_checked_too(tmp_path: Path) -> None:
     def payload(messages: list[dict[str, Any]], k: int) -> dict[str, Any]:
         return {
