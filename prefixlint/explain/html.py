@@ -143,6 +143,28 @@ def _tree(nodes: list[dict[str, Any]], requests: int) -> str:
     return f"<ul>{''.join(items)}</ul>"
 
 
+def _breaks(report: dict[str, Any], top: int = 20) -> str:
+    """The conversations section: the top breaks, each with its difference (empty without any)."""
+    conv = report.get("conversations") or {}
+    if not conv.get("breaks"):
+        return ""
+    rows = []
+    for b in conv["breaks"][:top]:
+        where = b["part"] + (f"[{b['message_index']}]" if b["message_index"] is not None else "")
+        rows.append(
+            '<tr class="break">'
+            f"<td>{html.escape(str(b['conversation']))}</td><td>{b['request']} after {b['previous']}</td>"
+            f"<td>{html.escape(where)}</td><td>{html.escape(b['kind'])}</td><td>{b['tokens_lost']:,}</td>"
+            f'<td><pre class="diff">{html.escape(b["difference"])}</pre></td></tr>'
+        )
+    return (
+        f"<h2>Conversations: turns that do not extend the previous one</h2>\n<p>{conv['count']:,} "
+        f"conversations, {conv['requests_checked']:,} requests checked against their previous turn.</p>\n"
+        '<table id="conversations"><tr><th>conversation</th><th>log line</th><th>part</th><th>kind</th>'
+        f"<th>tokens recomputed</th><th>difference</th></tr>\n{''.join(rows)}</table>\n"
+    )
+
+
 def render_html(report: dict[str, Any], representative: dict[str, Any], engine: str) -> str:
     """The page for a log report (`LogReport.to_json()`) and its representative prompt."""
     profile = load_engines().get(engine)
@@ -226,7 +248,7 @@ def render_html(report: dict[str, Any], representative: dict[str, Any], engine: 
 <th>TTFT saved per request</th></tr>
 {"".join(rows)}</table>
 {tree}
-<h2>A representative prompt</h2>
+{_breaks(report)}<h2>A representative prompt</h2>
 <p class="legend">Each token is coloured by how many requests shared the prompt up to it. {legend}
 {html.escape(boundaries)} Red outline: where the top cause diverges.</p>
 <div class="prompt">{"".join(spans)}</div>

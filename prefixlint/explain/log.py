@@ -22,6 +22,7 @@ from prefixlint.explain.causes import (
     divergence_span,
     example_texts,
 )
+from prefixlint.explain.conversations import Conversations, conversations_text
 from prefixlint.explain.reading import LogLimitError, Reading, Skip, size_text, utf8_len
 from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
@@ -42,6 +43,7 @@ PROVISIONAL = 2048
 # ~400 bytes per token, and a prompt has at most one token per byte, so a batch stays under 1 GB.
 BATCH_BYTES = 1_000_000
 TRIM_AFTER_CHARS = 200_000  # a batch this large is followed by a malloc_trim (see _release_if_large)
+SHOWN_BREAKS = 5  # conversation breaks the text report shows (the JSON has them all)
 EXAMPLE_TOKENS = 8_192  # tokens kept of each cause's example prompt (the page's representative)
 
 
@@ -84,6 +86,7 @@ class LogReport:
     log_format: str | None = None
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     sample: dict[str, int] | None = None  # set when --max-requests stopped the reading
+    conversations: dict[str, Any] | None = None  # Conversations.to_json(): turns that break the prefix
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,6 +102,7 @@ class LogReport:
             "engines": self.engines,
             "routing": self.routing,
             "causes": [c.to_json(self.requests, self.primary) for c in self.causes],
+            "conversations": self.conversations,
         }
 
 
@@ -361,6 +365,7 @@ def _simulate(
     sim = Simulation(engines, capacity, counts=True)
     router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     clusters = Clusters()
+    conversations = Conversations()
     bar = Progress(os.path.getsize(path), progress)
 
     def decode(ids: list[int]) -> str:
@@ -384,6 +389,7 @@ def _simulate(
             if router is not None:
                 request = rendered.request
                 router.feed(seq, request.session or fallback_key(request.messages, request.prompt))
+            conversations.feed(number, rendered, tokens)
             if first is None:
                 first = (rendered, tokens)
             div = seen[0]
@@ -436,6 +442,7 @@ def _simulate(
     paths = [(ids, sim.reference.counts_along(pack(ids))) for ids in examples if ids]
     report.representative["tree"] = _prefix_tree(paths, 0, decode)
     report.routing = router.summary() if router is not None else None
+    report.conversations = conversations.to_json()
     return report
 
 
@@ -635,4 +642,6 @@ def log_text(report: LogReport) -> str:
                 f"{report.primary} hit rate {before:.1%} → {after:.1%}"
                 + (f", {saved:,.0f} ms less TTFT per request" if saved is not None else "")
             )
+    if report.conversations and report.conversations["count"]:
+        out += conversations_text(report.conversations, SHOWN_BREAKS)
     return "\n".join(out) + "\n"
