@@ -81,6 +81,24 @@ class Engine:
         return usable
 
 
+def describe(engine: Engine) -> str:
+    """What the engine caches of a shared prefix, in words (`prefixlint engines`)."""
+    unit = f"whole blocks of {engine.block_size} tokens" if engine.block_size > 1 else "per token"
+    parts = [unit]
+    if engine.minimum_tokens:
+        steps = f", then steps of {engine.increment:,}" if engine.increment > 1 else ""
+        parts = [f"nothing under {engine.minimum_tokens:,} tokens{steps}"]
+        if engine.block_size > 1:
+            parts.append(unit)
+    if engine.recompute_last_token:
+        parts.append("the last prompt token always recomputed")
+    if engine.server is not None:
+        server = engine.server
+        ram = "off" if server.cache_ram_mib == 0 else f"{server.cache_ram_mib:,} MiB"
+        parts.append(f"{server.slots} slots, each keeping its last prompt; a prompt cache of {ram}")
+    return "; ".join(parts)
+
+
 class EngineDataError(Exception):
     pass
 

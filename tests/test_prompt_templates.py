@@ -388,3 +388,21 @@ def test_a_var_fixes_an_app_prompt_template_s_variable() -> None:
     assert source["cacheable_prefix_tokens"] == source["total_tokens"] > 100
     unfixed = json.loads(CliRunner().invoke(cli, args).stdout)
     assert [d["code"] for d in unfixed["diagnostics"]] == ["PFX101"]
+
+
+def test_a_stand_in_value_of_the_wrong_type_is_no_template_error(tmp_path: Path) -> None:
+    # The template needs `subtask` and calls a method of it: prefixlint's made-up string has none,
+    # which says nothing about the template. Info, naming the variable to pass with --var.
+    path = tmp_path / "assistant_subtask.j2"
+    path.write_text("Thought: {{ subtask.thought }}\n\nActions: {{ subtask.actions_to_json() }}\n")
+    [source] = lint_paths([str(path)], OPTIONS).sources
+    failures = [d for d in source.diagnostics if d.code == "PFX002" and d.span.line == 3]
+    assert [(d.severity.label, "stand-in value of `subtask`" in d.message) for d in failures] == [
+        ("info", True)
+    ]
+    # A template that fails on a value nobody made up is still an error.
+    path.write_text("Actions: {{ 'text'.actions_to_json() }}\n")
+    [source] = lint_paths([str(path)], OPTIONS).sources
+    assert [(d.code, d.severity.label) for d in source.diagnostics if d.code == "PFX002"] == [
+        ("PFX002", "error")
+    ]

@@ -113,6 +113,23 @@ TAIL = (
         # A set of one element has one order; of two, none.
         ("import json\nR = 'x'\nPROMPT = ', '.join({R}) + ' " + TAIL + "'\n", set()),
         ("import json\nR = 'x'\nPROMPT = ', '.join({R, 'y'}) + ' " + TAIL + "'\n", {("PFX201", 3)}),
+        # A setting from the environment handed to an object by keyword configures it; as the text
+        # of a prompt keyword, or written into the text, it is text.
+        (
+            "import os\nfrom agents import Agent\nagent = Agent(instructions='" + TAIL + "', "
+            "tools=[Search(driver=Google(api_key=os.environ['K'], search_id=os.environ['S']))])\n",
+            set(),
+        ),
+        (
+            "import os\nfrom agents import Agent\n"
+            "agent = Agent(instructions=Persona(instructions=os.environ['P']).text + ' " + TAIL + "')\n",
+            {("PFX104", 3)},
+        ),
+        (
+            "import os\nfrom agents import Agent\n"
+            "agent = Agent(instructions=Note(f\"{os.environ['HOST']}\").text + ' " + TAIL + "')\n",
+            {("PFX104", 3)},
+        ),
         # A local variable that is not a prompt and never reaches one.
         ("import time\ndef f():\n    label = f'{time.time()} static text follows'\n    return 1\n", set()),
     ],

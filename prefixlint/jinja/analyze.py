@@ -10,6 +10,7 @@ Divergence points are measured in tokens of the model's tokenizer and traced to 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.rules import engine_losses
 from prefixlint.severity import Cost
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
+from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -235,7 +237,7 @@ def _ahead(div: Divergence) -> str:
     if div.lost == 0 and div.markers:
         return "ahead of only the turn markers in front of the user's text (nothing shareable)"
     markers = " and the turn markers in front of the user's text" if div.markers else ""
-    return f"ahead of {div.lost:,} static tokens{markers}"
+    return f"ahead of {counted(div.lost, 'static token')}{markers}"
 
 
 def _variant_label(r: Render) -> str:
@@ -530,14 +532,35 @@ def _render_error_diagnostics(
     for (line, error), where in sorted(renderer.failures.items()):
         scenarios = sorted({w.split(" (")[0] for w in where}, key=lambda w: (w.startswith("in the multi"), w))
         deliberate = error.startswith("TemplateError:")
+        stand_in = _stand_in_failure(error, template)
         severity = Severity.ERROR if not working else Severity.INFO if deliberate else Severity.WARNING
         message = f"raises {error} when rendered {' / '.join(scenarios)}"
+        if stand_in is not None:
+            # The value prefixlint made up has the wrong type for the template: its fault, not the template's.
+            severity = Severity.INFO
+            message += f", with the stand-in value of `{stand_in}`: pass a real one with --var to analyse it"
         if working:
             message += "; analysed with the inputs that render"
         out.append(Diagnostic("PFX002", template.span(line), message, severity))
     for note in template.setup_notes:
         out.append(Diagnostic("PFX002", template.span(1), f"template {note}", Severity.INFO))
     return out
+
+
+_NO_ATTRIBUTE = re.compile(r"UndefinedError: '(\w+) object' has no attribute")
+
+
+def _stand_in_failure(error: str, template: ChatTemplate) -> str | None:
+    """The variable whose made-up value (supply_required_variables) the template cannot use: the
+    template reads an attribute a value of that type does not have (`subtask.actions_to_json()` on
+    the stand-in string)."""
+    m = _NO_ATTRIBUTE.match(error)
+    if m is None:
+        return None
+    for name, value in template.extra_kwargs.items():
+        if type(value).__name__ == m.group(1) and f"{name}=" in " ".join(template.setup_notes):
+            return name
+    return None
 
 
 def _unconfirmed_clock(template: ChatTemplate) -> list[Diagnostic]:

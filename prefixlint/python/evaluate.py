@@ -48,6 +48,7 @@ from prefixlint.python.volatile import (
     placeholder_provenance,
     qualified_provenance,
     says_prompt,
+    says_prompt_attribute,
 )
 
 if TYPE_CHECKING:
@@ -565,9 +566,9 @@ class Evaluator:
                 return _to_the_day((clock,))  # `datetime.now().strftime("%Y-%m-%d")`: the day only
             if (h := first_volatile(receiver)) is not None and h.by_name:
                 return (h,)  # `timestamp.astimezone().strftime(...)`: the value itself, transformed
-            parts = [receiver] + [self.value(a.value, deeper) for a in self.text_arguments(node)]
+            parts = [receiver, *self.text_parts(node, name, deeper)]
             return self._opaque(node, name, parts)
-        parts = [self.value(a.value, deeper) for a in self.text_arguments(node)]
+        parts = self.text_parts(node, name, deeper)
         if not any(first_volatile(p) for p in parts) and (prov := call_name_provenance(name)) is not None:
             return self.hole(prov, node, f"{name}()", by_name=True)
         return self._opaque(node, name, parts)
@@ -577,6 +578,26 @@ class Evaluator:
         configure it (`api_key=`, `headers=`, `timeout=`: the table's `not_prompt` keywords)."""
         config = self.project.frameworks.not_prompt
         return [a for a in call.args if a.keyword is None or a.keyword.value not in config]
+
+    def text_parts(self, call: cst.Call, name: str, env: Env) -> list[Value]:
+        """The values of a call's text arguments. A setting read from the environment and handed to
+        an object by keyword configures the object, whatever the keyword is called
+        (`GoogleWebSearchDriver(api_key=os.environ[...], search_id=os.environ[...])`), unless the
+        keyword says it is prompt text (`Persona(instructions=os.environ["PERSONA"])`)."""
+        parts = []
+        for arg in self.text_arguments(call):
+            value = self.value(arg.value, env)
+            found = holes(value)
+            configures = (
+                name[:1].isupper()
+                and arg.keyword is not None
+                and not says_prompt_attribute(arg.keyword.value)
+                and found
+                and all(h.provenance is Provenance.ENVIRONMENT for h in found)
+            )
+            if not configures:
+                parts.append(value)
+        return parts
 
     def _template_source(self, source: cst.BaseExpression, env: Env) -> Value:
         """The text of `Template(...)`: a string, or a file named by a path (`Path("agent.jinja")`)."""
