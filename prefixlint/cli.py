@@ -709,6 +709,12 @@ def rule_cmd(code: str) -> None:
 )
 @click.option("--tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id.")
 @click.option("--engine", "engines", multiple=True, help="Engines to simulate (default: vllm sglang openai).")
+@click.option(
+    "--block-size",
+    type=click.IntRange(min=1),
+    metavar="TOKENS",
+    help="The first engine's cache block in tokens (default: the server's settings, else the engine's own).",
+)
 @click.option("--cache-tokens", type=click.IntRange(min=1), help="Also simulate an LRU of this many tokens.")
 @click.option(
     "--log-format",

@@ -138,6 +138,7 @@ def run(
     limit: tuple[str, ...] = (),
     replicas: int | None = None,
     routing: str = "round-robin",
+    block_size: int | None = None,
     workers: int | None = None,
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
@@ -195,7 +196,7 @@ def run(
     from prefixlint.explain.server import ServerArgsError, read_server
 
     try:
-        server, scrape = read_server(server_args, metrics)
+        server, scrape = read_server(server_args, metrics, _log_head(log, limits))
     except ServerArgsError as exc:
         raise ExplainError(str(exc)) from exc
     if server is not None and server.engine and not engines:
@@ -203,6 +204,8 @@ def run(
         known = load_engines()
         chosen = [known[server.engine]] + [e for e in chosen if e.name != server.engine]
     simulated = configured(chosen, server)
+    if block_size is not None:  # `--block-size` wins over what the server's settings say
+        simulated[0] = simulated[0].with_block(block_size)
     capacity = cache_tokens or (server.capacity_tokens if server else None)
     observations = LogObservations(simulated[0], chosen[0])
     try:
@@ -254,6 +257,35 @@ def run(
 
     head, tail = findings_text(extra, data)
     return head + log_text(report) + tail
+
+
+HEAD_LINES = 2000  # lines of a log read for a server's start-up lines
+
+
+def _log_head(path: str, limits: LogLimits) -> list[str]:
+    """The text lines (not JSON records) among the first HEAD_LINES of the log: where a server's own
+    log states its settings. None from a pipe: it can be read once, and the log's reading copies it
+    first (explain/log.py `_spooled`), so its start-up lines are not looked for."""
+    import os
+    import stat
+    from itertools import islice
+
+    from prefixlint.explain.reading import LogFile
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return []
+    except OSError:
+        return []  # not there: the log's own reading reports it
+    try:
+        with LogFile(path, Reading(limits)) as log:
+            return [
+                line.decode("utf-8", "replace")
+                for _, line in islice(log.lines(), HEAD_LINES)
+                if isinstance(line, bytes) and not line.lstrip().startswith((b"{", b"["))
+            ]
+    except LogLimitError:
+        return []  # the log's own reading reports it
 
 
 def _warn_unread(template_vars: dict[str, Any], reads: list[list[str] | None]) -> None:

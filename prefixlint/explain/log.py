@@ -25,6 +25,7 @@ from prefixlint.explain.causes import (
 from prefixlint.explain.conversations import Conversations, conversations_text
 from prefixlint.explain.reading import LogLimitError, Reading, Skip, size_text, utf8_len
 from prefixlint.explain.render_pool import RenderPool
+from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
 from prefixlint.explain.routing import Routing, fallback_key
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
@@ -375,7 +376,8 @@ def _simulate(
     early: list[Rendered] | None = []  # the prompts so far, until the provisional causes are chosen
     inline: WhatIfs | None = None
     for batch, encoded in _encoded(path, renderer, encoder, interval, reading, bar, pool):
-        for (number, rendered), tokens in zip(batch, encoded, strict=True):
+        replies = batch_replies(encoder, [r for _, r in batch])
+        for (number, rendered), tokens, reply in zip(batch, encoded, replies, strict=True):
             seq = tokens.ids
             seen: list[Divergence | None] = []
             match = sim.feed(
@@ -383,9 +385,11 @@ def _simulate(
                 lambda found, seq=seq, seen=seen: seen.append(
                     diverge(seq, found.length, sim.reference, found)
                 ),
+                reply=reply,
+                salt=rendered.request.cache_salt,
             )
             if observations is not None:
-                observations.add(rendered.request, seq, match.length)
+                observations.add(rendered.request, seq, match.length, sim, number)
             if router is not None:
                 request = rendered.request
                 router.feed(seq, request.session or fallback_key(request.messages, request.prompt))
@@ -505,9 +509,11 @@ class WhatIfs:
 
         if not self.patterns or not prompts:
             return
+        replies = batch_replies(encoder, prompts)
         for pattern, sim in zip(self.patterns, self.sims, strict=True):
-            for tokens in encoder.encode([move_span(r, pattern) for r in prompts]):
-                sim.feed(tokens.ids)
+            moved = encoder.encode([move_span(r, pattern) for r in prompts])
+            for tokens, reply, r in zip(moved, replies, prompts, strict=True):
+                sim.feed(tokens.ids, reply=reply, salt=r.request.cache_salt)
 
     def rates(self) -> dict[str, dict[str, float]]:
         return {

@@ -60,6 +60,7 @@ class Request:
     ttft: float | None = None
     cache_salt: str | None = None
     session: str | None = None  # the session/user/conversation id a session router would use
+    reply: Reply | None = None  # the server's reply, where the log has the response
     # The body's `system`, `tools` and `messages` as the client sent them (content blocks,
     # `cache_control`), for comparing a conversation's turns (explain/conversations.py); None where
     # the log holds no body (vLLM lines, OTel spans). Never sent to a render worker.
@@ -68,6 +69,18 @@ class Request:
     def __getstate__(self) -> dict[str, Any]:
         # Render workers need what the template reads, not the raw body: do not pickle it twice.
         return {k: v for k, v in self.__dict__.items() if k != "body"}
+
+
+@dataclass
+class Reply:
+    """What a logged response says the server generated: the text, its token ids where the server
+    returned them (vLLM's `return_token_ids`), why it stopped, and how many tokens it counted."""
+
+    text: str
+    token_ids: list[int] | None = None
+    finish_reason: str | None = None
+    stop_reason: Any = None  # vLLM: None for the end-of-sequence token, else the stop string or id
+    completion_tokens: int | None = None
 
 
 def _text_of(content: Any) -> Any:
