@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -132,18 +132,22 @@ def lint_source(source: Source, options: Options, text: str | None = None) -> li
 
 def analyse_source(source: Source, options: Options) -> list[SourceResult]:
     """`lint_source` of a source file, each cache-busting finding with its verified fix (or a hint
-    that says there is none) when `options.fixes` (prefixlint/fixes.py)."""
-    results = lint_source(source, options)
-    if options.fixes and any(r.diagnostics for r in results):
-        from prefixlint.fixes import attach_fixes
+    that says there is none) when `options.fixes` (prefixlint/fixes.py). The texts it encodes are
+    remembered for its next analysis, when the result cache is on (prefixlint/token_memo.py)."""
+    from prefixlint.token_memo import remembering
 
-        text = ""  # a GGUF is never edited: its findings only get words
-        if source.kind != "gguf":
-            try:
-                text = read_text(source.path, options.limits.file_bytes)
-            except (OSError, ValueError):
-                return results
-        attach_fixes(source, text, results, options)
+    with remembering(options.cache_dir, source.path):
+        results = lint_source(source, options)
+        if options.fixes and any(r.diagnostics for r in results):
+            from prefixlint.fixes import attach_fixes
+
+            text = ""  # a GGUF is never edited: its findings only get words
+            if source.kind != "gguf":
+                try:
+                    text = read_text(source.path, options.limits.file_bytes)
+                except (OSError, ValueError):
+                    return results
+            attach_fixes(source, text, results, options)
     return results
 
 
@@ -237,6 +241,7 @@ def _lint_templates(
         search = (project_root(source.path, options.project_root), *options.template_search_path)
         template = PromptTemplate(text, source.path, limits=options.limits, search_path=search)
         result = analyze_prompt_template(template, tokenizer, options)
+        result.variables = _variables(lambda: template.inputs)
         if tokenizer_note:
             result.notes.append(tokenizer_note)
         return [result]
@@ -261,10 +266,19 @@ def _lint_templates(
         template.extra_kwargs.update(options.template_vars)
         result = analyze_template(template, tokenizer, options)
         result.kind = source.kind
+        result.variables = _variables(lambda t=template: t.reads)
         if tokenizer_note:
             result.notes.append(tokenizer_note)
         results.append(result)
     return results
+
+
+def _variables(reads: Callable[[], list[str]]) -> list[str] | None:
+    """What a template reads from its caller; None when it does not compile (nothing to say)."""
+    try:
+        return reads()
+    except Exception:  # noqa: BLE001 - a syntax error is the template's finding, reported already
+        return None
 
 
 def apply_filters(
@@ -385,12 +399,18 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
     overlaps imports, compiling and rendering here. A helper stops after the last source that
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
+    from prefixlint.token_memo import has_book
     from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
     files = [source_tokenizer_file(s.path, s.kind, options.tokenizer) for s in sources]
-    starts = [f if _renders(s, options) else None for s, f in zip(sources, files, strict=True)]
+    # A source whose book holds its encodings from the last run likely loads no tokenizer at all.
+    starts = [
+        f if f is not None and _renders(s, options) and not has_book(options.cache_dir, f, s.path) else None
+        for s, f in zip(sources, files, strict=True)
+    ]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
-    stop_all_loading(keep=last_use)  # a guess from the command line (launch.py) that missed
+    # A guess from the command line (launch.py) that missed, or that a book makes useless.
+    stop_all_loading(keep={f for f in starts if f is not None})
     try:
         for i, source in enumerate(sources):
             ahead: list[str] = []

@@ -48,7 +48,7 @@ _FILTER_OPTIONS = frozenset(
 
 
 @functools.cache
-def _package_digest() -> str:
+def package_digest() -> str:
     return hashlib.sha256(json.dumps(package_stamp()).encode()).hexdigest()
 
 
@@ -117,7 +117,7 @@ class ResultCache:
             self._folder_stamps[folder, options.tokenizer] = stamps
         if self._options is None or self._options[0] is not options:
             self._options = (options, json.dumps(_analysis_options(options)))
-        header = json.dumps([_package_digest(), source.path, source.kind, stamps]) + self._options[1]
+        header = json.dumps([package_digest(), source.path, source.kind, stamps]) + self._options[1]
         return hashlib.sha256(header.encode() + b"\0" + content).hexdigest()
 
     def get(self, key: str | None) -> list[SourceResult] | None:

@@ -1,5 +1,6 @@
-"""The command line: `check`, `render`, `rule`, `rules`. Exit codes (contract): 0 nothing at or
-above the failing severity, 1 findings, 2 usage, config or internal error."""
+"""The command line: `check`, `diff`, `render`, `explain`, `rule`, `rules`, `engines`. Exit codes
+(contract): 0 nothing at or above the failing severity, 1 findings, 2 usage, config or internal
+error."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import sys
 from typing import Any
 
 import click
+
+from prefixlint.words import counted
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -33,7 +36,8 @@ def _lint_options(func: Any) -> Any:
             help="tokenizer.json (or .gz), a model folder, or a Hub id in the local cache.",
         ),
         click.option(
-            "--engine", help="Engine whose caching rules apply, any case (default: vllm; `prefixlint rules`)."
+            "--engine",
+            help="Engine whose caching rules apply, any case (default: vllm; `prefixlint engines`).",
         ),
         click.option(
             "--block-size",
@@ -221,10 +225,16 @@ def _write(text: str, output_file: str | None) -> None:
 
 
 class _SourcePath(click.Path):
-    """An existing path, or a model of the local Ollama store (`ollama:NAME[:TAG]`), resolved later."""
+    """An existing path, or a model of the local Ollama store (`ollama:NAME[:TAG]`): one not
+    pulled is a usage error, as a path that does not exist is (and as it is for `--tokenizer`)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value.startswith("ollama:"):
+            from prefixlint.ollama import unknown_model
+
+            problem = unknown_model(value)
+            if problem is not None:
+                self.fail(problem, param, ctx)
             return value
         return super().convert(value, param, ctx)
 
@@ -358,7 +368,10 @@ def check(
         notes[_nothing_found(paths).removeprefix("prefixlint: warning: ")] = None
     elif all(s.kind == "not_prompt" for s in report.sources):
         skipped = len({s.path for s in report.sources})
-        notes[f"nothing checked: the {skipped} file(s) found are not prompts (see --show-files)"] = None
+        notes[f"nothing checked: the {counted(skipped, 'file')} found are not prompts (see --show-files)"] = (
+            None
+        )
+    notes.update(dict.fromkeys(_unread_variables(options.template_vars, report.sources)))
     warnings = "" if kw["quiet"] else "".join(f"prefixlint: warning: {n}\n" for n in notes)
     click.echo(warnings, err=True, nl=False)
     text = render_report(report, fmt, quiet=kw["quiet"], statistics=statistics, show_fixes=show_fixes)
@@ -376,6 +389,25 @@ def check(
     sys.exit(code)
 
 
+TEMPLATE_RESULT_KINDS = ("jinja", "tokenizer_config", "prompt_template", "gguf")
+
+
+def _unread_variables(template_vars: dict[str, Any], results: list[Any]) -> list[str]:
+    """Warnings for `--var`s no template checked reads (a misspelt `enable_thinkng` is otherwise
+    taken in silence); a template that does not compile is not looked at, and said so."""
+    if not template_vars:
+        return []
+    from prefixlint.jinja.template import unread_variables
+
+    templates = [r for r in results if r.kind in TEMPLATE_RESULT_KINDS]
+    known = [r.variables for r in templates if r.variables is not None]
+    if templates and not known:
+        return []  # none compiles: nothing to tell
+    unknown = len(templates) - len(known)
+    tail = f" ({counted(unknown, 'template')} that do not compile not looked at)" if unknown else ""
+    return [w + tail for w in unread_variables(list(template_vars), known)]
+
+
 def _add_noqa(report: Any, options: Any, quiet: bool) -> None:
     """`check --add-noqa`: a suppression for every finding reported; exit 0 when all are written,
     1 (naming them) when some could not be."""
@@ -387,7 +419,7 @@ def _add_noqa(report: Any, options: Any, quiet: bool) -> None:
         _fail(f"cannot write a suppression: {exc}")
     if not quiet:
         files = len(result.files)
-        click.echo(f"Added {result.added} suppression(s) in {files} file(s).")
+        click.echo(f"Added {counted(result.added, 'suppression')} in {counted(files, 'file')}.")
     for line in result.skipped:
         click.echo(f"prefixlint: warning: not suppressed: {line}", err=True)
     sys.exit(EXIT_FINDINGS if result.skipped else EXIT_OK)
@@ -547,7 +579,7 @@ def render(
 
     from prefixlint.api import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
-    from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
+    from prefixlint.jinja.template import ChatTemplate, describe_error, error_line, unread_variables
     from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
     from prefixlint.tokens import TokenizerError, choose_tokenizer, special_tokens_for
 
@@ -590,6 +622,8 @@ def render(
         )
     except Exception as exc:  # any template error is the user's to see, with its line
         _fail(f"{template_path}:{error_line(exc)}: {describe_error(exc)}")
+    for warning in unread_variables(list(template_vars), [template.reads]):
+        click.echo(f"prefixlint: warning: {warning}", err=True)
     click.echo(rendered.text, nl=not rendered.text.endswith("\n"))
     if tokens:
         enc = loaded.encode(rendered.text)
@@ -624,16 +658,34 @@ def rules_cmd(fmt: str) -> None:
         click.echo(f"{r.code}  {r.name:<28} {span:<13} {r.summary}")
 
 
+@cli.command("engines")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def engines_cmd(fmt: str) -> None:
+    """List the engines `--engine` takes and what each caches of a shared prefix."""
+    from dataclasses import asdict
+
+    from prefixlint.engines import describe, load_engines
+
+    engines = load_engines()
+    if fmt == "json":
+        click.echo(json.dumps([asdict(e) | {"summary": describe(e)} for e in engines.values()], indent=2))
+        return
+    for engine in engines.values():
+        click.echo(f"{engine.name:<10} {describe(engine)}")
+    click.echo("Facts and their sources: prefixlint/data/engines.toml.")
+
+
 @cli.command("rule")
 @click.argument("code")
 def rule_cmd(code: str) -> None:
-    """Print a rule's page: what it finds, why it busts the cache, examples."""
-    from prefixlint.rules import RULES
+    """Print a rule's page (by code, PFX101, or name, clock-in-prefix): what it finds, why it
+    busts the cache, examples."""
+    from prefixlint.rules import find_rule
 
-    rule = RULES.get(code.upper())
+    rule = find_rule(code)
     if rule is None:
-        _fail(f"unknown rule {code!r} (see `prefixlint rules`)")
-    click.echo(rule.page(), nl=False)
+        _fail(f"unknown rule {code!r}: give a code or a name (see `prefixlint rules`)")
+    click.echo(rule.page_for_reading(), nl=False)
 
 
 @cli.command()
@@ -657,6 +709,12 @@ def rule_cmd(code: str) -> None:
 )
 @click.option("--tokenizer", help="tokenizer.json (or .gz), a model folder, or a Hub id.")
 @click.option("--engine", "engines", multiple=True, help="Engines to simulate (default: vllm sglang openai).")
+@click.option(
+    "--block-size",
+    type=click.IntRange(min=1),
+    metavar="TOKENS",
+    help="The first engine's cache block in tokens (default: the server's settings, else the engine's own).",
+)
 @click.option("--cache-tokens", type=click.IntRange(min=1), help="Also simulate an LRU of this many tokens.")
 @click.option(
     "--log-format",
@@ -694,6 +752,11 @@ def rule_cmd(code: str) -> None:
     "--replicas",
     type=click.IntRange(min=1),
     help="Replicas behind a router: each policy's hit rate as a what-if.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Processes rendering the log (default: one per core for a log over 8 MB, else none).",
 )
 @click.option(
     "--routing",

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from prefixlint.engines import Engine
 from prefixlint.model import Diagnostic, Severity, SourceResult
 from prefixlint.sources import Source
+from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -58,7 +59,7 @@ class TemplateChange:
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # never fail: new findings below --fail-on
     notes: list[str] = field(default_factory=list)  # information: a changed static prefix
-    status: str = "changed"  # "changed", "new", "deleted"
+    status: str = "changed"  # "changed", "unchanged" (the same bytes at REF), "new", "deleted"
     old_path: str | None = None  # the path at REF, when git sees a rename
     line: int = 1  # where an annotation points
 
@@ -222,7 +223,7 @@ def _canonical_ids(source: Source, text: str, name: str, options: Options) -> li
         rendered = template.render(messages)
     except Exception:  # a template that does not render has no static prefix to compare
         return None
-    return list(tokenizer.encode(rendered.text).ids)
+    return list(tokenizer.encode_many([rendered.text])[0].ids)
 
 
 def _analyse(source: Source, text: str | None, options: Options, enabled: set[str]) -> list[SourceResult]:
@@ -269,14 +270,93 @@ def _compare(
     cached_before, cached_after = profile.cacheable(before), profile.cacheable(after)
     if cached_after < cached_before:
         unit = profile.block_size if profile.block_size > 1 else profile.increment
-        units = f"block(s) of {unit}" if profile.block_size > 1 else f"step(s) of {unit}"
-        if unit == 1:
-            units = "token(s)"
-        change.failures.append(
-            f"cacheable prefix shrank by {before - after:,} tokens: {profile.name} now caches "
-            f"{cached_after:,} of its tokens instead of {cached_before:,} "
-            f"({(cached_before - cached_after) // max(unit, 1):,} {units} less per request)"
+        lost = (cached_before - cached_after) // max(unit, 1)
+        units = (
+            counted(lost, "block") + f" of {unit}"
+            if profile.block_size > 1
+            else counted(lost, "step") + f" of {unit}"
         )
+        if unit == 1:
+            units = counted(lost, "token")
+        change.failures.append(
+            f"cacheable prefix shrank by {counted(before - after, 'token')}: {profile.name} now caches "
+            f"{cached_after:,} of its tokens instead of {cached_before:,} ({units} less per request)"
+        )
+
+
+def _gate_source(
+    result: DiffResult,
+    source: Source,
+    rel: str,
+    renamed: dict[str, str],
+    top: Path,
+    options: Options,
+    enabled: set[str],
+    max_prefix_loss: int | None,
+    fail_on: Severity,
+) -> None:
+    """Compare one source now with its version at `result.ref`; the changes go to `result`."""
+    from prefixlint.api import read_text
+    from prefixlint.tokens import common_prefix_len
+
+    ref = result.ref
+    new_results = _analyse(source, None, options, enabled)
+    try:
+        new_text = None if source.kind == "gguf" else read_text(source.path, options.limits.file_bytes)
+    except (OSError, ValueError):
+        new_text = None
+    if source.kind == "gguf":  # a binary file: its templates are compared one by one, by name
+        found = None if result.first_commit else _old_gguf(ref, top, source, renamed, options, enabled)
+        old_text = None if found is None else ""
+        old_by_name = {r.path: r for r in found or []}
+    else:
+        old_text = None if result.first_commit else _blob(ref, top, source.path, renamed)
+        if old_text is None:
+            old_results = []
+        elif old_text == new_text:  # the same text: the same analysis (`diff HEAD` of a clean tree)
+            old_results = new_results
+        else:
+            old_results = _analyse(source, old_text, options, enabled)
+        old_by_name = {r.name: r for r in old_results}
+    for new in new_results:
+        if new.kind == "not_prompt":
+            continue  # documentation, a web page, scaffolding: no prefix to gate
+        old = old_by_name.get(new.path if source.kind == "gguf" else new.name)
+        if (
+            new.cacheable_prefix_tokens is None
+            and not new.diagnostics
+            and (old is None or not old.diagnostics)
+        ):
+            continue  # no prompt in it (a Python module, a config without a chat template)
+        change = TemplateChange(
+            new.path if source.kind == "gguf" else source.path,
+            new.name,
+            old.cacheable_prefix_tokens if old is not None else None,
+            new.cacheable_prefix_tokens,
+            status=_status(old_text, new_text, rel in renamed),
+            old_path=renamed.get(rel),
+        )
+        _compare(change, old, new, max_prefix_loss, fail_on, options.engine_profile())
+        if (
+            source.kind in TEMPLATE_KINDS
+            and old is not None
+            and old_text
+            and new_text
+            and old_text != new_text
+            and change.before
+        ):
+            old_ids = _canonical_ids(source, old_text, new.name, options)
+            new_ids = _canonical_ids(source, new_text, new.name, options)
+            if old_ids is not None and new_ids is not None:
+                common = common_prefix_len(old_ids, new_ids)
+                if common < min(change.before, len(old_ids)):
+                    change.static_changed_at = common
+                    change.recomputed = max((change.after or 0) - common, 0)
+                    change.notes.append(
+                        f"static prefix changed at token {common:,}: {counted(change.recomputed, 'token')} "
+                        "computed once more after deploy (cold cache once, not a regression)"
+                    )
+        result.changes.append(change)
 
 
 def diff_gate(
@@ -287,8 +367,8 @@ def diff_gate(
     fail_on: Severity = Severity.WARNING,
 ) -> DiffResult:
     """Compare each source under `paths` with its version at git `ref`."""
-    from prefixlint.api import iter_sources, read_text
-    from prefixlint.tokens import common_prefix_len
+    from prefixlint.api import iter_sources
+    from prefixlint.token_memo import remembering
 
     paths = paths or ["."]
     anchor = Path(paths[0]).resolve()
@@ -311,58 +391,10 @@ def diff_gate(
             continue
         result.sources += 1
         rel = Path(source.path).resolve().relative_to(top).as_posix()
-        new_results = _analyse(source, None, options, enabled)
-        if source.kind == "gguf":  # a binary file: its templates are compared one by one, by name
-            found = None if result.first_commit else _old_gguf(ref, top, source, renamed, options, enabled)
-            old_text = None if found is None else ""
-            old_by_name = {r.path: r for r in found or []}
-        else:
-            old_text = None if result.first_commit else _blob(ref, top, source.path, renamed)
-            old_results = _analyse(source, old_text, options, enabled) if old_text is not None else []
-            old_by_name = {r.name: r for r in old_results}
-        try:
-            new_text = None if source.kind == "gguf" else read_text(source.path, options.limits.file_bytes)
-        except (OSError, ValueError):
-            new_text = None
-        for new in new_results:
-            if new.kind == "not_prompt":
-                continue  # documentation, a web page, scaffolding: no prefix to gate
-            old = old_by_name.get(new.path if source.kind == "gguf" else new.name)
-            if (
-                new.cacheable_prefix_tokens is None
-                and not new.diagnostics
-                and (old is None or not old.diagnostics)
-            ):
-                continue  # no prompt in it (a Python module, a config without a chat template)
-            change = TemplateChange(
-                new.path if source.kind == "gguf" else source.path,
-                new.name,
-                old.cacheable_prefix_tokens if old is not None else None,
-                new.cacheable_prefix_tokens,
-                status="new" if old_text is None else "changed",
-                old_path=renamed.get(rel),
-            )
-            _compare(change, old, new, max_prefix_loss, fail_on, options.engine_profile())
-            if (
-                source.kind in TEMPLATE_KINDS
-                and old is not None
-                and old_text
-                and new_text
-                and old_text != new_text
-                and change.before
-            ):
-                old_ids = _canonical_ids(source, old_text, new.name, options)
-                new_ids = _canonical_ids(source, new_text, new.name, options)
-                if old_ids is not None and new_ids is not None:
-                    common = common_prefix_len(old_ids, new_ids)
-                    if common < min(change.before, len(old_ids)):
-                        change.static_changed_at = common
-                        change.recomputed = max((change.after or 0) - common, 0)
-                        change.notes.append(
-                            f"static prefix changed at token {common:,}: {change.recomputed:,} token(s) "
-                            "computed once more after deploy (cold cache once, not a regression)"
-                        )
-            result.changes.append(change)
+        # One book of encodings for both versions: the version at REF is most often the one the
+        # last run analysed as new (prefixlint/token_memo.py).
+        with remembering(options.cache_dir, source.path):
+            _gate_source(result, source, rel, renamed, top, options, enabled, max_prefix_loss, fail_on)
     for old_rel in deleted:
         path = os.path.relpath(top / old_rel)
         from prefixlint.sources import source_kind
@@ -372,8 +404,15 @@ def diff_gate(
     return result
 
 
+def _status(old_text: str | None, new_text: str | None, renamed: bool) -> str:
+    """ "new" (not at REF), "unchanged" (the same bytes at the same path), else "changed"."""
+    if old_text is None:
+        return "new"
+    return "unchanged" if old_text == new_text and not renamed else "changed"
+
+
 def _tokens(n: int | None) -> str:
-    return "new" if n is None else "?" if n < 0 else f"{n:,}"
+    return "none" if n is None else "?" if n < 0 else f"{n:,}"
 
 
 def _headline(c: TemplateChange) -> str:
@@ -382,10 +421,12 @@ def _headline(c: TemplateChange) -> str:
     if c.status == "deleted":
         return f"{c.label}: deleted"
     renamed = f" (renamed from {c.old_path})" if c.old_path else ""
-    if before is None:
+    if c.status == "new":
         shown = "" if after is None else f", cacheable prefix {_tokens(after)} tokens"
         return f"{c.label}{renamed}: new{shown}  {status}"
-    delta = "" if after is None else f" ({after - before:+,})"
+    if before is None and after is None:  # it does not render, then or now: nothing to compare
+        return f"{c.label}{renamed}: {c.status}, no cacheable prefix measured  {status}"
+    delta = "" if after is None or before is None else f" ({after - before:+,})"
     return (
         f"{c.label}{renamed}: cacheable prefix {_tokens(before)} -> {_tokens(after)} tokens{delta}  {status}"
     )
@@ -418,7 +459,7 @@ def render_diff(result: DiffResult, fmt: str = "concise") -> str:
         lines.extend(f"    note: {n}" for n in c.notes)
     failing = sum(bool(c.failures) for c in result.changes)
     verdict = f"{failing} of {len(result.changes)} fail the gate" if failing else "the gate passes"
-    lines.append(f"Compared {len(result.changes)} source(s) with {result.ref}: {verdict}.")
+    lines.append(f"Compared {counted(len(result.changes), 'source')} with {result.ref}: {verdict}.")
     return "\n".join(lines) + "\n"
 
 

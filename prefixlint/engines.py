@@ -6,7 +6,7 @@ The numbers live in `data/engines.toml` (with their sources) so they can change 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -50,6 +50,22 @@ class Engine:
     increment: int
     recompute_last_token: bool
     server: ServerCache | None = None  # None: any earlier request's prefix can be reused
+    reply_cached: bool = False  # a reply's tokens join the cache after its prompt (a log's responses)
+    cache_salt: bool = False  # requests reuse only requests with their own `cache_salt`
+    eviction: str = "radix"  # with a capacity: "radix" (whole LRU leaves) or "block-pool" (vLLM's)
+    platform_block_size: tuple[tuple[str, int], ...] = ()  # the default block per platform
+
+    def with_block(self, block: int) -> Engine:
+        """This engine with a cache block of `block` tokens (a step that was the block follows it)."""
+        if block == self.block_size:
+            return self
+        increment = block if self.increment == self.block_size else self.increment
+        return replace(self, block_size=block, increment=increment)
+
+    def on_platform(self, platform: str) -> Engine:
+        """This engine with its default block on `platform` (the same if it has none there)."""
+        block = dict(self.platform_block_size).get(platform)
+        return self if block is None else self.with_block(block)
 
     def cacheable(self, common_prefix: int, prompt_tokens: int | None = None) -> int:
         """Tokens this engine serves from cache when a request shares `common_prefix` tokens
@@ -65,8 +81,35 @@ class Engine:
         return usable
 
 
+def describe(engine: Engine) -> str:
+    """What the engine caches of a shared prefix, in words (`prefixlint engines`)."""
+    unit = f"whole blocks of {engine.block_size} tokens" if engine.block_size > 1 else "per token"
+    parts = [unit]
+    if engine.minimum_tokens:
+        steps = f", then steps of {engine.increment:,}" if engine.increment > 1 else ""
+        parts = [f"nothing under {engine.minimum_tokens:,} tokens{steps}"]
+        if engine.block_size > 1:
+            parts.append(unit)
+    if engine.recompute_last_token:
+        parts.append("the last prompt token always recomputed")
+    if engine.server is not None:
+        server = engine.server
+        ram = "off" if server.cache_ram_mib == 0 else f"{server.cache_ram_mib:,} MiB"
+        parts.append(f"{server.slots} slots, each keeping its last prompt; a prompt cache of {ram}")
+    return "; ".join(parts)
+
+
 class EngineDataError(Exception):
     pass
+
+
+EVICTIONS = ("radix", "block-pool")
+
+
+def _eviction(value: object) -> str:
+    if value not in EVICTIONS:
+        raise ValueError(f"eviction {value!r}: expected one of {', '.join(EVICTIONS)}")
+    return str(value)
 
 
 @cache
@@ -86,6 +129,12 @@ def load_engines(path: str | None = None) -> dict[str, Engine]:
                 increment=int(v.get("increment", 1)),
                 recompute_last_token=bool(v.get("recompute_last_token", False)),
                 server=ServerCache(**v["server"]) if "server" in v else None,
+                reply_cached=bool(v.get("reply_cached", False)),
+                cache_salt=bool(v.get("cache_salt", False)),
+                eviction=_eviction(v.get("eviction", "radix")),
+                platform_block_size=tuple(
+                    (str(k), int(b)) for k, b in v.get("platform_block_size", {}).items()
+                ),
             )
             for name, v in data.items()
         }

@@ -43,10 +43,21 @@ def _start_tokenizer_early(args: list[str]) -> None:
         from prefixlint.tokens import start_loading
 
         path = tokenizer_file_for(os.path.dirname(templates[0]), spec)
-        if path is not None:
+        if path is not None and not _remembered(path, templates):
             start_loading(path)
     except Exception:  # only a guess: the run loads what it needs and reports what is wrong
         return
+
+
+def _remembered(tokenizer: str, templates: list[str]) -> bool:
+    """Whether every template has a book of its encodings (prefixlint/token_memo.py) in a cache
+    dir where the run may look: then the tokenizer likely never loads, and a helper loading it
+    would cost as much CPU as the rest of the run."""
+    from prefixlint.runmemo import cache_dirs
+    from prefixlint.token_memo import has_book
+
+    folders = list(cache_dirs())
+    return all(any(has_book(folder, tokenizer, t) for folder in folders) for t in templates)
 
 
 def _option_value(args: list[str], name: str) -> str | None:

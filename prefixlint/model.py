@@ -142,6 +142,9 @@ class SourceResult:
     # Other files the analysis read (imported modules, prompt files), each as runmemo.stamp gives
     # it when read: a cached result is stale once one of them changes.
     dependencies: list[list[Any]] = field(default_factory=list)
+    # The variables a template reads from its caller (None: not a template, or it does not
+    # compile): a `--var` no template reads is a warning.
+    variables: list[str] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

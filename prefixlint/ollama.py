@@ -42,6 +42,26 @@ def manifest_path(name: str, store: Path) -> Path:
     return store.joinpath("manifests", *parts, tag or DEFAULT_TAG)
 
 
+def _not_pulled(spec: str, store: Path) -> str:
+    name = spec.removeprefix(PREFIX)
+    return (
+        f"{spec}: not in the local Ollama store ({store}); `ollama pull {name}` first, or set "
+        "OLLAMA_MODELS to the store's folder"
+    )
+
+
+def unknown_model(spec: str) -> str | None:
+    """Why `ollama:NAME[:TAG]` names no model of the local store (not a model name, or not
+    pulled), as for a path that does not exist; None when its manifest is there (a damaged
+    manifest or a missing blob is the model's own problem, found when it is read)."""
+    try:
+        store = store_dir()
+        manifest = manifest_path(spec.removeprefix(PREFIX), store)
+    except OllamaError as exc:
+        return str(exc)
+    return None if manifest.exists() else _not_pulled(spec, store)
+
+
 def resolve_ollama(spec: str) -> Path:
     """The GGUF blob of `ollama:NAME[:TAG]` in the local store; raises OllamaError."""
     name = spec.removeprefix(PREFIX)
@@ -50,10 +70,7 @@ def resolve_ollama(spec: str) -> Path:
     try:
         data = json.loads(read_limited(manifest, MAX_MANIFEST_BYTES))
     except FileNotFoundError:
-        raise OllamaError(
-            f"{spec}: not in the local Ollama store ({store}); `ollama pull {name}` first, or set "
-            "OLLAMA_MODELS to the store's folder"
-        ) from None
+        raise OllamaError(_not_pulled(spec, store)) from None
     except (OSError, InputError, ValueError) as exc:
         raise OllamaError(f"{spec}: unreadable manifest {manifest} ({exc})") from exc
     layers = data.get("layers") if isinstance(data, dict) else None

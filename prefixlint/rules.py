@@ -6,6 +6,7 @@ why it busts the cache, and a bad and a good example that the tests run.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from importlib import resources
 
@@ -32,8 +33,26 @@ class Rule:
         return (self.default_severity,)
 
     def page(self) -> str:
-        """The rule's Markdown page."""
+        """The rule's Markdown page, as the tests read it (each example's fence carries what it
+        must find: ```jinja {"expect": "PFX101", "line": 1})."""
         return resources.files("prefixlint.rule_pages").joinpath(f"{self.code}.md").read_text("utf-8")
+
+    def page_for_reading(self) -> str:
+        """The page as `prefixlint rule` prints it: the examples' test metadata left out."""
+        return _TEST_METADATA.sub(r"\1", self.page())
+
+
+# The JSON after a fence's language: what the tests expect of the example, not for the reader.
+_TEST_METADATA = re.compile(r"^(```\w+) \{.*\}$", re.MULTILINE)
+
+
+def find_rule(key: str) -> Rule | None:
+    """A rule by its code (`PFX101`, any case) or its name (`clock-in-prefix`, `clock_in_prefix`)."""
+    found = RULES.get(key.upper())
+    if found is not None:
+        return found
+    name = key.lower().replace("_", "-")
+    return next((r for r in RULES.values() if r.name == name), None)
 
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO

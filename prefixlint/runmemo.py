@@ -79,20 +79,26 @@ def entry_name(identity: list[Any]) -> str:
     return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}.json"
 
 
-def _entry_paths(name: str) -> Iterable[str]:
-    """Where a recorded run may be: `$PREFIXLINT_CACHE_DIR`, else the nearest `.prefixlint_cache`
-    at or above the current folder (a project root's, when run from inside the project)."""
+def cache_dirs() -> Iterable[str]:
+    """Where the cache of a run started here may be, before the config is read:
+    `$PREFIXLINT_CACHE_DIR`, else each `.prefixlint_cache` at or above the current folder (a
+    project root's, when run from inside the project), nearest first."""
     env = os.environ.get("PREFIXLINT_CACHE_DIR")
     if env:
-        yield os.path.join(env, "runs", name)
+        yield env
         return
     folder = os.getcwd()
     while True:
-        yield os.path.join(folder, ".prefixlint_cache", "runs", name)
+        yield os.path.join(folder, ".prefixlint_cache")
         parent = os.path.dirname(folder)
         if parent == folder:
             return
         folder = parent
+
+
+def _entry_paths(name: str) -> Iterable[str]:
+    """Where a recorded run may be."""
+    return (os.path.join(folder, "runs", name) for folder in cache_dirs())
 
 
 def replay(argv: list[str]) -> int | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,8 +87,7 @@ class Options:
         profile = load_engines().get(self.engine)
         if profile is None or self.block_size is None:
             return profile
-        increment = self.block_size if profile.increment == profile.block_size else profile.increment
-        return replace(profile, block_size=self.block_size, increment=increment)
+        return profile.with_block(self.block_size)
 
 
 def _specificity(selector: str) -> int:

@@ -9,12 +9,13 @@ import os
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file, read_limited
 from prefixlint.ollama import PREFIX as OLLAMA_PREFIX
+from prefixlint.token_memo import book_for
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
@@ -49,7 +50,8 @@ class LoadedTokenizer:
         self.special_tokens = special_tokens if special_tokens is not None else {}
         self.notes: list[str] = []  # what building it had to work around (a GGUF's unknown pre-tokenizer)
         self._tokenizer, self._remote = tokenizer, remote
-        self._verified = False  # a helper loaded the file: it loads, here too, when needed
+        self._verified = False  # a helper loaded the file (or a book vouches): it loads here too
+        self._added: frozenset[str] | None = None
 
     def __repr__(self) -> str:
         return f"LoadedTokenizer(name={self.name!r}, path={self.path!r})"
@@ -85,25 +87,59 @@ class LoadedTokenizer:
     def encode_many(self, texts: list[str]) -> list[Encoding | Encoded]:
         """One encoding (`.ids`, `.offsets`) per text."""
         # Rendered chat prompts already hold their special tokens as text: add none. Many variants
-        # render the same text (a template without a clock, say): each distinct text is encoded once.
+        # render the same text (a template without a clock, say): each distinct text is encoded
+        # once, and one the source's book holds (prefixlint/token_memo.py) not at all.
         unique = list(dict.fromkeys(texts))
-        encodings = self._ask_helper(lambda helper: helper.encode_batch(unique))
-        if encodings is _NO_HELPER:
-            encodings = self.tokenizer.encode_batch(unique, add_special_tokens=False)
-        encoded = dict(zip(unique, encodings, strict=True))
+        book = book_for(self.path)
+        encoded: dict[str, Encoding | Encoded] = {}
+        missing = unique
+        if book is not None:
+            missing = []
+            for text in unique:
+                found = book.encoding(text)
+                if found is None:
+                    missing.append(text)
+                else:
+                    encoded[text] = found
+        if missing:
+            encodings = self._ask_helper(lambda helper: helper.encode_batch(missing))
+            if encodings is _NO_HELPER:
+                encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
+            for text, encoding in zip(missing, encodings, strict=True):
+                encoded[text] = encoding
+                if book is not None:
+                    book.put_encoding(text, encoding.ids, encoding.offsets)
         return [encoded[t] for t in texts]
 
-    @cached_property
+    @property
     def added_texts(self) -> frozenset[str]:
         """The texts of the added (special) tokens; read once, every template asks."""
-        remote = self._helper()
-        if remote is not None:
-            return frozenset(remote.status()[1])
-        return frozenset(t.content for t in self.tokenizer.get_added_tokens_decoder().values() if t.content)
+        if self._added is None:
+            book = book_for(self.path)
+            self._added = book.added_texts() if book is not None else None
+            if self._added is None:
+                remote = self._helper()
+                if remote is not None:
+                    self._added = frozenset(remote.status()[1])
+                else:
+                    decoder = self.tokenizer.get_added_tokens_decoder()
+                    self._added = frozenset(t.content for t in decoder.values() if t.content)
+            if book is not None:
+                book.put_added_texts(self._added)
+        return self._added
 
     def token_to_id(self, token: str) -> int | None:
+        book = book_for(self.path)
+        if book is not None:
+            known, found = book.token_id(token)
+            if known:
+                return found
         found = self._ask_helper(lambda helper: helper.token_to_id(token))
-        return self.tokenizer.token_to_id(token) if found is _NO_HELPER else found
+        if found is _NO_HELPER:
+            found = self.tokenizer.token_to_id(token)
+        if book is not None:
+            book.put_token_id(token, found)
+        return found
 
     def _ask_helper(self, question: Callable[[TokenizerProcess], Any]) -> Any:
         """The helper's answer, or _NO_HELPER when there is none or it died on the way (the caller
@@ -123,11 +159,7 @@ class LoadedTokenizer:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     def count(self, text: str) -> int:
-        if not text:
-            return 0
-        if self._helper() is not None:
-            return len(self.encode_many([text])[0].ids)
-        return len(self.encode(text).ids)
+        return len(self.encode_many([text])[0].ids) if text else 0
 
 
 @cache
@@ -270,10 +302,15 @@ def load_tokenizer_file(path: str, wait: bool = True) -> LoadedTokenizer:
     loaded = _LOADED.get(path)
     if loaded is None:
         remote = _LOADING.get(path)
-        backend = load_backend(path) if remote is None else None
+        # A book of the source being analysed vouches that the file loads: it loads when a text
+        # misses the book, if ever (prefixlint/token_memo.py).
+        book = book_for(path) if remote is None else None
+        vouched = book is not None and book.vouches
+        backend = load_backend(path) if remote is None and not vouched else None
         name, special, notes = _identity(Path(path))
         loaded = LoadedTokenizer(name, str(Path(path)), backend, special, remote)
         loaded.notes = notes
+        loaded._verified = vouched
         _LOADED[path] = loaded
     if wait:
         try:

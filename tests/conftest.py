@@ -30,6 +30,8 @@ def run_prefixlint(
 ) -> subprocess.CompletedProcess[str]:
     """`python -m prefixlint ARGS` as a user runs it (a fresh process: real exit code, real stderr)."""
     full_env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
+    # This checkout's package even when `cwd` is elsewhere (else the installed one would run).
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), full_env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-m", "prefixlint", *args],
         capture_output=True,

@@ -33,7 +33,7 @@ def test_an_empty_folder_warns_that_nothing_was_checked(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a template", encoding="utf-8")
     result = invoke("check", "--no-cache", str(tmp_path))
     assert result.exit_code == 0
-    assert result.stdout == "No findings in 0 file(s) (no tokenizer used).\n"
+    assert result.stdout == "No findings in 0 files (no tokenizer used).\n"
     assert f"prefixlint: warning: no sources found under {tmp_path}" in result.stderr
     assert "nothing was checked" in result.stderr
 
@@ -56,7 +56,7 @@ def test_only_skipped_files_warn_too(tmp_path: Path) -> None:
     )
     result = invoke("check", "--no-cache", str(tmp_path))
     assert result.exit_code == 0
-    assert "nothing checked: the 1 file(s) found are not prompts" in result.stderr
+    assert "nothing checked: the 1 file found are not prompts" in result.stderr
 
 
 def test_quiet_drops_the_warning_and_the_summary(tmp_path: Path) -> None:
@@ -156,7 +156,7 @@ def test_statistics_counts_per_code(tmp_path: Path) -> None:
     assert lines[0].split("\t") == ["    2", "PFX101", "clock-in-prefix", "warning"]
     counts = {line.split("\t")[1]: int(line.split("\t")[0]) for line in lines[:-1]}
     assert counts["PFX102"] == 1 and list(counts.values()) == sorted(counts.values(), reverse=True)
-    assert lines[-1].startswith(f"Found {sum(counts.values())} finding(s) in 3 file(s)")
+    assert lines[-1].startswith(f"Found {sum(counts.values())} findings in 3 files")
     as_json = invoke(
         "check", "--no-cache", "--no-multiturn", "--statistics", "--format", "json", str(tmp_path)
     )
@@ -269,7 +269,7 @@ def test_the_summary_names_each_tokenizer_used(tmp_path: Path) -> None:
     model = tmp_path / "model" / "tokenizer.json"
     assert summary.endswith(f"(tokenizers: {model}, {EMBEDDED_NAME}).")  # sorted by name at equal use
     python_only = invoke("check", "--no-cache", str(FIXTURES / "python" / "clean.py"))
-    assert python_only.stdout.splitlines()[-1].startswith("No findings in 1 file(s) (tokenizer: ")
+    assert python_only.stdout.splitlines()[-1].startswith("No findings in 1 file (tokenizer: ")
 
 
 # Point 6: template variables on check and diff, render takes what check takes, --tokenizer

@@ -6,6 +6,7 @@ commit, a ref that does not exist, no work tree)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -44,7 +45,7 @@ def test_an_edit_that_lengthens_the_system_prompt_passes(repo: Path) -> None:
     assert "FAIL" not in result.stdout and "error:" not in result.stdout
     assert note.startswith("    note: static prefix changed at token ")
     assert "computed once more after deploy" in note
-    assert verdict == "Compared 1 source(s) with HEAD: the gate passes."
+    assert verdict == "Compared 1 source with HEAD: the gate passes."
     document = json.loads(diff(repo, "--format", "json").stdout)
     [change] = document["templates"]
     assert document["failed"] is False and change["failed"] is False and change["failures"] == []
@@ -59,8 +60,8 @@ def test_a_timestamp_moved_to_the_top_fails(repo: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].endswith("FAIL")
     assert lines[1].startswith("    error: cacheable prefix shrank by ")
-    assert "vllm now caches" in lines[1] and "block(s) of 16 less per request" in lines[1]
-    assert lines[-1] == "Compared 1 source(s) with HEAD: 1 of 1 fail the gate."
+    assert "vllm now caches" in lines[1] and re.search(r"\d+ blocks? of 16 less per request", lines[1])
+    assert lines[-1] == "Compared 1 source with HEAD: 1 of 1 fail the gate."
     assert diff(repo, "--exit-zero").exit_code == 0
     github = diff(repo, "--format", "github").stdout.splitlines()
     assert github[0].startswith(f"::error file={repo / 'chat_template.jinja'},line=1,title=prefixlint diff::")
@@ -171,3 +172,29 @@ def test_diff_says_when_nothing_was_compared_and_quiet_prints_failures_only(repo
     assert quiet.exit_code == 1
     assert quiet.stdout.splitlines()[0].startswith(f"{repo / 'chat_template.jinja'}: cacheable prefix 80 -> ")
     assert "clean.jinja" not in quiet.stdout and "Compared" not in quiet.stdout
+
+
+def test_a_committed_file_that_has_not_changed_is_unchanged_never_new(repo: Path) -> None:
+    # A template that renders nothing measurable (the sandbox refuses it) has no cacheable
+    # prefix, then or now: it was called "new", though git holds it unchanged at HEAD.
+    shutil.copy(FIXTURES / "hostile" / "ssti" / "attr_filter.jinja", repo / "refused.jinja")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "a refused template")
+    result = diff(repo)
+    assert result.exit_code == 0, result.output
+    assert f"{repo / 'refused.jinja'}: unchanged, no cacheable prefix measured  ok" in result.stdout
+    assert f"{repo / 'chat_template.jinja'}: cacheable prefix 80 -> 80 tokens (+0)  ok" in result.stdout
+    assert ": new" not in result.stdout
+    document = json.loads(diff(repo, "--format", "json").stdout)
+    assert {c["path"].rsplit("/", 1)[-1]: c["status"] for c in document["templates"]} == {
+        "chat_template.jinja": "unchanged",
+        "refused.jinja": "unchanged",
+    }
+    # Edited, it is "changed"; a file git does not hold at HEAD is "new".
+    with (repo / "refused.jinja").open("a", encoding="utf-8") as fh:
+        fh.write("{# edited #}\n")
+    shutil.copy(FIXTURES / "hostile" / "ssti" / "attr_filter.jinja", repo / "added.jinja")
+    document = json.loads(diff(repo, "--format", "json").stdout)
+    statuses = {c["path"].rsplit("/", 1)[-1]: c["status"] for c in document["templates"]}
+    assert statuses["refused.jinja"] == "changed" and statuses["added.jinja"] == "new"
+    assert f"{repo / 'refused.jinja'}: changed, no cacheable prefix measured  ok" in diff(repo).stdout

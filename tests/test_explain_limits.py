@@ -127,11 +127,12 @@ def test_a_rendered_prompt_over_the_limit_is_skipped_though_its_line_is_small(tm
     template = tmp_path / "t.jinja"
     template.write_text("{% for m in messages %}{{ m.content * 400 }}{% endfor %}", encoding="utf-8")
     log = write(tmp_path / "log.jsonl", [{"messages": [{"role": "user", "content": "0123456789"}]}])
-    code, data, _ = explain(
+    code, out, err = explain(
         "--log", log, "--template", str(template), "--format", "json", "--max-request-bytes", "3999"
     )
-    assert code == 0 and data["requests"] == 0
-    assert data["skipped_by_reason"] == {"request-too-large": 1}
+    # Its only request skipped: nothing to report, which is not a 0% hit rate.
+    assert code == 2 and out == ""
+    assert f"{log}: no readable request in this log: 1 line skipped (1 request-too-large;" in err
 
 
 def test_messages_at_the_limit_are_read_and_one_more_is_skipped(tmp_path):
@@ -254,15 +255,27 @@ def test_each_bad_line_is_counted_under_its_reason_in_json_and_text(tmp_path):
     )
 
 
-def test_random_bytes_and_an_empty_file_are_reports_not_errors(tmp_path):
+def test_random_bytes_an_empty_file_and_junk_are_usage_errors_naming_the_file(tmp_path):
+    # "0 requests, hit rate 0.00%, nothing to explain" is what a real zero hit rate looks like:
+    # a log that gave no request says so, with the file and why each line was skipped (exit 2).
     noise = tmp_path / "noise.bin"
     noise.write_bytes(bytes(range(256)) * 40)
-    code, data, _ = explain("--log", str(noise), "--format", "json")
-    assert code == 0 and data["requests"] == 0 and data["skipped"] >= 1
+    code, out, err = explain("--log", str(noise), "--format", "json")
+    assert code == 2 and out == ""
+    assert err.startswith(f"prefixlint: error: {noise}: no readable request in this log: ")
+    assert "not-utf8" in err
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"\n\n   \n")
-    code, data, _ = explain("--log", str(empty), "--format", "json")
-    assert code == 0 and (data["requests"], data["skipped"]) == (0, 0)
+    code, out, err = explain("--log", str(empty))
+    assert code == 2 and out == ""
+    assert err.strip() == f"prefixlint: error: {empty}: no request in this log: it holds no line"
+    junk = write(tmp_path / "junk.jsonl", [{"model": "m"}])
+    with open(junk, "a", encoding="utf-8") as fh:
+        fh.write("not json\n")
+    code, _, err = explain("--log", junk)
+    assert code == 2
+    assert "2 lines skipped (1 invalid-json, 1 no-messages-or-prompt; first: line 1:" in err
+    assert "--log-format" in err
 
 
 @pytest.mark.parametrize(
@@ -327,10 +340,14 @@ def test_a_flood_of_blank_lines_is_read_at_bytes_speed(tmp_path):
 
 def test_end_to_end_the_issues_three_inputs_give_no_traceback(tmp_path):
     """In a real process: exit codes, stderr and stdout as a user sees them."""
-    deep = write(tmp_path / "deep.jsonl", [nested(100_000)])
+    deep = write(tmp_path / "deep.jsonl", [nested(100_000), {"prompt": "a request"}])
     result = run_prefixlint("explain", "--log", deep, timeout=120)
     assert result.returncode == 0 and "1 line skipped (1 json-too-deep;" in result.stdout
     assert result.stderr == ""
+    alone = write(tmp_path / "alone.jsonl", [nested(100_000)])  # nothing else: no request read
+    result = run_prefixlint("explain", "--log", alone, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    assert "no readable request in this log: 1 line skipped (1 json-too-deep;" in result.stderr
     bomb = tmp_path / "bomb.jsonl.gz"
     deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
     bomb.write_bytes(b"".join(deflate.compress(b"\n" * (1 << 24)) for _ in range(8)) + deflate.flush())

@@ -86,9 +86,9 @@ def test_fix_with_unsafe_fixes_writes_the_fix_and_passes(clock: Path) -> None:
     assert code == 0, out
     assert clock.read_text(encoding="utf-8") == fixed_clock_text()
     lines = out.splitlines()
-    at = lines.index("Fixed 1 finding(s).")
+    at = lines.index("Fixed 1 finding.")
     assert lines[at + 1 : at + 3] == [f"- {clock}:", f"    1:8 PFX101 clock-in-prefix (unsafe): {HELP}"]
-    assert lines[0].startswith("No findings in 1 file(s)")
+    assert lines[0].startswith("No findings in 1 file")
     assert run(str(clock))[0] == 0  # green
 
 
@@ -99,7 +99,7 @@ def test_fixed_findings_do_not_fail_the_run_what_is_left_does(tmp_path: Path) ->
     assert code == 1
     findings = [line for line in out.splitlines() if line.startswith(str(tmp_path))]
     assert [f.split(": ")[1].split()[0] for f in findings] == ["PFX402"]
-    assert "Fixed 1 finding(s)." in out
+    assert "Fixed 1 finding." in out
     assert (tmp_path / "relocated.jinja").read_bytes() == (
         FIXTURES / "multiturn" / "system_in_last_user.jinja"
     ).read_bytes()
@@ -172,7 +172,7 @@ def test_add_noqa_suppresses_every_template_finding_without_changing_a_render(tm
     shutil.copytree(TEMPLATES / "tokenizer_config_list", tmp_path / "model")
     renders = {name: _render(tmp_path / name) for name in names}
     code, out = run(str(tmp_path), "--add-noqa")
-    assert (code, out) == (0, "Added 7 suppression(s) in 5 file(s).\n")
+    assert (code, out) == (0, "Added 7 suppressions in 5 files.\n")
     assert {name: _render(tmp_path / name) for name in names} == renders
     lines = (tmp_path / "clock_in_system.jinja").read_text(encoding="utf-8").splitlines()
     assert lines[2:4] == [
@@ -182,7 +182,7 @@ def test_add_noqa_suppresses_every_template_finding_without_changing_a_render(tm
     config = json.loads((tmp_path / "model" / "tokenizer_config.json").read_text(encoding="utf-8"))
     assert config["chat_template"][0]["template"].startswith("{# prefixlint: ignore[PFX101] #}")
     code, out = run(str(tmp_path))
-    assert code == 0 and out.startswith("No findings in 5 file(s)"), out
+    assert code == 0 and out.startswith("No findings in 5 files"), out
 
 
 def test_add_noqa_in_python_adds_to_the_line_or_the_file(tmp_path: Path) -> None:

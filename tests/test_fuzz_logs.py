@@ -1,5 +1,6 @@
 """Fuzzing `prefixlint explain`: whatever the log (or request file), the run ends with a report
-(exit 0, skips counted by reason) or a named whole-file error (exit 2) — never a traceback.
+(exit 0, skips counted by reason) or a named whole-file error (exit 2: a limit, or not one
+readable request) — never a traceback.
 
 The cases come from tests/hostile_logs.py, one per seed. The default run tries a short sample; the
 long run (`-m fuzz_long`: 10,000 logs, 500 request pairs, 10,000 Prometheus scrapes and server
@@ -28,7 +29,14 @@ from prefixlint.explain.server_inputs import InputError, parse_metrics
 
 LONG_LOGS = int(os.environ.get("PREFIXLINT_FUZZ_LOGS", "10000"))
 SECONDS_PER_INPUT = 30.0  # generous on a shared machine; the figures printed are the real ones
-WHOLE_FILE_LIMITS = ("limit ratio", "limit log_bytes", "limit seconds")
+# What ends a run on a whole file: a limit, or a log without one readable request.
+WHOLE_FILE_LIMITS = (
+    "limit ratio",
+    "limit log_bytes",
+    "limit seconds",
+    "no readable request in this log",
+    "no request in this log",
+)
 
 
 def run_explain(args: list[str]) -> tuple[int, str, str, float]:

@@ -122,7 +122,7 @@ def test_check_reports_the_clock_at_the_templates_line_with_the_gguf_tokenizer(t
     assert lines[0].startswith("tiny.gguf[chat_template.tool_use]:3:21: PFX101 clock-in-prefix: ")
     assert lines[1].startswith("tiny.gguf[chat_template]:3:21: PFX101 clock-in-prefix: ")
     assert "(printed at line 6)" in lines[1]
-    assert lines[-1] == f"Found 2 finding(s) in 2 file(s): 2 warning (tokenizer: {model.name})."
+    assert lines[-1] == f"Found 2 findings in 1 file: 2 warnings (tokenizer: {model.name})."
     assert result.stderr == ""
 
 
@@ -251,6 +251,13 @@ def test_ollama_model_not_pulled_is_a_clear_error(tmp_path: Path) -> None:
         f"ollama:absent:1b: not in the local Ollama store ({tmp_path}); `ollama pull absent:1b` first"
         in result.stderr
     )
+    # Checked, the same model is the same usage error (a path that does not exist), not a
+    # PFX001 finding: a broken input is a finding, a name that names nothing is not.
+    checked = run_prefixlint("check", "--no-cache", "ollama:absent:1b", env={"OLLAMA_MODELS": str(tmp_path)})
+    assert checked.returncode == 2, checked.stdout
+    assert "PFX001" not in checked.stdout and "not in the local Ollama store" in checked.stderr
+    misspelt = run_prefixlint("check", "ollama:../x", env={"OLLAMA_MODELS": str(tmp_path)})
+    assert misspelt.returncode == 2 and "not an Ollama model name" in misspelt.stderr
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("OLLAMA_MODELS", str(tmp_path))
         with pytest.raises(OllamaError, match="not in the local Ollama store"):
@@ -358,7 +365,7 @@ def test_diff_gates_each_template_of_a_gguf(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("model.gguf[chat_template]: cacheable prefix ")
     assert any("new finding PFX101 clock-in-prefix at line 3" in line for line in lines)
-    assert lines[-1].startswith("Compared 1 source(s) with HEAD")
+    assert lines[-1].startswith("Compared 1 source with HEAD")
 
 
 def test_explain_takes_a_gguf_as_template_and_tokenizer(tmp_path: Path) -> None:

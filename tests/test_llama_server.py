@@ -14,10 +14,7 @@ says so.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import time
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,6 +22,7 @@ import pytest
 from conftest import CORPUS, FIXTURES, needs_corpus, run_prefixlint
 from gguf_files import write_tiny_model
 from llama_server_build import server_binary
+from local_server import free_port, post, wait_healthy
 
 pytestmark = [pytest.mark.llama_server, needs_corpus]
 
@@ -70,20 +68,6 @@ def requests() -> list[tuple[str, dict]]:
     ]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def post(port: int, path: str, body: dict) -> dict:
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(), {"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(request, timeout=120) as response:
-        return json.loads(response.read())
-
-
 class Server:
     def __init__(self, binary: Path, model: Path, cache_ram: int, log: Path) -> None:
         self.port = free_port()
@@ -104,28 +88,21 @@ class Server:
         self.process = subprocess.Popen(
             command, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"llama-server exited with {self.process.returncode}; see {log}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"llama-server did not answer /health within 120 s; see {log}")
+        why = wait_healthy(self.process, self.port, 120, 0.3)
+        if why:
+            self.stop()
+            raise RuntimeError(f"llama-server {why}; see {log}")
 
     def send(self, endpoint: str, body: dict) -> tuple[int, int]:
         """(cached tokens, prompt tokens) the server reports for one request."""
         if endpoint == "completion":
-            out = post(
-                self.port, "/completion", {**body, "n_predict": 1, "cache_prompt": True, "temperature": 0}
-            )
+            body = {**body, "n_predict": 1, "cache_prompt": True, "temperature": 0}
+            out = post(self.port, "/completion", body, timeout=120)
             timings = out["timings"]
             return timings["cache_n"], timings["cache_n"] + timings["prompt_n"]
-        out = post(self.port, "/v1/chat/completions", {**body, "max_tokens": 1, "temperature": 0})
+        out = post(
+            self.port, "/v1/chat/completions", {**body, "max_tokens": 1, "temperature": 0}, timeout=120
+        )
         usage = out["usage"]
         return usage["prompt_tokens_details"]["cached_tokens"], usage["prompt_tokens"]
 

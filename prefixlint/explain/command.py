@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,8 @@ def run(
     limit: tuple[str, ...] = (),
     replicas: int | None = None,
     routing: str = "round-robin",
+    block_size: int | None = None,
+    workers: int | None = None,
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
     (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
@@ -149,6 +152,7 @@ def run(
 
         options = Options(tokenizer=tokenizer, engine=chosen[0].name, template_vars=template_vars)
         report = lint_paths([paths[0]], options)
+        _warn_unread(template_vars, [s.variables for s in report.sources])
         if fmt == "json":
             return json.dumps(narrate_json(report.sources), indent=2) + "\n"
         return narrate(report.sources)
@@ -161,6 +165,9 @@ def run(
 
     renderer = Renderer(chat_template, limits.request_bytes)
     renderer.template.extra_kwargs.update(template_vars)
+    # A template that does not compile is reported where it renders.
+    with contextlib.suppress(Exception):
+        _warn_unread(template_vars, [renderer.template.reads])
     if log is None:
         from prefixlint.explain.pair import explain_pair, pair_text
 
@@ -183,12 +190,13 @@ def run(
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
 
-    from prefixlint.explain.log import explain_log, log_text
+    from prefixlint.explain.log import explain_log, log_text, nothing_read
     from prefixlint.explain.observed import LogObservations, configured, findings
+    from prefixlint.explain.render_pool import RenderWorkerDied
     from prefixlint.explain.server import ServerArgsError, read_server
 
     try:
-        server, scrape = read_server(server_args, metrics)
+        server, scrape = read_server(server_args, metrics, _log_head(log, limits))
     except ServerArgsError as exc:
         raise ExplainError(str(exc)) from exc
     if server is not None and server.engine and not engines:
@@ -196,6 +204,8 @@ def run(
         known = load_engines()
         chosen = [known[server.engine]] + [e for e in chosen if e.name != server.engine]
     simulated = configured(chosen, server)
+    if block_size is not None:  # `--block-size` wins over what the server's settings say
+        simulated[0] = simulated[0].with_block(block_size)
     capacity = cache_tokens or (server.capacity_tokens if server else None)
     observations = LogObservations(simulated[0], chosen[0])
     try:
@@ -212,9 +222,15 @@ def run(
             observations=observations,
             replicas=replicas,
             routing=routing,
+            workers=workers,
         )
     except LogLimitError as exc:
         raise ExplainError(str(exc)) from exc
+    except RenderWorkerDied as exc:  # its message does not name the log
+        raise ExplainError(f"{log}: {exc}") from exc
+    unread = nothing_read(log, report)
+    if unread is not None:
+        raise ExplainError(unread)
     extra = findings(
         observations, report.engines, report.primary, server=server, metrics=scrape, prefill_rate=prefill_rate
     )
@@ -241,6 +257,47 @@ def run(
 
     head, tail = findings_text(extra, data)
     return head + log_text(report) + tail
+
+
+HEAD_LINES = 2000  # lines of a log read for a server's start-up lines
+
+
+def _log_head(path: str, limits: LogLimits) -> list[str]:
+    """The text lines (not JSON records) among the first HEAD_LINES of the log: where a server's own
+    log states its settings. None from a pipe: it can be read once, and the log's reading copies it
+    first (explain/log.py `_spooled`), so its start-up lines are not looked for."""
+    import os
+    import stat
+    from itertools import islice
+
+    from prefixlint.explain.reading import LogFile
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return []
+    except OSError:
+        return []  # not there: the log's own reading reports it
+    try:
+        with LogFile(path, Reading(limits)) as log:
+            return [
+                line.decode("utf-8", "replace")
+                for _, line in islice(log.lines(), HEAD_LINES)
+                if isinstance(line, bytes) and not line.lstrip().startswith((b"{", b"["))
+            ]
+    except LogLimitError:
+        return []  # the log's own reading reports it
+
+
+def _warn_unread(template_vars: dict[str, Any], reads: list[list[str] | None]) -> None:
+    """A warning on stderr for each `--var` the template does not read (a misspelt name)."""
+    if not template_vars or any(r is None for r in reads):
+        return
+    import sys
+
+    from prefixlint.jinja.template import unread_variables
+
+    for warning in unread_variables(list(template_vars), [r for r in reads if r is not None]):
+        sys.stderr.write(f"prefixlint: warning: {warning}\n")
 
 
 def _saved_ms(cause: Any, report: Any, rate: float | None) -> float | None:

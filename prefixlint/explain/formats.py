@@ -26,6 +26,7 @@ from typing import Any
 
 from prefixlint.explain.reading import DEFAULT_LIMITS, Skip, decode_json
 from prefixlint.explain.requests import (
+    Reply,
     Request,
     RequestError,
     is_anthropic_body,
@@ -164,11 +165,37 @@ def _ttft_seconds(data: dict[str, Any]) -> float | None:
     return None
 
 
+def _reply(data: dict[str, Any]) -> Reply | None:
+    """The first choice of a logged OpenAI-style response (chat `message.content` or completion
+    `text`), or None where the log has no response."""
+    response = data.get("response")
+    if isinstance(response, dict) and isinstance(response.get("body"), dict):
+        response = response["body"]  # OpenAI batch output nests the body
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
+        return None
+    choice = choices[0]
+    message = choice.get("message")
+    text = message.get("content") if isinstance(message, dict) else choice.get("text")
+    if not isinstance(text, str):
+        return None
+    ids = choice.get("token_ids")
+    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    return Reply(
+        text,
+        ids if isinstance(ids, list) and all(_int(i) is not None for i in ids) else None,
+        choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
+        choice.get("stop_reason"),
+        _int(usage.get("completion_tokens")),
+    )
+
+
 def _body(data: Any, index: int, interval: float, fmt: str) -> Request:
     request = parse_request(data, index, interval, anthropic=True if fmt == "anthropic" else None)
     if isinstance(data, dict):
         body = data.get("body", data.get("request", data))
         request.observed_prompt_tokens, request.observed_cached_tokens = usage_counts(_response_usage(data))
+        request.reply = _reply(data)
         request.ttft = _ttft_seconds(data)
         salt = body.get("cache_salt") if isinstance(body, dict) else None
         request.cache_salt = salt if isinstance(salt, str) and salt else None

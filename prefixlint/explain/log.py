@@ -3,6 +3,7 @@ and the cache simulation; cluster divergences into causes; re-simulate the top o
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -21,8 +22,10 @@ from prefixlint.explain.causes import (
     divergence_span,
     example_texts,
 )
-from prefixlint.explain.reading import Reading, Skip, utf8_len
+from prefixlint.explain.conversations import Conversations, conversations_text
+from prefixlint.explain.reading import LogLimitError, Reading, Skip, size_text, utf8_len
 from prefixlint.explain.render_pool import RenderPool
+from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
 from prefixlint.explain.routing import Routing, fallback_key
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
@@ -41,6 +44,7 @@ PROVISIONAL = 2048
 # ~400 bytes per token, and a prompt has at most one token per byte, so a batch stays under 1 GB.
 BATCH_BYTES = 1_000_000
 TRIM_AFTER_CHARS = 200_000  # a batch this large is followed by a malloc_trim (see _release_if_large)
+SHOWN_BREAKS = 5  # conversation breaks the text report shows (the JSON has them all)
 EXAMPLE_TOKENS = 8_192  # tokens kept of each cause's example prompt (the page's representative)
 
 
@@ -83,6 +87,7 @@ class LogReport:
     log_format: str | None = None
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     sample: dict[str, int] | None = None  # set when --max-requests stopped the reading
+    conversations: dict[str, Any] | None = None  # Conversations.to_json(): turns that break the prefix
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,6 +103,7 @@ class LogReport:
             "engines": self.engines,
             "routing": self.routing,
             "causes": [c.to_json(self.requests, self.primary) for c in self.causes],
+            "conversations": self.conversations,
         }
 
 
@@ -233,9 +239,85 @@ def explain_log(
     `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
     the tokenizer allows. `workers`: render processes (default: one per core for a large log).
     `replicas`: also simulate that many caches behind each routing policy (`routing` runs now)."""
-    import contextlib
-
     reading = reading or Reading()
+    with _spooled(path, reading) as readable:
+        try:
+            return _explain_file(
+                readable,
+                renderer,
+                tokenizer,
+                engines,
+                capacity=capacity,
+                top=top,
+                what_ifs=what_ifs,
+                interval=interval,
+                progress=progress,
+                segments=segments,
+                replicas=replicas,
+                routing=routing,
+                workers=workers,
+                reading=reading,
+                observations=observations,
+            )
+        except LogLimitError as exc:  # named by the file the user gave, not by its copy
+            raise LogLimitError(str(exc).replace(readable, path)) from exc
+
+
+@contextlib.contextmanager
+def _spooled(path: str, reading: Reading) -> Iterator[str]:
+    """`path` itself when it is a regular file; else (a pipe, `/dev/stdin`, `<(zcat …)`) a
+    temporary copy of what it gives, made once and removed afterwards: the what-if pass and a
+    start-over on whole prompts read the log again, and a pipe can be read only once. The copy is
+    of the bytes as they come (a gzip stream stays compressed), at most `log_bytes` of them."""
+    import os
+    import stat
+    import tempfile
+
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        regular = True  # not there: reading it reports that, naming the file
+    if regular:
+        yield path
+        return
+    limit = reading.limits.log_bytes
+    with tempfile.TemporaryDirectory(prefix="prefixlint-log-") as folder:
+        copy = os.path.join(folder, "log")
+        copied = 0
+        try:
+            with open(path, "rb") as source, open(copy, "wb") as target:
+                while chunk := source.read(1 << 20):
+                    copied += len(chunk)
+                    if limit and copied > limit:
+                        raise LogLimitError(
+                            f"{path}: more than {size_text(limit)} read from this pipe; stopped "
+                            "(limit log_bytes; raise it with --limit log_bytes=N)"
+                        )
+                    target.write(chunk)
+        except OSError as exc:
+            raise LogLimitError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+        yield copy
+
+
+def _explain_file(
+    path: str,
+    renderer: Renderer,
+    tokenizer: LoadedTokenizer,
+    engines: list[Engine],
+    *,
+    capacity: int | None,
+    top: int,
+    what_ifs: int,
+    interval: float,
+    progress: bool | None,
+    segments: str | None,
+    replicas: int | None,
+    routing: str,
+    workers: int | None,
+    reading: Reading,
+    observations: LogObservations | None,
+) -> LogReport:
+    """explain_log of a log on disk."""
     count = _workers(path, workers)
     with RenderPool(renderer, count) if count > 1 else contextlib.nullcontext() as pool:
         run = partial(
@@ -284,6 +366,7 @@ def _simulate(
     sim = Simulation(engines, capacity, counts=True)
     router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     clusters = Clusters()
+    conversations = Conversations()
     bar = Progress(os.path.getsize(path), progress)
 
     def decode(ids: list[int]) -> str:
@@ -293,7 +376,8 @@ def _simulate(
     early: list[Rendered] | None = []  # the prompts so far, until the provisional causes are chosen
     inline: WhatIfs | None = None
     for batch, encoded in _encoded(path, renderer, encoder, interval, reading, bar, pool):
-        for (number, rendered), tokens in zip(batch, encoded, strict=True):
+        replies = batch_replies(encoder, [r for _, r in batch])
+        for (number, rendered), tokens, reply in zip(batch, encoded, replies, strict=True):
             seq = tokens.ids
             seen: list[Divergence | None] = []
             match = sim.feed(
@@ -301,12 +385,15 @@ def _simulate(
                 lambda found, seq=seq, seen=seen: seen.append(
                     diverge(seq, found.length, sim.reference, found)
                 ),
+                reply=reply,
+                salt=rendered.request.cache_salt,
             )
             if observations is not None:
-                observations.add(rendered.request, seq, match.length)
+                observations.add(rendered.request, seq, match.length, sim, number)
             if router is not None:
                 request = rendered.request
                 router.feed(seq, request.session or fallback_key(request.messages, request.prompt))
+            conversations.feed(number, rendered, tokens)
             if first is None:
                 first = (rendered, tokens)
             div = seen[0]
@@ -355,7 +442,11 @@ def _simulate(
         report.sample = {"max_requests": reading.limits.requests, "stopped_at_line": reading.stopped_at}
     shown = causes[0].example_ids if causes else first[1].id_list()[:EXAMPLE_TOKENS] if first else []
     report.representative = _representative(sim, shown, decode, causes[0] if causes else None)
+    examples = [c.example_ids for c in causes] + ([first[1].id_list()[:EXAMPLE_TOKENS]] if first else [])
+    paths = [(ids, sim.reference.counts_along(pack(ids))) for ids in examples if ids]
+    report.representative["tree"] = _prefix_tree(paths, 0, decode)
     report.routing = router.summary() if router is not None else None
+    report.conversations = conversations.to_json()
     return report
 
 
@@ -418,9 +509,11 @@ class WhatIfs:
 
         if not self.patterns or not prompts:
             return
+        replies = batch_replies(encoder, prompts)
         for pattern, sim in zip(self.patterns, self.sims, strict=True):
-            for tokens in encoder.encode([move_span(r, pattern) for r in prompts]):
-                sim.feed(tokens.ids)
+            moved = encoder.encode([move_span(r, pattern) for r in prompts])
+            for tokens, reply, r in zip(moved, replies, prompts, strict=True):
+                sim.feed(tokens.ids, reply=reply, salt=r.request.cache_salt)
 
     def rates(self) -> dict[str, dict[str, float]]:
         return {
@@ -460,7 +553,50 @@ def _representative(
     }
 
 
+def _prefix_tree(
+    paths: list[tuple[list[int], list[int]]], start: int, decode: Callable[[list[int]], str]
+) -> list[dict[str, Any]]:
+    """Where the representative requests (each cause's example, the log's first request) branch:
+    the runs of tokens they share from `start`, each with how many requests of the log shared the
+    prompt up to its end and what follows it, widest branches first. `paths`: (ids, counts along)."""
+    groups: dict[int, list[tuple[list[int], list[int]]]] = {}
+    for ids, counts in paths:
+        if len(ids) > start:
+            groups.setdefault(ids[start], []).append((ids, counts))
+    nodes = []
+    for group in groups.values():
+        end = start + 1
+        while all(len(ids) > end for ids, _ in group) and len({ids[end] for ids, _ in group}) == 1:
+            end += 1
+        shared = max(counts[end - 1] if end - 1 < len(counts) else 0 for _, counts in group)
+        nodes.append(
+            {
+                "start": start,
+                "tokens": end - start,
+                "text": decode(group[0][0][start:end]),
+                "shared_by": shared,
+                "children": _prefix_tree(group, end, decode),
+            }
+        )
+    return sorted(nodes, key=lambda n: -n["shared_by"])
+
+
 __all__ = ["LogReport", "Request", "explain_log"]
+
+
+def nothing_read(path: str, report: LogReport) -> str | None:
+    """Why a log gave no request to explain, naming the file and the skip reasons (a usage error:
+    0 requests and a 0% hit rate would read like a real result); None when it gave some."""
+    if report.requests:
+        return None
+    if not report.skipped:
+        return f"{path}: no request in this log: it holds no line"
+    reasons = ", ".join(f"{n:,} {reason}" for reason, n in report.skipped_by_reason.items())
+    lines = "line" if report.skipped == 1 else "lines"
+    return (
+        f"{path}: no readable request in this log: {report.skipped:,} {lines} skipped ({reasons}; "
+        f"first: {report.skip_reasons[0]}); `--log-format` names the format when detection guesses wrong"
+    )
 
 
 def log_text(report: LogReport) -> str:
@@ -512,4 +648,6 @@ def log_text(report: LogReport) -> str:
                 f"{report.primary} hit rate {before:.1%} → {after:.1%}"
                 + (f", {saved:,.0f} ms less TTFT per request" if saved is not None else "")
             )
+    if report.conversations and report.conversations["count"]:
+        out += conversations_text(report.conversations, SHOWN_BREAKS)
     return "\n".join(out) + "\n"

@@ -15,11 +15,11 @@ from typing import Any
 from prefixlint.engines import Engine
 from prefixlint.explain.requests import DEFAULT_TEMPLATE_PATH, Request
 from prefixlint.explain.server import Metrics, ServerConfig
-from prefixlint.explain.simulate import RadixCache, pack
+from prefixlint.explain.simulate import Simulation
 
+MISMATCHES_KEPT = 20  # requests whose counts differ from the simulation's, listed in the report
 GAP = 0.10  # simulated minus observed hit rate beyond which the server itself is a cause
 MIN_GAIN = 0.01  # a server cause is reported when fixing it gains at least this hit rate
-_SALT_BASE = 0xFFFF0000  # salt namespaces as a leading pseudo token id no tokenizer uses
 
 
 def prefill_ms(tokens: float, rate: float) -> float:
@@ -48,15 +48,21 @@ class LogObservations:
     timed_seconds: float = 0.0
     timed_computed: int = 0  # prompt tokens the server computed (not from cache) on timed requests
     salts: dict[str, int] = field(default_factory=dict)
-    _salted: RadixCache | None = None
+    # Request by request, where the log says what the server did: requests whose prompt tokens and
+    # cached tokens the rendering and the simulation give exactly; requests whose prompt tokens differ
+    # (another template or tokenizer than the server's); the first requests that differ.
+    predicted_exactly: int = 0
+    prompt_tokens_differ: int = 0
+    mismatches: list[dict[str, int]] = field(default_factory=list)
 
     def reset(self) -> None:
         """Forget every request seen (the log is simulated again from its start)."""
         fresh = LogObservations(self.engine, self.baseline)
         self.__dict__.update(fresh.__dict__)
 
-    def add(self, request: Request, seq: bytes, shared: int) -> None:
-        """One request (packed token ids `seq`) that shares `shared` tokens with earlier ones."""
+    def add(self, request: Request, seq: bytes, shared: int, sim: Simulation, line: int = 0) -> None:
+        """One request (packed token ids `seq`) that shares `shared` tokens with earlier ones (unsalted),
+        just fed to `sim`, whose hits for it are the prediction; `line`: where the log has it."""
         n = len(seq) // 4
         self.requests += 1
         self.chat_requests += request.prompt is None
@@ -64,7 +70,10 @@ class LogObservations:
         hit = self.engine.cacheable(shared, n)
         self.hits += hit
         self.baseline_hits += self.baseline.cacheable(shared, n)
-        self.salted_hits += self._salted_hit(request.cache_salt, seq, n) if request.cache_salt else hit
+        name = self.engine.name
+        self.salted_hits += sim.last[name]  # the engine's own view: salts apart where it keeps them so
+        if request.cache_salt:
+            self.salts.setdefault(request.cache_salt, len(self.salts))
         prompt, cached = request.observed_prompt_tokens, request.observed_cached_tokens
         if prompt is not None and cached is None:
             self.usage_without_cache += 1
@@ -72,23 +81,29 @@ class LogObservations:
             self.observed_requests += 1
             self.observed_prompt += prompt
             self.observed_cached += min(cached, prompt)
+            self._compare(line, prompt, n, cached, sim.last_lru.get(name, sim.last[name]))
         if request.ttft is not None and request.ttft > 0:
             self.timed_requests += 1
             self.timed_seconds += request.ttft
             length = prompt if prompt is not None else n
             self.timed_computed += max(length - (cached or 0), 0)
 
-    def _salted_hit(self, salt: str, seq: bytes, n: int) -> int:
-        # Requests with a cache_salt reuse only requests with the same salt: their sequences are kept
-        # behind a per-salt leading id. (Unsalted requests are counted as simulated, which in a log
-        # mixing both slightly overstates their reuse of salted ones.)
-        if self._salted is None:
-            self._salted = RadixCache()
-        k = self.salts.setdefault(salt, len(self.salts))
-        keyed = pack([_SALT_BASE - k % _SALT_BASE]) + seq
-        shared = max(self._salted.match(keyed).length - 1, 0)
-        self._salted.insert(keyed)
-        return self.engine.cacheable(shared, n)
+    def _compare(self, line: int, prompt: int, tokens: int, cached: int, predicted: int) -> None:
+        """The server's counts for one request against the rendering and the simulation (its cache
+        of the server's size where one is given)."""
+        self.prompt_tokens_differ += prompt != tokens
+        if prompt == tokens and cached == predicted:
+            self.predicted_exactly += 1
+        elif len(self.mismatches) < MISMATCHES_KEPT:
+            self.mismatches.append(
+                {
+                    "line": line,
+                    "prompt_tokens": prompt,
+                    "simulated_prompt_tokens": tokens,
+                    "cached_tokens": cached,
+                    "simulated_cached_tokens": predicted,
+                }
+            )
 
     def rate(self, hits: int) -> float:
         return round(hits / self.tokens, 6) if self.tokens else 0.0
@@ -256,6 +271,9 @@ def findings(
             "prompt_tokens": obs.observed_prompt,
             "cached_tokens": obs.observed_cached,
             "requests_without_cached_tokens": obs.usage_without_cache,
+            "requests_predicted_exactly": obs.predicted_exactly,
+            "requests_prompt_tokens_differ": obs.prompt_tokens_differ,
+            "mismatches": obs.mismatches,
             "simulated_hit_rate": simulated,
         },
         ttft={
@@ -293,6 +311,21 @@ def findings_text(found: Findings, data: dict[str, Any]) -> tuple[str, str]:
             f"observed: the server reused {observed['hit_rate']:.1%} ({observed['source']}); "
             f"simulated {data['engine']}: {observed['simulated_hit_rate']:.1%}"
         )
+        tail.append(
+            f"  request by request: {observed['requests_predicted_exactly']:,} of {observed['requests']:,} "
+            "predicted exactly (prompt and cached tokens)"
+            + (
+                f"; {observed['requests_prompt_tokens_differ']:,} with other prompt tokens than the server's "
+                "(give the model's own template and tokenizer)"
+                if observed["requests_prompt_tokens_differ"]
+                else ""
+            )
+        )
+        for m in observed["mismatches"][:3]:
+            tail.append(
+                f"  line {m['line']:,}: the server cached {m['cached_tokens']:,} of {m['prompt_tokens']:,} "
+                f"tokens, simulated {m['simulated_cached_tokens']:,} of {m['simulated_prompt_tokens']:,}"
+            )
     elif observed["requests_without_cached_tokens"]:
         tail.append(
             f"observed: {observed['requests_without_cached_tokens']:,} requests' usage has no cached-token "

@@ -60,6 +60,27 @@ class Request:
     ttft: float | None = None
     cache_salt: str | None = None
     session: str | None = None  # the session/user/conversation id a session router would use
+    reply: Reply | None = None  # the server's reply, where the log has the response
+    # The body's `system`, `tools` and `messages` as the client sent them (content blocks,
+    # `cache_control`), for comparing a conversation's turns (explain/conversations.py); None where
+    # the log holds no body (vLLM lines, OTel spans). Never sent to a render worker.
+    body: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Render workers need what the template reads, not the raw body: do not pickle it twice.
+        return {k: v for k, v in self.__dict__.items() if k != "body"}
+
+
+@dataclass
+class Reply:
+    """What a logged response says the server generated: the text, its token ids where the server
+    returned them (vLLM's `return_token_ids`), why it stopped, and how many tokens it counted."""
+
+    text: str
+    token_ids: list[int] | None = None
+    finish_reason: str | None = None
+    stop_reason: Any = None  # vLLM: None for the end-of-sequence token, else the stop string or id
+    completion_tokens: int | None = None
 
 
 def _text_of(content: Any) -> Any:
@@ -212,6 +233,7 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
     _check_shape(body)
     kwargs = body.get("chat_template_kwargs") or {}
     tools = body.get("tools") or None
+    raw = {"system": body.get("system"), "tools": tools, "messages": body["messages"]}
     if anthropic if anthropic is not None else is_anthropic_body(body):
         messages, system_field = _anthropic_messages(body)
         if tools:
@@ -229,12 +251,18 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
                 for t in tools
             ]
         return Request(
-            messages, tools, kwargs=dict(kwargs), now=now, system_field=system_field, session=session
+            messages,
+            tools,
+            kwargs=dict(kwargs),
+            now=now,
+            system_field=system_field,
+            session=session,
+            body=raw,
         )
     messages = [
         {**m, "content": _text_of(m.get("content"))} if isinstance(m, dict) else m for m in body["messages"]
     ]
-    return Request(messages, tools, kwargs=dict(kwargs), now=now, session=session)
+    return Request(messages, tools, kwargs=dict(kwargs), now=now, session=session, body=raw)
 
 
 def read_request_file(path: str, limits: Any = DEFAULT_LIMITS) -> Request:

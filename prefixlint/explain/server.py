@@ -9,6 +9,10 @@ Read, never run: the command line is split like a shell would and its flags look
   enable_prefix_caching, num_gpu_blocks}`.
 - SGLang (`python -m sglang.launch_server`, `sglang serve`): `--disable-radix-cache`, `--page-size N`,
   `--max-total-tokens N`. Metrics: `sglang:cache_hit_rate`.
+- vLLM's own log (its start-up lines, read from the head of a `--log` that is vLLM's output): the
+  `non-default args: {…}` line (`block_size`, `num_gpu_blocks_override`, `enable_prefix_caching`),
+  the platform (`device_config=cpu` in the engine's config line, `Automatically detected platform
+  cuda`: the platform's default block, engine data) and `GPU KV cache size: N tokens`.
 - llama.cpp (`llama-server`): `--no-cache-prompt` / `--cache-prompt`, `-c/--ctx-size N`, and what
   its slots and prompt cache replay (prefixlint/explain/llamacpp.py): `-np/--parallel N`,
   `-cram/--cache-ram MIB`, `--slot-prompt-similarity F`, `--kv-unified`, `--no-cache-idle-slots`.
@@ -17,6 +21,8 @@ Read, never run: the command line is split like a shell would and its flags look
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,13 +42,14 @@ class ServerConfig:
     caching: bool = True
     block_size: int | None = None
     capacity_tokens: int | None = None
+    platform: str | None = None  # "cuda", "cpu", …: the default block where none is set
     source: dict[str, str] = field(default_factory=dict)  # setting -> the flag or metric that set it
     llama_server: dict[str, Any] = field(default_factory=dict)  # engines.ServerCache fields it sets
 
     def merge(self, other: ServerConfig) -> None:
         """Settings of `other` where this one has none (the command line wins over the metrics)."""
         self.engine = self.engine or other.engine
-        for name in ("block_size", "capacity_tokens"):
+        for name in ("block_size", "capacity_tokens", "platform"):
             if getattr(self, name) is None and getattr(other, name) is not None:
                 setattr(self, name, getattr(other, name))
                 self.source[name] = other.source[name]
@@ -54,9 +61,9 @@ class ServerConfig:
         llama-server's slot and prompt cache settings."""
         if self.llama_server and engine.server is not None:
             engine = replace(engine, server=replace(engine.server, **self.llama_server))
-        if self.block_size is None or self.block_size == engine.block_size:
-            return engine
-        return replace(engine, block_size=self.block_size, increment=self.block_size)
+        if self.platform is not None and self.block_size is None:
+            engine = engine.on_platform(self.platform)
+        return engine if self.block_size is None else engine.with_block(self.block_size)
 
 
 _PROGRAMS = (("vllm", "vllm"), ("sglang", "sglang"), ("llama-server", "llamacpp"), ("llama.cpp", "llamacpp"))
@@ -249,14 +256,52 @@ def metrics_from(data: bytes, name: str = "--metrics") -> Metrics:
     return out
 
 
-def read_server(command: str | None, metrics_path: str | None) -> tuple[ServerConfig | None, Metrics | None]:
-    """The server's settings from its command line and its metrics (the command line wins where
-    both say), and the metrics themselves; (None, None) when neither is given."""
+_NON_DEFAULT = re.compile(r"non-default args: \{(?P<args>.*)\}")
+_ARG = re.compile(r"'(block_size|num_gpu_blocks_override|enable_prefix_caching)': (\d+|True|False)")
+_PLATFORM = re.compile(r"Automatically detected platform (\w+)|\bdevice_config=(\w+)")
+_KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+
+
+def vllm_log_config(lines: Iterable[str]) -> ServerConfig | None:
+    """The cache settings vLLM's start-up lines state (None where no line says any)."""
+    config = ServerConfig(engine="vllm")
+    override: int | None = None
+    for line in lines:
+        if "non-default args" in line and (found := _NON_DEFAULT.search(line)):
+            for name, value in _ARG.findall(found["args"]):
+                if name == "block_size" and value.isdigit() and int(value) > 0:
+                    config.block_size, config.source["block_size"] = int(value), f"log: 'block_size': {value}"
+                elif name == "num_gpu_blocks_override" and value.isdigit() and int(value) > 0:
+                    override = int(value)
+                elif name == "enable_prefix_caching" and value in ("True", "False"):
+                    config.caching = value == "True"
+                    config.source["caching"] = f"log: 'enable_prefix_caching': {value}"
+        elif (found := _PLATFORM.search(line)) and config.platform is None:
+            config.platform = found[1] or found[2]
+            config.source["platform"] = f"log: {found[0]}"
+        elif (found := _KV_TOKENS.search(line)) and config.capacity_tokens is None:
+            config.capacity_tokens = int(found[1].replace(",", ""))
+            config.source["capacity_tokens"] = f"log: {found[0]}"
+    if override is not None:  # the blocks the server was told to use, whatever it found room for
+        size = config.block_size or 16
+        config.capacity_tokens = override * size
+        config.source["capacity_tokens"] = f"log: 'num_gpu_blocks_override': {override} × block size {size}"
+    return config if config.source else None
+
+
+def read_server(
+    command: str | None, metrics_path: str | None, log_head: Iterable[str] = ()
+) -> tuple[ServerConfig | None, Metrics | None]:
+    """The server's settings from its command line, its metrics and its log's start-up lines
+    (`log_head`; the command line wins where several say, then the metrics), and the metrics
+    themselves; (None, None) when none is given."""
     server = parse_server_args(command) if command else None
     scrape = read_metrics(metrics_path) if metrics_path else None
-    if scrape is not None:
+    for config in (scrape.config if scrape is not None else None, vllm_log_config(log_head)):
+        if config is None:
+            continue
         if server is None:
-            server = scrape.config
+            server = config
         else:
-            server.merge(scrape.config)
+            server.merge(config)
     return server, scrape

@@ -8,13 +8,20 @@ OpenAI) applied to the longest prefix it shares with the cache.
 
 For vLLM this equals chained block hashing: a block's hash covers every token before it, so the
 cached blocks a request finds are exactly the whole blocks of its longest common prefix with some
-earlier request. With a capacity (LRU by tokens), the least recently used leaves are evicted first,
-as SGLang evicts radix leaves and vLLM frees a sequence's tail blocks before its head. Every cache
-here has a capacity (the reference one a large default), so memory stays flat as the log grows.
+earlier request. With a capacity, each engine replays its own eviction (engine data `eviction`):
+SGLang's radix tree drops whole leaves, least recently used first; vLLM's block pool is replayed
+block by block (explain/blockpool.py). Every cache here has a capacity (the reference one a large
+default), so memory stays flat as the log grows.
+
+What a request leaves in the cache is its prompt and, for an engine that keeps it (`reply_cached`),
+the reply's tokens that were computed (a log's responses: explain/replies.py). An engine that honours
+`cache_salt` reuses only requests with the same salt. Engines that differ in either see their own
+tree, split from the reference only when the log first has a reply or a salt.
 """
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from array import array
 from collections.abc import Callable
@@ -24,6 +31,19 @@ from typing import Protocol
 from prefixlint.engines import Engine
 
 _W = 4  # bytes per packed token id
+_SALT_BIT = 0x80000000  # salt pseudo tokens: ids no tokenizer has
+
+
+def salt_token(salt: str) -> int:
+    """The pseudo token id that stands for one `cache_salt` value ahead of a salted sequence (a
+    hash: memory stays flat with a salt per request; two salts sharing an id is a 1 in 2^31 chance)."""
+    digest = hashlib.blake2b(salt.encode("utf-8", "surrogatepass"), digest_size=4).digest()
+    return _SALT_BIT | (int.from_bytes(digest, "big") & 0x7FFFFFFF)
+
+
+def salted(seq: bytes, salt: str | None) -> bytes:
+    """`seq` keyed by its salt: salted sequences share nothing with unsalted or other salts' ones."""
+    return seq if salt is None else pack([salt_token(salt)]) + seq
 
 
 def pack(ids: list[int]) -> bytes:
@@ -77,19 +97,26 @@ class PrefixCache(Protocol):
 
     tokens: int  # tokens held now
 
-    def lookup(self, seq: bytes) -> int:
-        """Tokens of packed `seq`'s longest prefix the cache holds."""
+    def lookup(self, seq: bytes, salt: str | None = None) -> int:
+        """Tokens of packed `seq`'s longest prefix the cache holds (for requests of `salt`)."""
         ...
 
-    def insert(self, seq: bytes) -> None: ...
+    def insert(self, seq: bytes, prompt_tokens: int | None = None, salt: str | None = None) -> None:
+        """One request served: `seq` is what it leaves (its prompt, then any reply tokens kept),
+        `prompt_tokens` the prompt's length."""
+        ...
 
 
 class RadixCache:
-    """Token sequences sharing prefixes; optional capacity in tokens with LRU eviction of leaves."""
+    """Token sequences sharing prefixes; optional capacity in tokens with LRU eviction of leaves.
+    With `page` > 1 (SGLang's page_size) it matches, splits and keys children by whole pages, as
+    SGLang's tree does, and holds only whole pages."""
 
-    def __init__(self, capacity: int | None = None, counts: bool = False) -> None:
+    def __init__(self, capacity: int | None = None, counts: bool = False, page: int = 1) -> None:
         self.root = _Node()
         self.capacity = capacity
+        self.page = page
+        self._unit = page * _W  # bytes of one page: the key of a child, the step of a match
         self.tokens = 0  # tokens held
         self.counts = counts
         self._clock = 0
@@ -99,17 +126,24 @@ class RadixCache:
         self._lru: list[tuple[int, int, _Node]] = []
         self._pushes = 0
 
-    def lookup(self, seq: bytes) -> int:
-        return self.match(seq).length
+    def lookup(self, seq: bytes, salt: str | None = None) -> int:
+        if salt is None:
+            return self.match(seq).length
+        return max(self.match(salted(seq, salt)).length - 1, 0)
+
+    def _common(self, label: bytes, seq: bytes, pos: int) -> int:
+        """Whole tokens (whole pages) `label` shares with `seq[pos:]`."""
+        k = common_bytes_prefix(label, seq, pos)
+        return k - k % self.page
 
     def match(self, seq: bytes) -> Match:
-        node, pos = self.root, 0
+        node, pos, unit = self.root, 0, self._unit
         while pos < len(seq):
-            edge = node.edges.get(seq[pos : pos + _W])
+            edge = node.edges.get(seq[pos : pos + unit])
             if edge is None:
                 return Match(pos // _W, node, b"")
             label, child = edge
-            k = common_bytes_prefix(label, seq, pos)
+            k = self._common(label, seq, pos)
             pos += k * _W
             if k * _W < len(label):
                 return Match(pos // _W, child, label[k * _W :])
@@ -127,7 +161,46 @@ class RadixCache:
             size += len(label)
         return b"".join(parts)[: limit * _W]
 
-    def insert(self, seq: bytes) -> None:
+    def insert(self, seq: bytes, prompt_tokens: int | None = None, salt: str | None = None) -> None:
+        """Add `seq`. With a capacity and `prompt_tokens` it is served as SGLang serves a request: the
+        hit (the prompt but its last token) is locked, leaves are evicted until the free room holds
+        every token after the hit, then it is inserted. Without `prompt_tokens`, it is inserted and
+        leaves are evicted down to the capacity."""
+        if salt is not None:
+            seq = salted(seq, salt)
+            prompt_tokens = None if prompt_tokens is None else prompt_tokens + 1
+        unit = self._unit
+        if self.page > 1:
+            seq = seq[: len(seq) // unit * unit]
+        if self.capacity is None or prompt_tokens is None:
+            leaf = self._place(seq)
+            if self.capacity is not None:
+                if leaf is not None:
+                    self._push(leaf)
+                self._evict()
+            return
+        hit = self.match(seq[: max(prompt_tokens - 1, 0) * _W]).length
+        touched = self._place(seq[: hit * _W])  # split where the hit ends, as SGLang's match does
+        if touched is not None:
+            self._push(touched)
+        locked = self._path(seq[: hit * _W])
+        self._evict(room=len(seq) // _W - hit, locked=locked)
+        leaf = self._place(seq)
+        if leaf is not None:
+            self._push(leaf)
+
+    def _path(self, seq: bytes) -> set[int]:
+        """ids of the nodes `seq` passes through (it ends at a node)."""
+        out, node, pos = set(), self.root, 0
+        while pos < len(seq):
+            label, node = node.edges[seq[pos : pos + self._unit]]
+            out.add(id(node))
+            pos += len(label)
+        return out
+
+    def _place(self, seq: bytes) -> _Node | None:
+        """Put `seq` in the tree, its path stamped as just used; the node it ends at if a leaf."""
+        unit = self._unit
         self._clock += 1
         stamp = self._clock
         node, pos = self.root, 0
@@ -135,7 +208,7 @@ class RadixCache:
         if self.counts:
             node.count += 1
         while pos < len(seq):
-            key = seq[pos : pos + _W]
+            key = seq[pos : pos + unit]
             edge = node.edges.get(key)
             if edge is None:
                 child = _Node(node, key)
@@ -148,25 +221,43 @@ class RadixCache:
                     node.count += 1
                 break
             label, child = edge
-            k = common_bytes_prefix(label, seq, pos)
+            k = self._common(label, seq, pos)
             if k * _W < len(label):  # split the edge where the sequence leaves it
                 middle = _Node(node, key)
                 middle.count, middle.stamp = child.count, child.stamp
                 rest = label[k * _W :]
-                middle.edges[rest[:_W]] = (rest, child)
-                child.parent, child.key = middle, rest[:_W]
+                middle.edges[rest[:unit]] = (rest, child)
+                child.parent, child.key = middle, rest[:unit]
                 node.edges[key] = (label[: k * _W], middle)
                 self._nodes += 1
+                # SGLang stamps the edge it reached before splitting it: both halves are just used.
+                child.stamp = stamp
+                if self.capacity is not None and not child.edges:
+                    self._push(child)
                 child = middle
             pos += k * _W
             node = child
             node.stamp = stamp
             if self.counts:
                 node.count += 1
-        if self.capacity is not None:
-            if not node.edges and node is not self.root:
-                self._push(node)
-            self._evict()
+        return node if not node.edges and node is not self.root else None
+
+    def copy(self, counts: bool = False) -> RadixCache:
+        """An independent tree holding the same sequences with the same last uses (a view of the
+        cache that starts to differ from here on)."""
+        out = RadixCache(self.capacity, counts and self.counts, self.page)
+        out.tokens, out._clock, out._nodes = self.tokens, self._clock, self._nodes
+        stack = [(self.root, out.root)]
+        while stack:
+            old, new = stack.pop()
+            new.count, new.stamp = (old.count if out.counts else 0), old.stamp
+            for key, (label, child) in old.edges.items():
+                twin = _Node(new, key)
+                new.edges[key] = (label, twin)
+                stack.append((child, twin))
+            if out.capacity is not None and not old.edges and old is not self.root:
+                out._push(new)
+        return out
 
     def _push(self, node: _Node) -> None:
         self._pushes += 1
@@ -180,13 +271,18 @@ class RadixCache:
         stamp, _, node = entry
         return node.stamp == stamp and node.parent is not None and not node.edges
 
-    def _evict(self) -> None:
+    def _evict(self, room: int = 0, locked: set[int] | None = None) -> None:
+        """Evict least recently used leaves until `room` tokens are free, never a `locked` node."""
         assert self.capacity is not None
-        while self.tokens > self.capacity and self._lru:
+        kept = []
+        while self.tokens > self.capacity - room and self._lru:
             entry = heapq.heappop(self._lru)
             if not self._live(entry):
                 continue
             leaf = entry[2]
+            if locked and id(leaf) in locked:
+                kept.append(entry)
+                continue
             parent = leaf.parent
             assert parent is not None
             label, _ = parent.edges.pop(leaf.key)
@@ -195,6 +291,8 @@ class RadixCache:
             leaf.parent = None
             if parent is not self.root and not parent.edges:
                 self._push(parent)  # a leaf now, as old as its own last use
+        for entry in kept:
+            heapq.heappush(self._lru, entry)
 
     def counts_along(self, seq: bytes) -> list[int]:
         """For each token of `seq`, how many requests shared the prefix up to and including it."""
@@ -238,10 +336,23 @@ class EngineTally:
 REFERENCE_TOKENS = 8_000_000
 
 
+def engine_cache(engine: Engine, capacity: int) -> PrefixCache:
+    """The cache of `capacity` tokens one server of `engine` runs, with its own eviction."""
+    if engine.eviction == "block-pool":
+        from prefixlint.explain.blockpool import BlockPool
+
+        return BlockPool(capacity, engine.block_size)
+    return RadixCache(capacity, page=engine.block_size)
+
+
 class Simulation:
     """Replays requests through a reference cache (shared by every engine: each applies its own
-    rule to the same longest prefix) and, given a capacity, one LRU cache per engine (an engine
-    keeps only what it can reuse: whole blocks), each built by `cache_model(capacity)`."""
+    rule to the same longest prefix) and, given a capacity, one cache of that size per engine with
+    the engine's own eviction (`cache_model(engine, capacity)`).
+
+    The reference holds what the first engine keeps of a request, unsalted: the prompt, and the
+    reply where that engine keeps it. An engine that keeps more or less, or honours `cache_salt`,
+    matches in its own view, a copy of the reference made when a request first differs for it."""
 
     def __init__(
         self,
@@ -249,39 +360,78 @@ class Simulation:
         capacity: int | None = None,
         counts: bool = False,
         keep_hits: bool = False,
-        cache_model: Callable[[int], PrefixCache] = RadixCache,
+        cache_model: Callable[[Engine, int], PrefixCache] = engine_cache,
         reference_tokens: int = REFERENCE_TOKENS,
     ) -> None:
         self.reference = RadixCache(reference_tokens, counts=counts)
         self.engines = engines
         self.tallies = {e.name: EngineTally(e) for e in engines}
         self.lru: dict[str, tuple[PrefixCache, EngineTally]] = (
-            {e.name: (cache_model(capacity), EngineTally(e, capacity)) for e in engines} if capacity else {}
+            {e.name: (cache_model(e, capacity), EngineTally(e, capacity)) for e in engines}
+            if capacity
+            else {}
         )
         self.requests = 0
         self.tokens = 0
         self.keep_hits = keep_hits
         # An engine that reuses only what its server still holds (llama-server's slots) replays it.
         self.servers = {e.name: e.server.model() for e in engines if e.server is not None}
+        self._reply = bool(engines) and engines[0].reply_cached  # what the reference keeps
+        self._views: dict[tuple[bool, bool], RadixCache] = {}  # (keeps replies, salts) -> its own tree
+        # The last request's hit tokens per engine: unbounded, and in the cache of the capacity.
+        self.last: dict[str, int] = {}
+        self.last_lru: dict[str, int] = {}
 
-    def feed(self, ids: list[int] | bytes, inspect: Callable[[Match], None] | None = None) -> Match:
+    def _view(self, engine: Engine, reply: bool, salt: bool) -> RadixCache:
+        """The tree `engine` matches in: the reference, until a request differs for it."""
+        key = (engine.reply_cached, engine.cache_salt)
+        view = self._views.get(key)
+        if view is None:
+            if (reply and key[0] != self._reply) or (salt and key[1]):
+                view = self._views[key] = self.reference.copy()
+            else:
+                return self.reference
+        return view
+
+    def feed(
+        self,
+        ids: list[int] | bytes,
+        inspect: Callable[[Match], None] | None = None,
+        reply: list[int] | bytes = b"",
+        salt: str | None = None,
+    ) -> Match:
         """One request, in arrival order; returns its longest prefix shared with an earlier one.
-        `inspect` sees that match while the cache still holds only earlier requests."""
+        `inspect` sees that match while the cache still holds only earlier requests. `reply`: the
+        reply's tokens the engine computed (all but the last generated); `salt`: its cache_salt."""
         seq = ids if isinstance(ids, bytes) else pack(ids)
+        tail = reply if isinstance(reply, bytes) else pack(reply)
         n = len(seq) // _W
         found = self.reference.match(seq)
         if inspect is not None:
             inspect(found)
+        views: dict[int, tuple[RadixCache, bool, str | None]] = {}
         for name, tally in self.tallies.items():
+            engine = tally.engine
             server = self.servers.get(name)
-            tally.record(found.length if server is None else server.feed(seq), n, self.keep_hits)
-        for cache, tally in self.lru.values():
-            # An engine with blocks only ever holds (and so only matches) whole blocks.
-            shared = cache.lookup(seq)
-            tally.record(shared, n, self.keep_hits)
-            size = tally.engine.block_size
-            cache.insert(seq[: n // size * size * _W])
-        self.reference.insert(seq)
+            if server is not None:
+                shared = server.feed(seq)
+            else:
+                view = self._view(engine, bool(tail), salt is not None)
+                if view is self.reference:
+                    shared = found.length
+                else:
+                    own_salt = salt if engine.cache_salt else None
+                    views[id(view)] = (view, engine.reply_cached, own_salt)
+                    shared = view.lookup(seq, own_salt)
+            self.last[name] = tally.record(shared, n, self.keep_hits)
+        for name, (cache, tally) in self.lru.items():
+            engine = tally.engine
+            own_salt = salt if engine.cache_salt else None
+            self.last_lru[name] = tally.record(cache.lookup(seq, own_salt), n, self.keep_hits)
+            cache.insert(seq + tail if engine.reply_cached else seq, n, own_salt)
+        for view, keeps_reply, own_salt in views.values():
+            view.insert(seq + tail if keeps_reply else seq, salt=own_salt)
+        self.reference.insert(seq + tail if self._reply else seq)
         self.requests += 1
         self.tokens += n
         return found

@@ -32,6 +32,7 @@ from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.rules import engine_losses
 from prefixlint.severity import Cost
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
+from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -236,7 +237,7 @@ def _ahead(div: Divergence) -> str:
     if div.lost == 0 and div.markers:
         return "ahead of only the turn markers in front of the user's text (nothing shareable)"
     markers = " and the turn markers in front of the user's text" if div.markers else ""
-    return f"ahead of {div.lost:,} static tokens{markers}"
+    return f"ahead of {counted(div.lost, 'static token')}{markers}"
 
 
 def _variant_label(r: Render) -> str:

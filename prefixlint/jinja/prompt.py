@@ -46,6 +46,7 @@ from prefixlint.jinja.tracer import TracedRender, TracedTemplate, TracingLoader
 from prefixlint.jinja.variables import clock_named, provenance_code, sample_values
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
+from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -298,14 +299,14 @@ def _finding(
         severity = min(severity, Severity.WARNING)
         what = (
             f"`{v.name}` is named like the current date or time: filled in per request, it is rendered "
-            f"at token {t:,}, ahead of {lost:,} static tokens that are computed again whenever it changes "
-            "(where its value comes from is not visible here)"
+            f"at token {t:,}, ahead of {counted(lost, 'static token')} that {'is' if lost == 1 else 'are'} "
+            "computed again whenever it changes (where its value comes from is not visible here)"
         )
     else:
         kind = {"PFX102": "an id", "PFX104": "a per-machine value", "PFX105": "per-request input"}[v.code]
         what = (
             f"`{v.name}` (template variable, {kind} by its name) is rendered at token {t:,}, ahead of "
-            f"{lost:,} static tokens; a different value per request makes them all uncacheable"
+            f"{counted(lost, 'static token')}; a different value per request makes them all uncacheable"
         )
     start = end - len(tail)
     cost = Cost(t, lost, len(base.ids), (base.text[:d], base.text[start:end], base.text))

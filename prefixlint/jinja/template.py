@@ -40,6 +40,27 @@ ENV_GLOBALS = frozenset(
 _UNDEFINED = re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' is undefined")
 
 
+def unread_variables(given: list[str], reads: list[list[str]]) -> list[str]:
+    """A warning for each `--var` name that no template checked reads (`reads`: each template's
+    variables), naming the ones they do read and the closest to a misspelt name."""
+    import difflib
+
+    known = sorted({n for names in reads for n in names})
+    out = []
+    for name in given:
+        if name in known:
+            continue
+        if not reads:
+            out.append(f"--var {name}: no template was checked, so nothing reads it")
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f"; did you mean `{close[0]}`?" if close else ""
+        listed = ", ".join(known[:20]) + (", …" if len(known) > 20 else "") if known else "none"
+        noun = "the template reads" if len(reads) == 1 else "the templates read"
+        out.append(f"--var {name}: no template checked reads `{name}`{hint} ({noun}: {listed})")
+    return out
+
+
 @dataclass
 class ChatTemplate:
     """One chat template. `line_offset`/`fixed_line` map template lines to lines of the file that
@@ -109,6 +130,13 @@ class ChatTemplate:
             and not n.endswith("_token")
             and n != "additional_special_tokens"
         )
+
+    @property
+    def reads(self) -> list[str]:
+        """The variables a caller can set (`--var`): everything the template reads that the
+        environment does not define. Raises what compiling raises."""
+        names = self.traced.undeclared
+        return sorted(n for n in names if n not in ENV_GLOBALS and n not in self.env.globals)
 
     @cached_property
     def controls(self) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ from prefixlint.model import Diagnostic, Severity, Span
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
 from prefixlint.rules import RULES, TOKENIZER_DEPENDS_NOTE, loss_severity
+from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.engines import Engine
@@ -270,8 +271,8 @@ def _diagnostic(
     if ev.after or ev.unseen:
         least = "at least " if ev.unseen else ""
         message = (
-            f"{what} is ahead of {least}{tokens} static tokens of {where}: they cannot be served from "
-            "the prefix cache"
+            f"{what} is ahead of {least}{counted(tokens, 'static token')} of {where}: "
+            f"{'it cannot' if tokens == 1 and not least else 'they cannot'} be served from the prefix cache"
         )
         before = _tokens(ev.before, count)
         lost = _costs_a_block(before, tokens, engine, any_alignment=False)

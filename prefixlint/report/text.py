@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.model import Diagnostic, Fix
+from prefixlint.model import Diagnostic, Fix, SourceResult
+from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.api import Report
@@ -43,11 +44,11 @@ def _fixable_counts(report: Report) -> tuple[int, int]:
 
 
 def render_fix_summary(report: Report, show_fixes: bool) -> str:
-    """What `--fix` wrote (`Fixed N finding(s).`, listed per file with `show_fixes`), or, without
+    """What `--fix` wrote (`Fixed N findings.`, listed per file with `show_fixes`), or, without
     it, what it would fix: ruff's `[*] N fixable with the --fix option` line."""
     lines = []
     if report.fixed:
-        lines.append(f"Fixed {len(report.fixed)} finding(s).")
+        lines.append(f"Fixed {counted(len(report.fixed), 'finding')}.")
         if show_fixes:
             for path in dict.fromkeys(a.path for a in report.fixed):
                 lines.append(f"- {path}:")
@@ -80,20 +81,32 @@ def render_fix_summary(report: Report, show_fixes: bool) -> str:
 
 def _summary(report: Report) -> str:
     diagnostics = report.diagnostics
-    files = len({s.path for s in report.sources})
-    skipped = len({s.path for s in report.sources if s.kind == "not_prompt"})
+    # A GGUF's templates are sources of one file (`model.gguf[chat_template]`, `[…tool_use]`).
+    paths = {_file_of(s) for s in report.sources}
+    skipped = len({_file_of(s) for s in report.sources if s.kind == "not_prompt"})
     if skipped:  # documentation, web pages, scaffolding: prefixlint/jinja/classify.py
-        files = f"{files - skipped} file(s); {skipped} skipped as not prompts (see --show-files)"
+        files = (
+            f"{counted(len(paths) - skipped, 'file')}; {skipped:,} skipped as not prompts (see --show-files)"
+        )
     else:
-        files = f"{files} file(s)"
+        files = counted(len(paths), "file")
     tokenizer = _tokenizers_used(report)
     if not diagnostics:
         return f"No findings in {files} ({tokenizer})."
     counts: dict[str, int] = {}
     for d in diagnostics:
         counts[d.severity.label] = counts.get(d.severity.label, 0) + 1
-    parts = ", ".join(f"{n} {label}" for label, n in sorted(counts.items()))
-    return f"Found {len(diagnostics)} finding(s) in {files}: {parts} ({tokenizer})."
+    parts = ", ".join(
+        counted(n, label, "info" if label == "info" else None) for label, n in sorted(counts.items())
+    )
+    return f"Found {counted(len(diagnostics), 'finding')} in {files}: {parts} ({tokenizer})."
+
+
+def _file_of(source: SourceResult) -> str:
+    """The file a result comes from: `model.gguf[chat_template]` is a template of `model.gguf`."""
+    if source.kind == "gguf" and source.path.endswith("]"):
+        return source.path.rsplit("[", 1)[0]
+    return source.path
 
 
 def _tokenizers_used(report: Report) -> str:

@@ -1,0 +1,133 @@
+"""A one-file pre-commit run beside the floor of its imports, measured in one run. Prints figures;
+run by hand (not by the test suite):
+
+    python bench/hook.py [--runs 5] [--source CHECKOUT]
+
+The floor is `python -c "import click, jinja2, libcst, tokenizers"`: the libraries a run needs,
+imported and nothing done. The hook runs are `prefixlint check --force-exclude FILE` in a fresh git
+repository holding a Python file and a chat template, each with a finding (copies of
+fixtures/python/openai_alias_clock.py and fixtures/templates/clock_in_system.jinja), with the
+cache in a temporary folder:
+
+- cold: `--no-cache`, the tokenizer loaded (the first run on a machine);
+- edited, prompt text the same: a new comment appended before each run, so neither the replayed
+  run nor the result cache can answer, and only the encodings remembered by the last run can
+  (prefixlint/token_memo.py): the usual hook run;
+- edited, prompt text changed: a word of the prompt changed before each run, so the tokenizer
+  must load for the new text.
+
+Each figure is the best of `--runs` runs, in CPU seconds (user + system, the process and its
+helpers): the machine may be shared, and CPU time says what wall time cannot. The last lines
+check that the edited runs report what a cold run reports for the same file (JSON, byte for
+byte) and give each hook time as a multiple of the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+PY = sys.executable
+FLOOR = "import click, jinja2, libcst, tokenizers"
+
+
+def cpu_of(
+    args: list[str], env: dict[str, str], cwd: Path | None = None, expect: int = 1
+) -> tuple[float, float, str]:
+    """(CPU seconds, wall seconds, stdout) of one command (its helpers included: it reaps them),
+    which must exit `expect` (1: it found the finding)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != expect:
+        raise SystemExit(f"exit {proc.returncode}, not {expect}: {' '.join(args)}")
+    return usage.ru_utime + usage.ru_stime, wall, out.decode()
+
+
+def best(runs: list[tuple[float, float, str]]) -> tuple[float, float]:
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--source", type=Path, default=REPO, help="the prefixlint checkout to time")
+    args = parser.parse_args()
+    # As an installed tool runs: with compiled bytecode, this checkout's package first.
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PREFIXLINT_CACHE_DIR")
+    }
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.source.resolve()), env.get("PYTHONPATH")]))
+    subprocess.run([PY, "-m", "compileall", "-q", str(args.source / "prefixlint")], check=True, env=env)
+    print(
+        f"# one-file hook runs beside the import floor, best of {args.runs}; {os.cpu_count()} cores",
+        flush=True,
+    )
+    print(f"# {PY}, prefixlint from {args.source.resolve()}", flush=True)
+    floor = best([cpu_of([PY, "-c", FLOOR], env, expect=0) for _ in range(args.runs)])
+    print(f"  {'import floor':<44} {floor[0]:6.3f} s CPU {floor[1]:6.3f} s wall  $ python -c {FLOOR!r}")
+    with tempfile.TemporaryDirectory(prefix="prefixlint-hook-") as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        cases = {
+            "app.py": (REPO / "fixtures/python/openai_alias_clock.py", "# edit {k}\n", "Answer in English"),
+            "chat.jinja": (
+                REPO / "fixtures/templates/clock_in_system.jinja",
+                "{{# edit {k} #}}\n",
+                "travel company",
+            ),
+        }
+        env["PREFIXLINT_CACHE_DIR"] = str(Path(tmp) / "cache")
+        ratios = []
+        for name, (fixture, comment, word) in cases.items():
+            path = repo / name
+            shutil.copy(fixture, path)
+            original = path.read_text(encoding="utf-8")
+            hook = [PY, "-m", "prefixlint", "check", "--force-exclude", name]
+            coldrun = best([cpu_of([*hook, "--no-cache"], env, repo) for _ in range(args.runs)])
+            cpu_of(hook, env, repo)  # the run before the edit, as the last commit's hook run
+            same = []
+            for k in range(args.runs):
+                with path.open("a", encoding="utf-8") as fh:
+                    fh.write(comment.format(k=k))
+                same.append(cpu_of(hook, env, repo))
+            same_best = best(same)
+            changed = []
+            for k in range(args.runs):
+                path.write_text(original.replace(word, f"{word} ({k})"), encoding="utf-8")
+                changed.append(cpu_of(hook, env, repo))
+            changed_best = best(changed)
+            # The verdicts: a hook run of an edited file reports what a cold run of it reports.
+            path.write_text(original + comment.format(k="last"), encoding="utf-8")
+            json_args = [*hook[:-1], "--format", "json", name]
+            warm_json = cpu_of(json_args, env, repo)[2]
+            cold_json = cpu_of([*json_args, "--no-cache"], env, repo)[2]
+            verdict = "same as cold" if warm_json == cold_json else "DIFFERS from cold"
+            for label, figure in (
+                (f"{name}: cold (--no-cache)", coldrun),
+                (f"{name}: edited, prompt text the same", same_best),
+                (f"{name}: edited, prompt text changed", changed_best),
+            ):
+                ratio = figure[0] / floor[0]
+                print(f"  {label:<44} {figure[0]:6.3f} s CPU {figure[1]:6.3f} s wall  {ratio:4.2f}x floor")
+            print(f"  {name}: JSON of an edited run {verdict}", flush=True)
+            ratios.append((name, same_best[0] / floor[0], changed_best[0] / floor[0]))
+        print("# hook (prompt text the same) / floor: " + ", ".join(f"{n} {r:.2f}x" for n, r, _ in ratios))
+        print("# hook (prompt text changed) / floor: " + ", ".join(f"{n} {c:.2f}x" for n, _, c in ratios))
+
+
+if __name__ == "__main__":
+    main()
