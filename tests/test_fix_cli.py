@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,8 @@ TEMPLATES = FIXTURES / "templates"
 # An app's system prompt that opens with the date: its fix moves the line to the end (verified).
 DATED = FIXTURES / "fixes" / "dated_system.j2"
 MOVED = "Today: {{ current_date }}\n"
+# A support bot that joins a set of tool names into its system prompt: `sorted()` there (safe).
+TOOL_SET = FIXTURES / "fixes" / "tool_set.py"
 HELP = "Move `Today: {{ current_date }}` (line 1) to the end of the template (before line 5)"
 
 
@@ -282,19 +285,29 @@ def test_full_shows_the_fix_as_a_diff(clock: Path) -> None:
     ]
 
 
-def test_the_readme_loop_runs_as_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("fixture", "shown_as", "fixing"),
+    [(DATED, "/tmp/system.j2", ["--fix", "--unsafe-fixes"]), (TOOL_SET, "/tmp/tools.py", ["--fix"])],
+    ids=["template", "python"],
+)
+def test_the_readme_loop_runs_as_written(
+    tmp_path: Path, fixture: Path, shown_as: str, fixing: list[str]
+) -> None:
     """README "Find, fix, green": the commands print what the README shows (lines it shortens with
     `…` are compared up to it)."""
     readme = (FIXTURES.parent / "README.md").read_text(encoding="utf-8")
-    block = readme.split("## Find, fix, green", 1)[1].split("```\n", 2)[1]
-    target = tmp_path / "system.j2"
-    shown = block.replace("/tmp/system.j2", str(target))
-    steps = shown.split("$ ")[1:]
-    assert steps[0].startswith("cp fixtures/fixes/dated_system.j2 ")
-    shutil.copy(DATED, target)
+    section = readme.split("## Find, fix, green", 1)[1].split("\n## ", 1)[0]
+    [block] = [
+        b
+        for b in re.findall(r"^```\n(.*?)^```$", section, re.MULTILINE | re.DOTALL)
+        if b.startswith(f"$ cp fixtures/fixes/{fixture.name} {shown_as}\n")
+    ]
+    target = tmp_path / Path(shown_as).name
+    steps = block.replace(shown_as, str(target)).split("$ ")[1:]
+    shutil.copy(fixture, target)
     for step, args, code in (
         (steps[1], ["check", str(target)], 1),
-        (steps[2], ["check", "--fix", "--unsafe-fixes", str(target)], 0),
+        (steps[2], ["check", *fixing, str(target)], 0),
     ):
         command, *expected = step.rstrip("\n").split("\n")
         assert command.split(";")[0] == "prefixlint " + " ".join(args)

@@ -356,7 +356,7 @@ FIXTURE_TEMPLATES = sorted(
 )
 FIXTURE_SOURCES = sorted([*FIXTURE_TEMPLATES, *(FIXTURES / "python").glob("*.py")])
 # Per source kind, the files of the done-when loop; the Python side adds "python" once its fixes land.
-LOOP_KINDS = ("jinja", "tokenizer_config")
+LOOP_KINDS = ("jinja", "tokenizer_config", "python")
 
 
 @pytest.mark.parametrize("path", FIXTURE_SOURCES, ids=lambda p: str(p.relative_to(FIXTURES)))

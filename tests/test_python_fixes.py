@@ -1,0 +1,879 @@
+"""prefixlint.python.fixes: the candidate fixes for Python findings. Each kind's exact edits and
+fixed text on sources written here; sources where no candidate is right; and on every fixture
+finding, whether a candidate holds when the fixed text is analysed again (the check `check --fix`
+makes before it attaches a fix)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from conftest import CORPUS, FIXTURES
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_fuzz import PY_SEEDS, PY_TOKENS, mutated
+
+import prefixlint.python.fixes as fixes
+from prefixlint.api import lint_source
+from prefixlint.fixes import apply_edits, first_verified
+from prefixlint.model import Diagnostic, Edit, Fix, Severity, SourceResult, Span
+from prefixlint.python import analyze_python
+from prefixlint.python.fixes.precision import day_format
+from prefixlint.settings import Options
+from prefixlint.sources import Source
+
+PATH = "prompts.py"
+CODES = {"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201"}
+
+
+def finding(text: str, code: str, at: str, label: str | None = None, nth: int = 0) -> Diagnostic:
+    """A finding as the frontend reports it: at the start of `at` (its nth occurrence), naming
+    `label` (default: `at`) in backticks."""
+    offset = -1
+    for _ in range(nth + 1):
+        offset = text.index(at, offset + 1)
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    message = f"a volatile value (`{label or at}`) is ahead of 40 static tokens of the prompt"
+    return Diagnostic(code, Span(PATH, line, column), message, Severity.ERROR)
+
+
+def fixes_for(text: str, code: str, at: str, label: str | None = None, nth: int = 0) -> list[Fix]:
+    text = textwrap.dedent(text)
+    return list(fixes.candidates(PATH, text, finding(text, code, at, label, nth)))
+
+
+def fixed(text: str, fix: Fix) -> str:
+    return apply_edits(textwrap.dedent(text), fix.edits)
+
+
+# --- moves in one text ----------------------------------------------------------------------------
+AGENT = """\
+    import datetime
+
+    def planner():
+        return ChatAgent(f"Today is {datetime.date.today()}.\\nPlan the next step, then say why.")
+    """
+
+
+def test_fstring_sentence_moves_to_the_end_of_its_text() -> None:
+    [fix] = fixes_for(AGENT, "PFX101", "datetime.date.today()")
+    assert fix.applicability == "unsafe" and fix.verified is False
+    assert fix.message == (
+        "move `datetime.date.today()` to the end of the text it is in "
+        "(the text `Today is {datetime.date.today()}.`)"
+    )
+    assert fix.edits == (
+        Edit(PATH, 4, 24, 4, 59, ""),
+        Edit(PATH, 4, 92, 4, 92, "\\nToday is {datetime.date.today()}."),
+    )
+    assert fixed(AGENT, fix).splitlines()[3] == (
+        '    return ChatAgent(f"Plan the next step, then say why.\\nToday is {datetime.date.today()}.")'
+    )
+
+
+MID_LINE = """\
+    import platform
+
+    SYSTEM = f"You review code. You run on {platform.system()}. Be brief and concrete, cite lines."
+    """
+
+
+def test_a_sentence_inside_a_line_takes_the_space_before_it() -> None:
+    [fix] = fixes_for(MID_LINE, "PFX104", "platform.system()")
+    assert fixed(MID_LINE, fix).splitlines()[2] == (
+        'SYSTEM = f"You review code. Be brief and concrete, cite lines. You run on {platform.system()}."'
+    )
+
+
+OPENAI = """\
+    from datetime import datetime as dt
+
+    def answer(question: str) -> str:
+        stamp = dt.now().isoformat()
+        return client.chat.completions.create(
+            model="gpt-4o",
+            messages=[
+                {"role": "system", "content": f"Current time: {stamp}\\n\\n{RULES}"},
+                {"role": "user", "content": question},
+            ],
+        )
+    """
+
+
+def test_value_moves_to_the_end_of_the_last_user_message() -> None:
+    first, second, third = fixes_for(OPENAI, "PFX101", "dt.now()")
+    assert first.message == (
+        "move `dt.now()` to the end of the last user message (the text `Current time: {stamp}`)"
+    )
+    assert first.edits == (
+        Edit(PATH, 8, 45, 8, 70, ""),
+        Edit(PATH, 9, 49, 9, 49, ' + f"\\n\\nCurrent time: {stamp}"'),
+    )
+    lines = fixed(OPENAI, first).splitlines()
+    assert lines[7] == '            {"role": "system", "content": f"{RULES}"},'
+    assert lines[8] == '            {"role": "user", "content": question + f"\\n\\nCurrent time: {stamp}"},'
+    # then the end of its own text, then the date alone
+    assert second.message.startswith("move `dt.now()` to the end of the text it is in")
+    assert fixed(OPENAI, second).splitlines()[7] == (
+        '            {"role": "system", "content": f"{RULES}\\n\\nCurrent time: {stamp}"},'
+    )
+    assert third.message == "keep only the date of `dt.now()`: `dt.now().date()`"
+    assert third.edits == (Edit(PATH, 4, 21, 4, 21, ".date()"),)
+
+
+ANTHROPIC = """\
+    import os
+    import socket
+
+    def review(diff: str) -> str:
+        system = (
+            f"Host: {socket.gethostname()}\\n"  # the machine
+            f"Repository: {os.getcwd()}\\n"
+            + INSTRUCTIONS
+        )
+        return client.messages.create(system=system, messages=[{"role": "user", "content": diff}])
+    """  # noqa: E501
+
+
+def test_a_literal_left_empty_goes_with_its_line_and_comment() -> None:
+    to_user, to_end, block_to_user, block_to_end = fixes_for(ANTHROPIC, "PFX104", "socket.gethostname()")
+    assert to_user.edits[0] == Edit(PATH, 6, 1, 7, 1, "")  # whole lines, as lines
+    assert fixed(ANTHROPIC, to_user) == textwrap.dedent(
+        """\
+        import os
+        import socket
+
+        def review(diff: str) -> str:
+            system = (
+                f"Repository: {os.getcwd()}\\n"
+                + INSTRUCTIONS
+            )
+            return client.messages.create(system=system, messages=[{"role": "user", "content": diff + f"\\n\\nHost: {socket.gethostname()}"}])
+        """  # noqa: E501
+    )
+    assert (
+        fixed(ANTHROPIC, to_end).splitlines()[6]
+        == '        + INSTRUCTIONS + f"\\nHost: {socket.gethostname()}"'
+    )
+    # Then with the other value beside it, which would be left in front of the instructions.
+    assert block_to_user.message.startswith("move `socket.gethostname()`, with `os.getcwd()` beside it,")
+    assert fixed(ANTHROPIC, block_to_end).splitlines()[4:7] == [
+        "    system = (",
+        '        INSTRUCTIONS + f"\\nHost: {socket.gethostname()}\\nRepository: {os.getcwd()}"',
+        "    )",
+    ]
+
+
+FEWSHOT = """\
+    import random
+
+    def prompt() -> str:
+        examples = list(EXAMPLES)
+        random.shuffle(examples)
+        return "\\n\\n".join(examples) + "\\n\\n" + TASK
+    """
+
+
+def test_an_operand_moves_to_the_end_of_its_plus_chain() -> None:
+    [fix] = fixes_for(FEWSHOT, "PFX103", "random.shuffle(examples)")
+    assert fix.edits == (
+        Edit(PATH, 6, 12, 6, 45, ""),
+        Edit(PATH, 6, 49, 6, 49, ' + "\\n\\n" + "\\n\\n".join(examples)'),
+    )
+    assert fixed(FEWSHOT, fix).splitlines()[5] == '    return TASK + "\\n\\n" + "\\n\\n".join(examples)'
+
+
+BUILD = '''\
+    import time
+
+    BUILD_PROMPT = """Build started at {started}.
+    {instructions}""".format(started=int(time.time()), instructions=INSTRUCTIONS)
+    '''
+
+
+def test_a_format_template_sentence_moves_inside_the_template() -> None:
+    [fix] = fixes_for(BUILD, "PFX101", "time.time()")
+    assert fix.edits == (
+        Edit(PATH, 3, 19, 4, 1, ""),
+        Edit(PATH, 4, 15, 4, 15, "\nBuild started at {started}."),
+    )
+    assert fixed(BUILD, fix).splitlines()[2:4] == [
+        'BUILD_PROMPT = """{instructions}',
+        'Build started at {started}.""".format(started=int(time.time()), instructions=INSTRUCTIONS)',
+    ]
+
+
+PLAN = '''\
+    import datetime
+
+    PLAN_PROMPT = """Today is {current_date}.
+    Plan the next research step and say why.
+    """
+
+    def plan() -> str:
+        return PLAN_PROMPT.format(current_date=datetime.date.today().isoformat())
+    '''
+
+
+def test_a_format_template_assigned_to_a_constant_is_edited_where_it_is_written() -> None:
+    [fix] = fixes_for(PLAN, "PFX101", "datetime.date.today()")
+    # before the white space the template ends with
+    assert fixed(PLAN, fix).splitlines()[2:5] == [
+        'PLAN_PROMPT = """Plan the next research step and say why.',
+        "Today is {current_date}.",
+        '"""',
+    ]
+
+
+LANGCHAIN = """\
+    chat = ChatPromptTemplate.from_messages(
+        [
+            ("system", "Today is {current_date}.\\nYou are a travel agent. Quote prices in EUR."),
+            ("human", "{question}"),
+        ]
+    )
+    """
+
+
+def test_a_placeholder_moves_into_the_human_template() -> None:
+    to_user, to_end = fixes_for(LANGCHAIN, "PFX101", '"Today', label="{current_date}")
+    assert to_user.edits == (
+        Edit(PATH, 3, 21, 3, 47, ""),
+        Edit(PATH, 4, 30, 4, 30, "\\n\\nToday is {current_date}."),
+    )
+    lines = fixed(LANGCHAIN, to_user).splitlines()
+    assert lines[2:4] == [
+        '        ("system", "You are a travel agent. Quote prices in EUR."),',
+        '        ("human", "{question}\\n\\nToday is {current_date}."),',
+    ]
+    assert fixed(LANGCHAIN, to_end).splitlines()[2] == (
+        '        ("system", "You are a travel agent. Quote prices in EUR.\\nToday is {current_date}."),'
+    )
+
+
+PLAIN_USER = """\
+    import datetime
+
+    MESSAGES = [
+        {"role": "system", "content": f"Today is {datetime.date.today()}.\\nAnswer in French."},
+        {"role": "user", "content": "Summarise {the} text."},
+        {"role": "user", "content": 'Summarise the text.'},
+    ]
+    """
+
+
+def test_a_plain_user_literal_becomes_an_f_string() -> None:
+    to_user = fixes_for(PLAIN_USER, "PFX101", "datetime.date.today()")[0]
+    assert Edit(PATH, 6, 33, 6, 33, "f") in to_user.edits
+    assert fixed(PLAIN_USER, to_user).splitlines()[5] == (
+        """    {"role": "user", "content": f'Summarise the text.\\n\\nToday is {datetime.date.today()}.'},"""
+    )
+
+
+REQUEST = """\
+    import uuid
+
+    def draft(session_id: str, date: str, message: str) -> str:
+        prompt = (
+            f"Session {session_id}\\n"
+            f"Date of the request: {date}\\n"
+            f"Trace: {uuid.uuid4()}\\n"
+            + GUIDE
+        )
+        return completion(messages=[{"role": "system", "content": prompt}, {"role": "user", "content": message}])
+    """  # noqa: E501
+
+
+def test_the_values_beside_it_move_together_as_a_later_candidate() -> None:
+    messages = [f.message for f in fixes_for(REQUEST, "PFX105", "date}", label="date")]
+    assert messages == [
+        "move `date` to the end of the last user message (the text `Date of the request: {date}`)",
+        "move `date` to the end of the text it is in (the text `Date of the request: {date}`)",
+        "move `date`, with `session_id` and `uuid.uuid4()` beside it, to the end of the last user message "
+        "(the text `Session {session_id} Date of the request: {date} Trace: {...`)",
+        "move `date`, with `session_id` and `uuid.uuid4()` beside it, to the end of the text it is in "
+        "(the text `Session {session_id} Date of the request: {date} Trace: {...`)",
+    ]
+
+
+TAGGED = '''\
+    def planning_prompt(query: str) -> str:
+        return f"""
+    <user_query>
+    {query}
+    </user_query>
+    Come up with a plan for the query, in at most five steps, naming the tool of each step.
+    """
+    '''
+
+
+def test_markup_tags_around_a_value_move_with_it() -> None:
+    [fix] = fixes_for(TAGGED, "PFX105", "query}", label="query")
+    assert fixed(TAGGED, fix) == textwrap.dedent(
+        '''\
+        def planning_prompt(query: str) -> str:
+            return f"""
+        Come up with a plan for the query, in at most five steps, naming the tool of each step.
+        <user_query>
+        {query}
+        </user_query>
+        """
+        '''
+    )
+
+
+# --- moves of whole items ---------------------------------------------------------------------------
+HELPERS = """\
+    import time
+
+    def _date_line() -> str:
+        return "Date: %s\\n" % time.strftime("%Y-%m-%d")
+
+    def system_prompt(name: str) -> str:
+        parts = [_date_line(), _persona(name), TOOLS]
+        return "".join(parts)
+
+    def long_prompt() -> str:
+        return "".join(
+            [
+                _date_line(),  # first
+                PERSONA,
+                TOOLS
+            ]
+        )
+    """
+
+
+def test_a_helpers_value_moves_to_the_end_of_the_joined_list() -> None:
+    one_line, multi_line = fixes_for(HELPERS, "PFX101", 'time.strftime("%Y-%m-%d")')
+    assert one_line.message == (
+        'move `time.strftime("%Y-%m-%d")` to the end of the list joined into the text '
+        "(the item `_date_line()`)"
+    )
+    assert one_line.edits == (Edit(PATH, 7, 14, 7, 28, ""), Edit(PATH, 7, 49, 7, 49, ", _date_line()"))
+    assert fixed(HELPERS, one_line).splitlines()[6] == "    parts = [_persona(name), TOOLS, _date_line()]"
+    assert fixed(HELPERS, multi_line).splitlines()[12:17] == [
+        "            PERSONA,",
+        "            TOOLS,",
+        "            _date_line(),  # first",
+        "        ]",
+        "    )",
+    ]
+
+
+ONE_ITEM = """\
+    import random
+
+    def example() -> str:
+        chosen = [random.choice(EXAMPLES)]
+        return "\\n".join(chosen)
+
+    def ask(question: str) -> str:
+        system = example() + "\\n" + RULES
+        return client.chat.completions.create(
+            model="m", messages=[{"role": "system", "content": system}, {"role": "user", "content": question}]
+        )
+    """
+
+
+def test_the_one_item_of_a_joined_list_moves_as_the_joined_text() -> None:
+    """Nothing else is in the list to move it behind: the text the list is joined into is all the
+    value, and it moves where it is used."""
+    to_user, to_end = fixes_for(ONE_ITEM, "PFX103", "random.choice(EXAMPLES)")
+    assert to_user.message == (
+        "move `random.choice(EXAMPLES)` to the end of the last user message (the text `example()`)"
+    )
+    assert to_user.edits == (
+        Edit(PATH, 8, 14, 8, 33, ""),
+        Edit(PATH, 10, 105, 10, 105, ' + "\\n\\n" + example()'),
+    )
+    assert fixed(ONE_ITEM, to_end).splitlines()[7] == '    system = RULES + "\\n" + example()'
+
+
+def test_a_helper_with_two_callers_moves_in_the_one_that_sends_the_prompt_first() -> None:
+    """The finding names the request it is about ("(line 31)", the caller that passes
+    `pick=True`): the moves in that function are tried before those in the other caller, whose
+    prompt the value never reaches."""
+    text = (FIXTURES / "python" / "branch_not_taken.py").read_text(encoding="utf-8")
+    found = finding(text, "PFX103", "random.choice(EXAMPLES)")
+    unsent = [f.message for f in fixes.candidates(PATH, text, found)]
+    assert unsent[0].endswith("(the text `examples()`)")
+    sent = replace(found, message=found.message + " of the request of `create()` (line 31)")
+    assert [f.message for f in fixes.candidates(PATH, text, sent)] == [*unsent[2:], *unsent[:2]]
+    assert unsent[2].endswith("(the text `examples(pick=True)`)")
+
+
+YIELDS = """\
+    from datetime import date
+    from pathlib import Path
+
+    def workspace():
+        yield {"role": "system", "content": f"Working directory: {Path.cwd()}"}
+
+    def today():
+        yield {"role": "system", "content": f"Today: {date.today()}"}
+
+    def everything():
+        yield from base()
+        yield from workspace()
+        yield from rules()
+        yield from today()
+    """
+
+
+def test_a_yield_moves_after_the_yields_that_follow_it() -> None:
+    [fix] = fixes_for(YIELDS, "PFX104", "Path.cwd()")
+    assert fix.message == (
+        "move `Path.cwd()` after the values yielded after it "
+        "(`yield from workspace()` after `yield from today()`)"
+    )
+    assert fix.edits == (
+        Edit(PATH, 12, 1, 13, 1, ""),
+        Edit(PATH, 15, 1, 15, 1, "    yield from workspace()\n"),
+    )
+
+
+def test_a_yield_stays_in_front_of_one_the_finding_says_must_move_too() -> None:
+    text = textwrap.dedent(YIELDS)
+    found = finding(text, "PFX104", "Path.cwd()")
+    says = replace(found, message=found.message + "; `date.today()` right after it parts the requests too")
+    [fix] = fixes.candidates(PATH, text, says)
+    assert fix.message.endswith("(`yield from workspace()` after `yield from rules()`)")
+    assert apply_edits(text, fix.edits).splitlines()[-3:] == [
+        "    yield from rules()",
+        "    yield from workspace()",
+        "    yield from today()",
+    ]
+
+
+TIME_MESSAGE = """\
+    import time
+
+    MESSAGES = [
+        {"role": "system", "content": f"The time is {time.strftime('%c')}"},
+        {"role": "system", "content": RULES},
+        {"role": "user", "content": question},
+    ]
+    """
+
+
+def test_a_system_message_that_is_only_the_value_goes_into_the_user_message() -> None:
+    to_user, precision = fixes_for(TIME_MESSAGE, "PFX101", "time.strftime('%c')")
+    assert (
+        to_user.message
+        == "move `time.strftime('%c')` to the end of the last user message (its system message removed)"
+    )
+    assert fixed(TIME_MESSAGE, to_user).splitlines()[2:6] == [
+        "MESSAGES = [",
+        '    {"role": "system", "content": RULES},',
+        """    {"role": "user", "content": question + f"\\n\\nThe time is {time.strftime('%c')}"},""",
+        "]",
+    ]
+    assert precision.edits == (Edit(PATH, 4, 64, 4, 68, "'%x'"),)
+
+
+CONSTRUCTORS = """\
+    import time
+
+    def context(prompt, memory, question):
+        with_user = [
+            SystemMessage(content=prompt),
+            SystemMessage(content=f"The current time and date is {time.strftime('%c')}"),
+            HumanMessage(content=question),
+        ]
+        without = [
+            SystemMessage(content=prompt),
+            SystemMessage(f"The current time and date is {time.strftime('%c')}"),
+            SystemMessage(content=f"Remember:\\n{memory}"),
+        ]
+    """
+
+
+def test_message_constructors_move_like_message_dicts() -> None:
+    to_user, _ = fixes_for(CONSTRUCTORS, "PFX101", "time.strftime('%c')")
+    assert fixed(CONSTRUCTORS, to_user).splitlines()[3:7] == [
+        "    with_user = [",
+        "        SystemMessage(content=prompt),",
+        "        HumanMessage(content=question + "
+        """f"\\n\\nThe current time and date is {time.strftime('%c')}"),""",
+        "    ]",
+    ]
+    # No user message after it: the message goes to the end of the list.
+    to_end, _ = fixes_for(CONSTRUCTORS, "PFX101", "time.strftime('%c')", nth=1)
+    assert to_end.message.startswith("move `time.strftime('%c')` to the end of the message list")
+    assert fixed(CONSTRUCTORS, to_end).splitlines()[8:12] == [
+        "    without = [",
+        "        SystemMessage(content=prompt),",
+        '        SystemMessage(content=f"Remember:\\n{memory}"),',
+        """        SystemMessage(f"The current time and date is {time.strftime('%c')}"),""",
+    ]
+
+
+WRAPPED = '''\
+    PROMPT = """We are solving an issue in this repository. Here is the issue text:
+    --- BEGIN ISSUE ---
+    {problem_statement}
+    --- END ISSUE ---
+
+    Localize the bug, then write the edit as a SEARCH/REPLACE block.
+    """
+    '''
+
+
+def test_begin_and_end_markers_and_the_line_that_introduces_them_move_with_the_value() -> None:
+    [fix] = fixes_for(WRAPPED, "PFX105", '"""We', label="{problem_statement}")
+    assert fixed(WRAPPED, fix) == textwrap.dedent(
+        '''\
+        PROMPT = """We are solving an issue in this repository.
+
+        Localize the bug, then write the edit as a SEARCH/REPLACE block.
+        Here is the issue text:
+        --- BEGIN ISSUE ---
+        {problem_statement}
+        --- END ISSUE ---
+        """
+        '''
+    )
+
+
+# --- order ------------------------------------------------------------------------------------------
+SETS = """\
+    import json
+
+    TOOLS = {"search", "calculator"}
+    SCHEMAS = {"search": {"q": "string"}}
+
+    def listing() -> str:
+        return "\\n".join(f"- {name}" for name in TOOLS) + "\\nCall one tool per turn."
+
+    def schemas() -> str:
+        enabled = {name for name in SCHEMAS}
+        body = json.dumps({name: SCHEMAS[name] for name in enabled})
+        return f"Schemas: {body}\\nValidate arguments first."
+
+    def joined() -> str:
+        return ", ".join(set(names)) + " are available."
+
+    def shapes() -> str:
+        return ", ".join(str(s) for s in {(1, "a"), (2, "b")}) + " are shapes."
+    """
+
+
+def test_sorted_where_a_set_of_strings_is_iterated() -> None:
+    [fix] = fixes_for(SETS, "PFX201", '{"search", "calculator"}', label="a set")
+    assert fix.applicability == "safe"
+    assert fix.message == "sort `TOOLS` where it is iterated (line 7): `sorted(TOOLS)`"
+    assert fix.edits == (Edit(PATH, 7, 46, 7, 46, "sorted("), Edit(PATH, 7, 51, 7, 51, ")"))
+    assert 'for name in sorted(TOOLS)) + "' in fixed(SETS, fix)
+
+
+def test_sort_keys_for_json_of_a_dict_built_from_a_set() -> None:
+    sort, keys = fixes_for(SETS, "PFX201", "{name for name in SCHEMAS}", label="a set")
+    assert sort.applicability == keys.applicability == "safe"
+    assert "for name in sorted(enabled)})" in fixed(SETS, sort)
+    assert keys.message == "add `sort_keys=True` to the `json.dumps(...)` of line 11"
+    assert keys.edits == (Edit(PATH, 11, 64, 11, 64, ", sort_keys=True"),)
+
+
+def test_items_of_unknown_type_are_an_unsafe_sort() -> None:
+    [fix] = fixes_for(SETS, "PFX201", "set(names)", label="a set")
+    assert fix.applicability == "unsafe" and "sorting raises on items that do not compare" in fix.message
+    assert '", ".join(sorted(set(names)))' in fixed(SETS, fix)
+    [tuples] = fixes_for(SETS, "PFX201", '{(1, "a")', label="a set")
+    assert tuples.applicability == "unsafe"
+
+
+def test_dict_items_sort_by_their_keys() -> None:
+    source = """\
+        TOOLS = {name: f"- {name}" for name in {"search", "calculator"}}
+
+        def prompt() -> str:
+            return "\\n".join(line for _, line in TOOLS.items()) + "\\nCall one tool per turn."
+        """
+    [fix] = fixes_for(source, "PFX201", "TOOLS.items()")
+    assert fix.applicability == "safe"
+    assert "for _, line in sorted(TOOLS.items()))" in fixed(source, fix)
+
+
+def test_no_sort_for_items_that_cannot_compare_or_order_that_does_not_reach_text() -> None:
+    source = """\
+        ROWS = {frozenset({1}), frozenset({2})}
+        NAMES = {"a", "b"}
+
+        def prompt() -> str:
+            return ", ".join([{"k": 1} for k in ROWS]) + f"Names: {NAMES}. Use them."
+        """
+    # iterated into a list of dicts (no order to give), and a set's repr written whole
+    assert fixes_for(source, "PFX201", '{"a", "b"}', label="a set") == []
+
+
+# --- precision ---------------------------------------------------------------------------------------
+PRECISION = """\
+    import time
+    from datetime import datetime
+
+    A = f"Now: {datetime.now()}. " + RULES
+    B = f"Now: {datetime.now():%Y-%m-%d %H:%M}. " + RULES
+    C = "Now: " + datetime.now().strftime("%A %Y-%m-%dT%H:%M:%S") + ". " + RULES
+    D = "Now: " + time.strftime("%Y-%m-%d %H:%M") + ". " + RULES
+    E = "Now: " + str(datetime.now().hour) + ". " + RULES
+    """
+
+
+@pytest.mark.parametrize(
+    ("nth", "edit"),
+    [
+        (0, Edit(PATH, 4, 27, 4, 27, ".date()")),
+        (1, Edit(PATH, 5, 28, 5, 42, "%Y-%m-%d")),
+        (2, Edit(PATH, 6, 39, 6, 61, '"%A %Y-%m-%d"')),
+    ],
+)
+def test_a_datetime_keeps_its_date(nth: int, edit: Edit) -> None:
+    precision = fixes_for(PRECISION, "PFX101", "datetime.now()", nth=nth)[-1]
+    assert precision.message.startswith("keep only the date of `datetime.now()`")
+    assert precision.edits == (edit,)
+
+
+def test_time_strftime_keeps_its_date_and_an_hour_has_no_date_to_keep() -> None:
+    assert fixes_for(PRECISION, "PFX101", 'time.strftime("%Y-%m-%d %H:%M")')[-1].edits == (
+        Edit(PATH, 7, 29, 7, 45, '"%Y-%m-%d"'),
+    )
+    assert not any(
+        f.message.startswith("keep") for f in fixes_for(PRECISION, "PFX101", "datetime.now()", nth=3)
+    )
+
+
+@pytest.mark.parametrize(
+    ("fmt", "day"),
+    [
+        ("%A %Y-%m-%d %H:%M", "%A %Y-%m-%d"),
+        ("%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%d"),
+        ("%H:%M %d/%m", "%d/%m"),
+        ("%c", "%x"),
+        ("%Y-%m-%d %H:%M:%S %Z", "%Y-%m-%d %Z"),
+        ("%Y-%m-%d", None),  # nothing to drop
+        ("%X", None),  # nothing left
+        ("%I:%M %p", None),
+        ("%Y-%m-%d at %H:%M", None),  # "at" would be left alone
+    ],
+)
+def test_day_format(fmt: str, day: str | None) -> None:
+    assert day_format(fmt) == day
+
+
+# --- nothing to offer ---------------------------------------------------------------------------------
+def test_a_value_from_another_module_or_a_prompt_file_gets_nothing() -> None:
+    source = "def system_prompt() -> str:\n    return today_line() + '\\n' + RULES\n"
+    elsewhere = Diagnostic(
+        "PFX101",
+        Span(PATH, 2, 12),
+        "the current date/time (`today_line()`, `datetime.now()` in assistant/clock.py:7) is ahead of "
+        "36 static tokens",
+        Severity.ERROR,
+    )
+    assert list(fixes.candidates(PATH, source, elsewhere)) == []
+    in_prompt_file = Diagnostic(
+        "PFX101", Span("prompts/system.j2", 1, 10), "`today` is named like a date", Severity.WARNING
+    )
+    assert list(fixes.candidates(PATH, source, in_prompt_file)) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "at", "label"),
+    [
+        # already the end of its text, and what follows is built elsewhere
+        ('task.description += f"\\n\\nCurrent Date: {datetime.now():%Y-%m-%d}"\n', "datetime.now()", None),
+        # the same value twice: moving one would leave the other in front
+        (
+            'cwd = os.getcwd()\nP = f"Run {cwd}/a.py first.\\nThen {cwd}/b.py.\\nBe careful."\n',
+            "os.getcwd()",
+            None,
+        ),
+        # a placeholder written twice
+        ('T = "Ticket {ticket_id}\\nSee {ticket_id}.\\nClassify it."\n', '"Ticket', "{ticket_id}"),
+        # bytes are not prompt text
+        ('B = b"Host: " + socket.gethostname().encode() + b"\\nRules"\n', "socket.gethostname()", None),
+        # a value that is only compared
+        ('X = "late" if time.time() > 5 else "early"\n', "time.time()", None),
+        # the span does not point at the value named
+        ('P = f"Today {date.today()}.\\nRules."\n', "Today", "date.today()"),
+    ],
+)
+def test_no_candidate_where_none_is_right(source: str, at: str, label: str | None) -> None:
+    assert fixes_for(source, "PFX101", at, label) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["def build(:\n    return 1\n", "", "\x00\x01", "P = f'{" * 50, 'P = "unterminated\n'],
+)
+def test_odd_input_gives_nothing_and_no_traceback(text: str) -> None:
+    diagnostic = Diagnostic("PFX101", Span(PATH, 1, 1), "the current date/time (`P`)", Severity.ERROR)
+    assert list(fixes.candidates(PATH, text, diagnostic)) == []
+
+
+def test_codes_without_python_fixes_get_nothing() -> None:
+    text = textwrap.dedent(AGENT)
+    for code in ("PFX003", "PFX302", "PFX401"):
+        diagnostic = finding(text, "PFX101", "datetime.date.today()")
+        assert (
+            list(
+                fixes.candidates(
+                    PATH, text, Diagnostic(code, diagnostic.span, diagnostic.message, Severity.ERROR)
+                )
+            )
+            == []
+        )
+
+
+# --- the verifier on the fixtures (prefixlint.fixes: the fixed text analysed again) ------------------
+PROJECT = FIXTURES / "python_project"
+PY_FIXTURES = sorted((FIXTURES / "python").glob("*.py")) + sorted(PROJECT.rglob("*.py"))
+
+
+def options(path: Path) -> Options:
+    """As `check` runs: the multi-file fixture's root is its folder, where its imports resolve."""
+    return Options(project_root=str(PROJECT)) if PROJECT in path.parents else Options()
+
+
+# The fix `check` attaches (the first candidate that verifies), for every fixture finding of the
+# codes with Python fixes; None: nothing holds (why, beside each).
+FIRST_THAT_HOLDS = {
+    "agent_wrappers.py:19 PFX104": "move `platform.system()` to the end of the text it is in",
+    "agent_wrappers.py:24 PFX101": "move `datetime.date.today()` to the end of the text it is in",
+    "agent_wrappers.py:28 PFX101": "move `time.time()` to the end of the text it is in",
+    "agent_wrappers.py:44 PFX101": "move `datetime.date.today()` to the end of the text it is in",
+    "agent_wrappers.py:59 PFX101": "move `datetime.datetime.now()` to the end of the text it is in",
+    # The finding says the working directory right after it must move too: both go, together.
+    "anthropic_system_env.py:15 PFX104": "move `socket.gethostname()`, with `operating_system.getcwd()` "
+    "beside it, to the end of the last user message",
+    # A helper's random example, taken by one of its two callers: that caller's call moves.
+    "branch_not_taken.py:16 PFX103": "move `random.choice(EXAMPLES)` to the end of the last user message "
+    "(the text `examples(pick=True)`)",
+    # Appended to a task description another module turns into a prompt: the end of what this file
+    # writes already, and a date already.
+    "attribute_append.py:9 PFX101": None,
+    # A Jinja template in a Python string: the Jinja fixes' job.
+    "embedded_jinja.py:6 PFX101": None,
+    "helpers_and_constants.py:17 PFX101": 'move `time.strftime("%Y-%m-%d")` to the end of the list '
+    "joined into the text",
+    "history_per_turn.py:16 PFX101": "move `datetime.now()` to the end of the last user message",
+    "langchain_templates.py:6 PFX102": "move `{ticket_id}` to the end of the text it is in",
+    "langchain_templates.py:12 PFX101": "move `{current_date}` to the end of the last user message",
+    # The date message after it must move too (the finding says so), and both are then at the
+    # end, but the date's own label ("Today: ") still follows the working directory: an info that
+    # stays whichever comes first (moving it after the date would only hand the finding over).
+    "message_generators.py:14 PFX104": None,
+    "openai_alias_clock.py:15 PFX101": "move `dt.now()` to the end of the last user message",
+    "random_fewshot.py:17 PFX103": "move `random.shuffle(examples)` to the end of the text it is in",
+    "random_fewshot.py:22 PFX103": "move `pick(EXAMPLES, 2)` to the end of the text it is in",
+    "request_inputs.py:15 PFX102": "move `session_id`, with `date` and `uuid.uuid4()` beside it, to the "
+    "end of the last user message",
+    "request_inputs.py:31 PFX105": "move `query` to the end of the text it is in",
+    "set_tools.py:5 PFX201": "sort `TOOL_NAMES` where it is iterated",
+    "set_tools.py:15 PFX201": "sort `enabled` where it is iterated",
+    # The clock is read in assistant/clock.py: the fix belongs there.
+    "agent.py:24 PFX101": None,
+    "agent.py:35 PFX104": "move `os.getcwd()` to the end of the text it is in",
+    # Filled into a template written in another module (`SYSTEM_TEMPLATE.format(**variables)`).
+    "agent.py:43 PFX105": None,
+    # Filled into a template read from a YAML prompt file: the sentence is written there.
+    "agent.py:58 PFX101": None,
+    # Rendered into a Jinja prompt file.
+    "agent.py:67 PFX101": None,
+    "placeholders.py:4 PFX101": "move `{current_date}` to the end of the text it is in",
+    # Set in a subclass in another module.
+    "roles.py:13 PFX101": None,
+    # The words of its own sentence follow the value ("on this {os} machine."), and a tool's
+    # description goes ahead of the whole conversation.
+    "tools.py:7 PFX104": None,
+}
+
+
+def _fixture_findings() -> list[tuple[Path, Diagnostic, list[SourceResult]]]:
+    out = []
+    for path in PY_FIXTURES:
+        results = lint_source(Source(str(path), "python"), options(path))
+        for d in (d for r in results for d in r.diagnostics):
+            if d.code in CODES and d.span.path == str(path):
+                out.append((path, d, results))
+    return out
+
+
+FINDINGS = _fixture_findings()
+
+
+def test_the_table_names_every_fixture_finding() -> None:
+    assert {f"{p.name}:{d.span.line} {d.code}" for p, d, _ in FINDINGS} == set(FIRST_THAT_HOLDS)
+
+
+@pytest.mark.parametrize(
+    ("path", "diagnostic", "results"),
+    FINDINGS,
+    ids=lambda x: (
+        getattr(x, "name", None) or (f"{x.code}:{x.span.line}" if isinstance(x, Diagnostic) else "")
+    ),
+)
+def test_first_candidate_that_holds_on_the_fixtures(
+    path: Path, diagnostic: Diagnostic, results: list[SourceResult]
+) -> None:
+    """What `check` attaches: the first of the candidates it tries that verifies."""
+    text = path.read_text(encoding="utf-8")
+    source = Source(str(path), "python")
+    first, _ = first_verified("python", source, text, results, diagnostic, options(path))
+    expected = FIRST_THAT_HOLDS[f"{path.name}:{diagnostic.span.line} {diagnostic.code}"]
+    assert (first.message if first else None) == expected or (
+        first is not None and expected is not None and first.message.startswith(expected)
+    )
+
+
+# --- robustness -------------------------------------------------------------------------------------
+def _corpus_and_fixtures() -> list[Path]:
+    found = sorted(FIXTURES.rglob("*.py"))
+    if (CORPUS / "python").is_dir():
+        found += sorted((CORPUS / "python").rglob("*.py"))
+    return found
+
+
+def test_no_candidate_builder_raises_and_candidates_are_deterministic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`candidates` swallows a builder's error (odd input is never a traceback); here they must
+    not happen at all on real code."""
+    monkeypatch.setattr(fixes, "_guarded", lambda found: found)
+    for path in _corpus_and_fixtures():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for d in analyze_python(str(path), text, options(path)).diagnostics:
+            first = list(fixes.candidates(str(path), text, d))
+            assert first == list(fixes.candidates(str(path), text, d))
+            for fix in first:
+                assert fix.applicability in ("safe", "unsafe") and not fix.verified
+                assert fix.message.split()[0] in ("move", "sort", "add", "keep")
+                assert all(e.path == str(path) for e in fix.edits)
+
+
+# Mutated fixtures (tests/test_fuzz.py's strategy): every finding, and a finding placed anywhere
+# naming whatever is written there, gets candidates without an error, and each applies and parses.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # compile() on a mutated `"\o"`
+@settings(max_examples=int(os.environ.get("PREFIXLINT_FIX_FUZZ", "25")), deadline=None, database=None)
+@given(source=mutated(PY_SEEDS, PY_TOKENS), where=st.integers(0, 10**6), code=st.sampled_from(sorted(CODES)))
+def test_candidates_on_mutated_sources(source: str, where: int, code: str) -> None:
+    source = source.replace("\x00", "")  # a file with NUL bytes is never analysed (PFX003)
+    findings = analyze_python(PATH, source, Options()).diagnostics
+    if source.strip():
+        at = where % len(source)
+        line, column = source.count("\n", 0, at) + 1, at - (source.rfind("\n", 0, at) + 1) + 1
+        named = source[at : at + 1 + where % 30].split("\n")[0]
+        findings.append(
+            Diagnostic(code, Span(PATH, line, column), f"a value (`{named}`) is ahead", Severity.ERROR)
+        )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fixes, "_guarded", lambda found: found)  # an error here is a bug, not odd input
+        for d in findings:
+            for fix in fixes.candidates(PATH, source, d):
+                cst.parse_module(apply_edits(source, fix.edits))
