@@ -6,7 +6,6 @@ part, the message index and the kind of the break; tokens lost are derived from 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -449,25 +448,3 @@ def test_the_html_page_lists_the_breaks(tmp_path: Path) -> None:
     assert CliRunner().invoke(cli, ["explain", "--log", log, "--html", str(page)]).exit_code == 0
     html = page.read_text(encoding="utf-8")
     assert 'id="conversations"' in html and '<tr class="break">' in html and "removed" in html
-
-
-def test_the_readme_walk_from_an_agent_log_to_the_break_runs_as_written() -> None:
-    """README "An agent that rewrites its history": each command prints what the README shows."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## An agent that rewrites its history", 1)[1].split("\n## ", 1)[0]
-    blocks_shown = section.split("```\n")[1::2]
-    assert blocks_shown
-    for block in blocks_shown:
-        command, *expected = block.rstrip("\n").split("\n")
-        assert command.startswith("$ prefixlint explain ")
-        args = command.removeprefix("$ prefixlint ").split()
-        cwd = os.getcwd()
-        os.chdir(ROOT)
-        try:
-            result = CliRunner().invoke(cli, args)
-        finally:
-            os.chdir(cwd)
-        assert result.exit_code == 0, result.output
-        lines = result.output.splitlines()
-        start = lines.index(expected[0])
-        assert lines[start : start + len(expected)] == expected
