@@ -415,16 +415,19 @@ class Conversations:
         self.by_kind: dict[str, int] = {}
         self._breaks: list[tuple[int, int, Break]] = []  # a min-heap by cost: the most costly kept
         self._names: dict[str, int] = {}
+        self.previous_line: int | None = None  # the last request fed: the line it was checked against
 
     def feed(self, line: int, rendered: Rendered, tokens: Tokens) -> Break | None:
         """One request (log line `line`), rendered and tokenized; its break, if it has one."""
         request = rendered.request
+        self.previous_line = None
         if request.prompt is not None:
             return None  # a plain prompt has no turns to compare
         parts = parts_of(request)
         messages = parts.get("messages") or []
         paragraphs = _paragraphs(messages)
         prev = self._previous(request.session, messages, paragraphs)
+        self.previous_line = prev.line if prev is not None else None
         found_break = None
         if prev is None:
             name = self._name(request.session, line)
