@@ -214,6 +214,11 @@ def _diff_of(kind: str, a: Any, b: Any) -> str:
     return difference("" if a is None else _flat(a), "" if b is None else _flat(b))
 
 
+def break_difference(found: _Found) -> str:
+    """The smallest difference of a break `compare` found (what a report shows under it)."""
+    return _diff_of(found.kind, found.before, found.after)
+
+
 # --- the comparison -----------------------------------------------------------------------------
 
 
@@ -456,7 +461,7 @@ class Conversations:
             found.index,
             found.kind,
             tokens_lost(prev, rendered, tokens, found),
-            _diff_of(found.kind, found.before, found.after),
+            break_difference(found),
         )
         self.by_kind[item.kind] = self.by_kind.get(item.kind, 0) + 1
         entry = (item.tokens_lost, -line, item)
