@@ -73,3 +73,24 @@ def test_a_generator_function_and_bad_input() -> None:
         check_conversation_stable(lambda k: [])
     with pytest.raises(TypeError, match="not int"):
         check_conversation_stable(iter([1, 2]))
+
+
+def test_set_order_between_processes(loops) -> None:
+    from prefixlint.testing import check_prefix_stable
+
+    # In one process the set's order is the same every time: the worlds alone see nothing.
+    assert check_prefix_stable(loops.system_from_a_set).stable
+    result = check_prefix_stable(loops.system_from_a_set, processes=2)
+    assert not result.stable and result.cause.kind == "hash-seed"
+    assert result.cause.world == "in another process (PYTHONHASHSEED=2, not 1)"
+    assert result.static_tokens_lost > 100 and "sorted(names)" in result.message
+    assert check_prefix_stable(loops.system_from_a_sorted_set, processes=2).stable
+
+
+def test_processes_needs_an_importable_build() -> None:
+    from prefixlint.testing import check_prefix_stable
+
+    with pytest.raises(ValueError, match="module-level function"):
+        check_prefix_stable(lambda: "x", processes=2)
+    with pytest.raises(ValueError, match="processes"):
+        check_prefix_stable(lambda: "x", processes=0)
