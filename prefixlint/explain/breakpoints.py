@@ -30,7 +30,7 @@ CODE, NAME = "PFX503", "unread-cache-breakpoint"
 MAX_ENTRIES = 1_000_000  # cache entries kept (the least recently used dropped first)
 MAX_PENDING = 4096  # requests kept for judging against their conversation's next one
 MAX_FINDINGS = 100  # distinct (reason, place) findings kept
-MEMO = 200_000  # block token counts remembered
+MEMO = 200_000  # block token counts remembered (by a digest of the text: memory stays flat)
 REASONS = {
     "below-minimum": "its prefix is {tokens:,} tokens, under {model}'s minimum of {minimum:,}: "
     "it is never written",
@@ -55,7 +55,11 @@ class Block:
     cache_control: Any  # its `cache_control`, or None
 
     def where(self) -> str:
-        return f"{self.part}[{self.index}]" + (f".content[{self.block}]" if self.block is not None else "")
+        return _where(self.part, self.index, self.block)
+
+
+def _where(part: str, index: int, block: int | None) -> str:
+    return f"{part}[{index}]" + (f".content[{block}]" if block is not None else "")
 
 
 def _canon(value: Any) -> str:
@@ -196,7 +200,7 @@ class _Request:
 
     line: int
     model: str | None
-    blocks: list[Block]
+    places: list[tuple[str, int, int | None]]  # (part, index, block) of each block, not its text
     hashes: list[bytes]
     cumulative: list[int]
     breakpoints: list[tuple[int, Any]]
@@ -250,7 +254,7 @@ class ProviderBreakpoints:
     models: dict[str, int] = field(default_factory=dict)
     _findings: dict[tuple[str, str, int | None], Finding] = field(default_factory=dict)
     _pending: OrderedDict[int, _Request] = field(default_factory=OrderedDict)
-    _memo: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    _memo: OrderedDict[bytes, int] = field(default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
         assert self.engine.breakpoints is not None
@@ -279,7 +283,8 @@ class ProviderBreakpoints:
         self.refused += served.refused
         self.models[str(model)] = self.models.get(str(model), 0) + 1
         last = max((b.index for b in blocks if b.part == "messages"), default=None)
-        cur = _Request(line, model, blocks, hashes, cumulative, marks, clock, served, last)
+        places = [(b.part, b.index, b.block) for b in blocks]
+        cur = _Request(line, model, places, hashes, cumulative, marks, clock, served, last)
         self._judge_alone(cur, minimum)
         before = self._pending.pop(previous, None) if previous is not None else None
         if before is not None and not cur.served.refused:
@@ -290,12 +295,14 @@ class ProviderBreakpoints:
                 self._pending.popitem(last=False)
 
     def _tokens(self, texts: list[str]) -> list[int]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self._memo))
-        for text, n in zip(missing, self.count_tokens(missing) if missing else [], strict=True):
-            self._memo[text] = n
-        for text in texts:
-            self._memo.move_to_end(text)
-        out = [self._memo[t] for t in texts]
+        keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._memo}
+        counted = self.count_tokens(list(missing.values())) if missing else []
+        for key, n in zip(missing, counted, strict=True):
+            self._memo[key] = n
+        for key in keys:
+            self._memo.move_to_end(key)
+        out = [self._memo[k] for k in keys]
         while len(self._memo) > MEMO:
             self._memo.popitem(last=False)
         return out
@@ -325,11 +332,11 @@ class ProviderBreakpoints:
                 continue  # never written (reported alone), or read
             lost = tokens - cur.served.read
             if shared <= at:
-                changed = before.blocks[shared]
-                if changed.part == "messages" and changed.index == before.last_message:
+                part, index, block = before.places[shared]
+                if part == "messages" and index == before.last_message:
                     self._add("trailing-message", before, cur, at, lost)
                 else:
-                    self._add("after-volatile", before, cur, at, lost, changed=changed.where())
+                    self._add("after-volatile", before, cur, at, lost, changed=_where(part, index, block))
                 continue
             gap, ttl = cur.now - before.now, rules.ttl(control)
             later = [q for q, _ in cur.breakpoints if q >= at]
@@ -351,8 +358,8 @@ class ProviderBreakpoints:
     def _add(
         self, reason: str, req: _Request, nxt: _Request | None, at: int, lost: int, **values: Any
     ) -> None:
-        block = req.blocks[at]
-        key = (reason, block.part, None if block.part == "messages" else block.index)
+        part, index, block = req.places[at]
+        key = (reason, part, None if part == "messages" else index)
         found = self._findings.get(key)
         if found is not None:
             found.count += 1
@@ -364,12 +371,13 @@ class ProviderBreakpoints:
             reason,
             req.line,
             nxt.line if nxt is not None else None,
-            block.part,
-            block.index,
-            block.block,
+            part,
+            index,
+            block,
             req.cumulative[at],
             lost,
-            f"the cache breakpoint at {block.where()} can never be read: " + REASONS[reason].format(**values),
+            f"the cache breakpoint at {_where(part, index, block)} can never be read: "
+            + REASONS[reason].format(**values),
         )
 
     def findings(self) -> list[Finding]:

@@ -47,6 +47,7 @@ BATCH_BYTES = 1_000_000
 TRIM_AFTER_CHARS = 200_000  # a batch this large is followed by a malloc_trim (see _release_if_large)
 SHOWN_BREAKS = 5  # conversation breaks the text report shows (the JSON has them all)
 EXAMPLE_TOKENS = 8_192  # tokens kept of each cause's example prompt (the page's representative)
+SMALL_BATCH = 16  # texts under which the breakpoint replay encodes one by one
 
 
 class Progress:
@@ -471,7 +472,11 @@ def _provider_breakpoints(tokenizer: LoadedTokenizer) -> ProviderBreakpoints | N
         return None
 
     def count(texts: list[str]) -> list[int]:
-        return [len(e.ids) for e in tokenizer.tokenizer.encode_batch(texts, add_special_tokens=False)]
+        # A turn adds a few blocks: a batch's thread pool costs more than it saves below SMALL_BATCH.
+        encode = tokenizer.tokenizer
+        if len(texts) < SMALL_BATCH:
+            return [len(encode.encode(text, add_special_tokens=False).ids) for text in texts]
+        return [len(e.ids) for e in encode.encode_batch(texts, add_special_tokens=False)]
 
     return ProviderBreakpoints(engine, count)
 
