@@ -124,6 +124,13 @@ def describe(engine: Engine) -> str:
             parts.append(unit)
     if engine.recompute_last_token:
         parts.append("the last prompt token always recomputed")
+    if engine.breakpoints is not None:
+        rules = engine.breakpoints
+        parts.append(
+            f"on Anthropic bodies in a log, read only at cache_control breakpoints (at most "
+            f"{rules.max_breakpoints}, each looking back {rules.lookback_blocks} blocks, entries kept "
+            f"{rules.ttl_seconds:,} s or {rules.ttl_1h_seconds:,} s; the minimum by the log's model)"
+        )
     if engine.server is not None:
         server = engine.server
         ram = "off" if server.cache_ram_mib == 0 else f"{server.cache_ram_mib:,} MiB"
