@@ -256,3 +256,25 @@ def test_openai_reuses_only_requests_of_the_same_prompt_cache_key(tmp_path: Path
 
     assert openai_hits([req("a", "one"), req("b", "two")]) == 0
     assert openai_hits([req("a", "one"), req("a", "two")]) >= 1024
+
+
+def test_odd_bodies_are_read_without_a_traceback(tmp_path: Path) -> None:
+    # A lone surrogate in a tool name (JSON allows it), a breakpoint that is not an object, a
+    # top-level cache_control on a request whose last block is marked already, a numeric system.
+    log = tmp_path / "odd.jsonl"
+    log.write_text(
+        '{"body": {"model": "claude-sonnet-4-5", "tools": [{"name": "a\\ud800", "input_schema": {}}], '
+        '"system": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}], '
+        '"messages": [{"role": "user", "content": [{"type": "text", "text": "q", "cache_control": "x"}]}], '
+        '"cache_control": 7}}\n'
+        '{"body": {"system": 5, "anthropic_version": "1", '
+        '"messages": [{"role": "user", "content": [1, null]}]}}\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(cli, ["explain", "--log", str(log), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)["breakpoints"]["findings"]
+    assert sorted((f["reason"], f["part"]) for f in found) == [
+        ("below-minimum", "messages"),
+        ("below-minimum", "system"),
+    ]

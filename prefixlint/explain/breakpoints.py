@@ -297,7 +297,9 @@ class ProviderBreakpoints:
     def _tokens(self, texts: list[str]) -> list[int]:
         keys = [hashlib.blake2b(t.encode("utf-8", "surrogatepass"), digest_size=16).digest() for t in texts]
         missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._memo}
-        counted = self.count_tokens(list(missing.values())) if missing else []
+        # A lone surrogate (JSON allows one) is no text a tokenizer takes: count it as a `?`.
+        safe = [t.encode("utf-8", "replace").decode("utf-8") for t in missing.values()]
+        counted = self.count_tokens(safe) if safe else []
         for key, n in zip(missing, counted, strict=True):
             self._memo[key] = n
         for key in keys:
