@@ -184,23 +184,34 @@ def test_a_breakpoint_after_a_clock_in_the_system_prompt(tmp_path: Path) -> None
     assert "after system[0]" in found["message"]
 
 
-def test_a_turn_of_many_tool_results_is_beyond_the_lookback(tmp_path: Path) -> None:
-    first = [marked("list the files")]
-    calls = [
-        {"type": "tool_use", "id": f"t{i}", "name": "read", "input": {"path": f"f{i}.py"}} for i in range(12)
+def tool_turn(calls: int) -> list[dict[str, Any]]:
+    """Two requests: a question, then the same question with `calls` tool calls and their results
+    in one turn, the breakpoint on the last result."""
+    uses = [
+        {"type": "tool_use", "id": f"t{i}", "name": "read", "input": {"path": f"f{i}.py"}}
+        for i in range(calls)
     ]
-    results = [{"type": "tool_result", "tool_use_id": f"t{i}", "content": f"contents {i}"} for i in range(12)]
+    results = [
+        {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"contents {i}"} for i in range(calls)
+    ]
     results[-1]["cache_control"] = EPHEMERAL
     second = [
         {"role": "user", "content": "list the files"},
-        {"role": "assistant", "content": calls},
+        {"role": "assistant", "content": uses},
         {"role": "user", "content": results},
     ]
-    [found] = findings(tmp_path, [record(body(first), 0), record(body(second), 1)])
-    # The first request's breakpoint is block 1 (system, then its message); the second's are 1 and
-    # 1 + 12 + 12 = 25: 24 blocks on, past the 20 looked at.
+    return [record(body([marked("list the files")]), 0), record(body(second), 1)]
+
+
+def test_a_turn_of_many_tool_results_is_beyond_the_lookback(tmp_path: Path) -> None:
+    # The first request's breakpoint is block 1 (system, then its message); the second's is
+    # 1 + calls + results: with 12 and 12, 24 blocks on, past the 20 looked at (its own and 19).
+    [found] = findings(tmp_path, tool_turn(12))
     assert place(found) == ("beyond-lookback", 1, 2, "messages", 0, 1)
     assert "24 blocks on" in found["message"]
+    assert findings(tmp_path, tool_turn(9)) == []  # 18 blocks on: within its own and the 19 before
+    [edge] = findings(tmp_path, tool_turn(10))  # 20 on: block 1 is the 21st position back
+    assert edge["reason"] == "beyond-lookback" and "20 blocks on" in edge["message"]
 
 
 def test_a_turn_after_the_ttl_finds_its_entry_expired(tmp_path: Path) -> None:

@@ -344,6 +344,8 @@ class ProviderBreakpoints:
             later = [q for q, _ in cur.breakpoints if q >= at]
             if gap >= ttl:
                 self._add("expired", before, cur, at, lost, gap=gap, ttl=ttl)
+            elif later and min(later) - at < rules.lookback_blocks:
+                continue  # within reach, yet gone: dropped from a full cache (MAX_ENTRIES), no fault
             elif later:
                 self._add(
                     "beyond-lookback",
