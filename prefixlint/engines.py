@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -43,6 +44,22 @@ class ServerCache:
 
 
 @dataclass(frozen=True)
+class Breakpoints:
+    """A provider that reads its cache only at `cache_control` breakpoints (its `[ENGINE.breakpoints]`
+    table): how many a request may carry, how far back each looks, how long an entry lives."""
+
+    max_breakpoints: int = 4
+    lookback_blocks: int = 20  # the breakpoint's own block and the ones before it that are checked
+    ttl_seconds: int = 300  # the default ("5m"), from the entry's last use
+    ttl_1h_seconds: int = 3600  # `"ttl": "1h"`
+
+    def ttl(self, cache_control: object) -> int:
+        """Seconds an entry written at a breakpoint with this `cache_control` lives unread."""
+        long = isinstance(cache_control, dict) and cache_control.get("ttl") == "1h"
+        return self.ttl_1h_seconds if long else self.ttl_seconds
+
+
+@dataclass(frozen=True)
 class Engine:
     name: str
     block_size: int
@@ -54,6 +71,21 @@ class Engine:
     cache_salt: bool = False  # requests reuse only requests with their own `cache_salt`
     eviction: str = "radix"  # with a capacity: "radix" (whole LRU leaves) or "block-pool" (vLLM's)
     platform_block_size: tuple[tuple[str, int], ...] = ()  # the default block per platform
+    breakpoints: Breakpoints | None = None  # read only at cache_control breakpoints (Anthropic)
+    minimum_by_model: tuple[tuple[str, int], ...] = ()  # (glob over the model name, minimum)
+    # A request field hashed into the route with the first tokens (OpenAI's `prompt_cache_key`):
+    # requests reuse only requests with the same value of it, as with `cache_salt`.
+    cache_key: str | None = None
+    routing_prefix_tokens: int = 0  # tokens of the prompt the route is hashed from
+
+    def minimum_for(self, model: str | None) -> int:
+        """The minimum cacheable length for `model` (the log's `model` field): the first glob of
+        `minimum_by_model` that matches it, else `minimum_tokens`."""
+        if model:
+            for glob, minimum in self.minimum_by_model:
+                if fnmatchcase(model, glob):
+                    return minimum
+        return self.minimum_tokens
 
     def with_block(self, block: int) -> Engine:
         """This engine with a cache block of `block` tokens (a step that was the block follows it)."""
@@ -92,6 +124,13 @@ def describe(engine: Engine) -> str:
             parts.append(unit)
     if engine.recompute_last_token:
         parts.append("the last prompt token always recomputed")
+    if engine.breakpoints is not None:
+        rules = engine.breakpoints
+        parts.append(
+            f"on Anthropic bodies in a log, read only at cache_control breakpoints (at most "
+            f"{rules.max_breakpoints}, each looking back {rules.lookback_blocks} blocks, entries kept "
+            f"{rules.ttl_seconds:,} s or {rules.ttl_1h_seconds:,} s; the minimum by the log's model)"
+        )
     if engine.server is not None:
         server = engine.server
         ram = "off" if server.cache_ram_mib == 0 else f"{server.cache_ram_mib:,} MiB"
@@ -135,6 +174,10 @@ def load_engines(path: str | None = None) -> dict[str, Engine]:
                 platform_block_size=tuple(
                     (str(k), int(b)) for k, b in v.get("platform_block_size", {}).items()
                 ),
+                breakpoints=Breakpoints(**v["breakpoints"]) if "breakpoints" in v else None,
+                minimum_by_model=tuple((str(k), int(m)) for k, m in v.get("minimum_by_model", {}).items()),
+                cache_key=str(v["cache_key"]) if "cache_key" in v else None,
+                routing_prefix_tokens=int(v.get("routing_prefix_tokens", 0)),
             )
             for name, v in data.items()
         }

@@ -88,6 +88,12 @@ RULES: dict[str, Rule] = {
         Rule(
             "PFX502", "prefix-below-engine-minimum", "the cacheable prefix is below the engine's minimum", _I
         ),
+        Rule(
+            "PFX503",
+            "unread-cache-breakpoint",
+            "a cache_control breakpoint in a request log that the next turn can never read",
+            _W,
+        ),
     ]
 }
 

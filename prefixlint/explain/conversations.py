@@ -214,6 +214,11 @@ def _diff_of(kind: str, a: Any, b: Any) -> str:
     return difference("" if a is None else _flat(a), "" if b is None else _flat(b))
 
 
+def break_difference(found: _Found) -> str:
+    """The smallest difference of a break `compare` found (what a report shows under it)."""
+    return _diff_of(found.kind, found.before, found.after)
+
+
 # --- the comparison -----------------------------------------------------------------------------
 
 
@@ -415,16 +420,19 @@ class Conversations:
         self.by_kind: dict[str, int] = {}
         self._breaks: list[tuple[int, int, Break]] = []  # a min-heap by cost: the most costly kept
         self._names: dict[str, int] = {}
+        self.previous_line: int | None = None  # the last request fed: the line it was checked against
 
     def feed(self, line: int, rendered: Rendered, tokens: Tokens) -> Break | None:
         """One request (log line `line`), rendered and tokenized; its break, if it has one."""
         request = rendered.request
+        self.previous_line = None
         if request.prompt is not None:
             return None  # a plain prompt has no turns to compare
         parts = parts_of(request)
         messages = parts.get("messages") or []
         paragraphs = _paragraphs(messages)
         prev = self._previous(request.session, messages, paragraphs)
+        self.previous_line = prev.line if prev is not None else None
         found_break = None
         if prev is None:
             name = self._name(request.session, line)
@@ -453,7 +461,7 @@ class Conversations:
             found.index,
             found.kind,
             tokens_lost(prev, rendered, tokens, found),
-            _diff_of(found.kind, found.before, found.after),
+            break_difference(found),
         )
         self.by_kind[item.kind] = self.by_kind.get(item.kind, 0) + 1
         entry = (item.tokens_lost, -line, item)

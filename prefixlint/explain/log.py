@@ -12,6 +12,7 @@ from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.engines import Engine
+from prefixlint.explain.breakpoints import ProviderBreakpoints, breakpoints_text
 from prefixlint.explain.causes import (
     Cause,
     Clusters,
@@ -46,6 +47,7 @@ BATCH_BYTES = 1_000_000
 TRIM_AFTER_CHARS = 200_000  # a batch this large is followed by a malloc_trim (see _release_if_large)
 SHOWN_BREAKS = 5  # conversation breaks the text report shows (the JSON has them all)
 EXAMPLE_TOKENS = 8_192  # tokens kept of each cause's example prompt (the page's representative)
+SMALL_BATCH = 16  # texts under which the breakpoint replay encodes one by one
 
 
 class Progress:
@@ -88,6 +90,7 @@ class LogReport:
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     sample: dict[str, int] | None = None  # set when --max-requests stopped the reading
     conversations: dict[str, Any] | None = None  # Conversations.to_json(): turns that break the prefix
+    breakpoints: dict[str, Any] | None = None  # ProviderBreakpoints.to_json(), for Anthropic bodies
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +107,7 @@ class LogReport:
             "routing": self.routing,
             "causes": [c.to_json(self.requests, self.primary) for c in self.causes],
             "conversations": self.conversations,
+            "breakpoints": self.breakpoints,
         }
 
 
@@ -367,6 +371,7 @@ def _simulate(
     router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     clusters = Clusters()
     conversations = Conversations()
+    providers: ProviderBreakpoints | None = None  # made at the log's first Anthropic body
     bar = Progress(os.path.getsize(path), progress)
 
     def decode(ids: list[int]) -> str:
@@ -387,6 +392,7 @@ def _simulate(
                 ),
                 reply=reply,
                 salt=rendered.request.cache_salt,
+                cache_key=rendered.request.cache_key,
             )
             if observations is not None:
                 observations.add(rendered.request, seq, match.length, sim, number)
@@ -394,6 +400,11 @@ def _simulate(
                 request = rendered.request
                 router.feed(seq, request.session or fallback_key(request.messages, request.prompt))
             conversations.feed(number, rendered, tokens)
+            request = rendered.request
+            if request.anthropic and request.body is not None:
+                providers = providers or _provider_breakpoints(tokenizer)
+                if providers is not None:
+                    providers.feed(number, request.body, request.now, conversations.previous_line)
             if first is None:
                 first = (rendered, tokens)
             div = seen[0]
@@ -447,7 +458,27 @@ def _simulate(
     report.representative["tree"] = _prefix_tree(paths, 0, decode)
     report.routing = router.summary() if router is not None else None
     report.conversations = conversations.to_json()
+    report.breakpoints = providers.to_json() if providers is not None else None
     return report
+
+
+def _provider_breakpoints(tokenizer: LoadedTokenizer) -> ProviderBreakpoints | None:
+    """The breakpoint model of the engine data's `anthropic` profile (None if a user's engines file
+    gives it no breakpoints), counting each block's tokens with the run's tokenizer."""
+    from prefixlint.engines import load_engines
+
+    engine = load_engines().get("anthropic")
+    if engine is None or engine.breakpoints is None:
+        return None
+
+    def count(texts: list[str]) -> list[int]:
+        # A turn adds a few blocks: a batch's thread pool costs more than it saves below SMALL_BATCH.
+        encode = tokenizer.tokenizer
+        if len(texts) < SMALL_BATCH:
+            return [len(encode.encode(text, add_special_tokens=False).ids) for text in texts]
+        return [len(e.ids) for e in encode.encode_batch(texts, add_special_tokens=False)]
+
+    return ProviderBreakpoints(engine, count)
 
 
 def _new_cause(
@@ -513,7 +544,7 @@ class WhatIfs:
         for pattern, sim in zip(self.patterns, self.sims, strict=True):
             moved = encoder.encode([move_span(r, pattern) for r in prompts])
             for tokens, reply, r in zip(moved, replies, prompts, strict=True):
-                sim.feed(tokens.ids, reply=reply, salt=r.request.cache_salt)
+                sim.feed(tokens.ids, reply=reply, salt=r.request.cache_salt, cache_key=r.request.cache_key)
 
     def rates(self) -> dict[str, dict[str, float]]:
         return {
@@ -648,6 +679,8 @@ def log_text(report: LogReport) -> str:
                 f"{report.primary} hit rate {before:.1%} → {after:.1%}"
                 + (f", {saved:,.0f} ms less TTFT per request" if saved is not None else "")
             )
+    if report.breakpoints:
+        out += breakpoints_text(report.breakpoints, SHOWN_BREAKS)
     if report.conversations and report.conversations["count"]:
         out += conversations_text(report.conversations, SHOWN_BREAKS)
     return "\n".join(out) + "\n"

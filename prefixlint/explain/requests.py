@@ -60,6 +60,8 @@ class Request:
     ttft: float | None = None
     cache_salt: str | None = None
     session: str | None = None  # the session/user/conversation id a session router would use
+    cache_key: str | None = None  # OpenAI's `prompt_cache_key`: hashed into the route with the prefix
+    anthropic: bool = False  # read as an Anthropic Messages body (its cache works at breakpoints)
     reply: Reply | None = None  # the server's reply, where the log has the response
     # The body's `system`, `tools` and `messages` as the client sent them (content blocks,
     # `cache_control`), for comparing a conversation's turns (explain/conversations.py); None where
@@ -234,6 +236,11 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
     kwargs = body.get("chat_template_kwargs") or {}
     tools = body.get("tools") or None
     raw = {"system": body.get("system"), "tools": tools, "messages": body["messages"]}
+    # What the provider's cache reads besides the prompt: the model (its minimum length) and a
+    # top-level `cache_control` (Anthropic's automatic breakpoint).
+    raw.update({k: body[k] for k in ("model", "cache_control") if k in body})
+    key = body.get("prompt_cache_key")
+    cache_key = key if isinstance(key, str) and key else None
     if anthropic if anthropic is not None else is_anthropic_body(body):
         messages, system_field = _anthropic_messages(body)
         if tools:
@@ -257,12 +264,16 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
             now=now,
             system_field=system_field,
             session=session,
+            cache_key=cache_key,
+            anthropic=True,
             body=raw,
         )
     messages = [
         {**m, "content": _text_of(m.get("content"))} if isinstance(m, dict) else m for m in body["messages"]
     ]
-    return Request(messages, tools, kwargs=dict(kwargs), now=now, session=session, body=raw)
+    return Request(
+        messages, tools, kwargs=dict(kwargs), now=now, session=session, cache_key=cache_key, body=raw
+    )
 
 
 def read_request_file(path: str, limits: Any = DEFAULT_LIMITS) -> Request:

@@ -377,17 +377,19 @@ class Simulation:
         # An engine that reuses only what its server still holds (llama-server's slots) replays it.
         self.servers = {e.name: e.server.model() for e in engines if e.server is not None}
         self._reply = bool(engines) and engines[0].reply_cached  # what the reference keeps
-        self._views: dict[tuple[bool, bool], RadixCache] = {}  # (keeps replies, salts) -> its own tree
+        # (keeps replies, honours cache_salt, honours a cache key) -> its own tree
+        self._views: dict[tuple[bool, bool, bool], RadixCache] = {}
         # The last request's hit tokens per engine: unbounded, and in the cache of the capacity.
         self.last: dict[str, int] = {}
         self.last_lru: dict[str, int] = {}
 
-    def _view(self, engine: Engine, reply: bool, salt: bool) -> RadixCache:
-        """The tree `engine` matches in: the reference, until a request differs for it."""
-        key = (engine.reply_cached, engine.cache_salt)
+    def _view(self, engine: Engine, reply: bool, keyed: bool) -> RadixCache:
+        """The tree `engine` matches in: the reference, until a request differs for it (`keyed`: the
+        request has a salt or cache key this engine honours)."""
+        key = (engine.reply_cached, engine.cache_salt, engine.cache_key is not None)
         view = self._views.get(key)
         if view is None:
-            if (reply and key[0] != self._reply) or (salt and key[1]):
+            if (reply and key[0] != self._reply) or keyed:
                 view = self._views[key] = self.reference.copy()
             else:
                 return self.reference
@@ -399,10 +401,12 @@ class Simulation:
         inspect: Callable[[Match], None] | None = None,
         reply: list[int] | bytes = b"",
         salt: str | None = None,
+        cache_key: str | None = None,
     ) -> Match:
         """One request, in arrival order; returns its longest prefix shared with an earlier one.
         `inspect` sees that match while the cache still holds only earlier requests. `reply`: the
-        reply's tokens the engine computed (all but the last generated); `salt`: its cache_salt."""
+        reply's tokens the engine computed (all but the last generated); `salt`: its cache_salt;
+        `cache_key`: its routing key (OpenAI's prompt_cache_key), for an engine that routes by one."""
         seq = ids if isinstance(ids, bytes) else pack(ids)
         tail = reply if isinstance(reply, bytes) else pack(reply)
         n = len(seq) // _W
@@ -416,17 +420,17 @@ class Simulation:
             if server is not None:
                 shared = server.feed(seq)
             else:
-                view = self._view(engine, bool(tail), salt is not None)
+                own_salt = _own_key(engine, salt, cache_key)
+                view = self._view(engine, bool(tail), own_salt is not None)
                 if view is self.reference:
                     shared = found.length
                 else:
-                    own_salt = salt if engine.cache_salt else None
                     views[id(view)] = (view, engine.reply_cached, own_salt)
                     shared = view.lookup(seq, own_salt)
             self.last[name] = tally.record(shared, n, self.keep_hits)
         for name, (cache, tally) in self.lru.items():
             engine = tally.engine
-            own_salt = salt if engine.cache_salt else None
+            own_salt = _own_key(engine, salt, cache_key)
             self.last_lru[name] = tally.record(cache.lookup(seq, own_salt), n, self.keep_hits)
             cache.insert(seq + tail if engine.reply_cached else seq, n, own_salt)
         for view, keeps_reply, own_salt in views.values():
@@ -452,3 +456,12 @@ class Simulation:
                 }
             out[name] = entry
         return out
+
+
+def _own_key(engine: Engine, salt: str | None, cache_key: str | None) -> str | None:
+    """What keys `engine`'s cache for this request: its cache_salt where the engine honours one,
+    else its routing key (prompt_cache_key) where the engine routes by one; a salt and a key never
+    meet in one engine, so the two share the salted namespace."""
+    if engine.cache_salt:
+        return salt
+    return cache_key if engine.cache_key is not None else None

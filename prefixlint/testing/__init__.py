@@ -12,6 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from prefixlint.testing.conversation import (
+        ConversationStability,
+        ConversationUnstableError,
+        assert_conversation_stable,
+        check_conversation_stable,
+    )
     from prefixlint.testing.stability import (
         UNVARIED,
         Cause,
@@ -22,13 +28,23 @@ if TYPE_CHECKING:
     )
     from prefixlint.testing.worlds import KINDS
 
+_CONVERSATION = (
+    "ConversationStability",
+    "ConversationUnstableError",
+    "assert_conversation_stable",
+    "check_conversation_stable",
+)
 __all__ = [
     "KINDS",
     "UNVARIED",
     "Cause",
+    "ConversationStability",
+    "ConversationUnstableError",
     "PrefixUnstableError",
     "Stability",
+    "assert_conversation_stable",
     "assert_prefix_stable",
+    "check_conversation_stable",
     "check_prefix_stable",
 ]
 
@@ -38,6 +54,10 @@ def __getattr__(name: str) -> Any:
         from prefixlint.testing import worlds
 
         return worlds.KINDS
+    if name in _CONVERSATION:
+        from prefixlint.testing import conversation
+
+        return getattr(conversation, name)
     if name in __all__:
         from prefixlint.testing import stability
 

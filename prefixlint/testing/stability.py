@@ -214,7 +214,9 @@ def _message(
         f"  {found.static_lost:,} static tokens follow it before the last message; the test fails at "
         f"{threshold:,} or more (min_static_tokens, else one {engine} cache unit)",
     ]
-    if not stable:
+    if not stable and cause.kind == "hash-seed":
+        lines.append("  fix: sort it before it is printed (`sorted(names)`, tools `sorted(..., key=name)`)")
+    elif not stable:
         lines.append("  fix: move the varying value after the static content (e.g. into the last message)")
     return "\n".join(lines)
 
@@ -227,11 +229,16 @@ def check_prefix_stable(
     tokenizer: str | None = None,
     engine: str = "vllm",
     min_static_tokens: int | None = None,
+    processes: int = 1,
 ) -> Stability:
     """Call `build` in a base world, once more in the same world, and in worlds where the clock,
     ids, randomness and the environment answer differently; say whether its prompt keeps a
     cacheable prefix, and if not, why. Never raises for an unstable prompt (see
-    `assert_prefix_stable`); raises what `build` raises, and ValueError/TypeError for bad input."""
+    `assert_prefix_stable`); raises what `build` raises, and ValueError/TypeError for bad input.
+
+    `processes` > 1: when every world of this process builds the same prompt, build it also in that
+    many fresh interpreters, each with its own PYTHONHASHSEED (`build` must then be a module-level
+    function: each imports it), so that set order varies as it does between server processes."""
     from prefixlint.engines import load_engines
     from prefixlint.rules import cost_unit, engine_losses
 
@@ -250,6 +257,12 @@ def check_prefix_stable(
             differs.append(world.label)
             if earliest is None or found.char < earliest[0].char:
                 earliest = (found, world, prompt.text, calls)
+    if not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"processes: a number of fresh interpreters, 1 or more, not {processes!r}")
+    if earliest is None and processes > 1:
+        earliest = _across_processes(build, processes, kinds, renderer, loaded)
+        if earliest is not None:
+            differs = [earliest[1].label]
     if earliest is None:
         tokens = len(loaded.encode_many([base.text])[0].ids)
         message = f"the prompt ({tokens:,} tokens) is the same in every world"
@@ -257,7 +270,9 @@ def check_prefix_stable(
     found, world, text, calls = earliest
     call = cause_at(found.char, text, calls) or cause_at(found.char, base.text, base_calls)
     kind = call.kind if call is not None else None
-    if call is None and world is not REPLAY_WORLD:
+    if world.label.startswith(_PROCESS_LABEL):
+        call, kind = None, "hash-seed"  # no call is recorded across processes
+    elif call is None and world is not REPLAY_WORLD:
         kind, call = _isolate(build, world, kinds, base, found, renderer, loaded)
     if world is REPLAY_WORLD:
         kind = None
@@ -271,6 +286,28 @@ def check_prefix_stable(
     )
 
 
+_PROCESS_LABEL = "in another process"
+
+
+def _across_processes(
+    build: Callable[[], Any], processes: int, kinds: tuple[str, ...], renderer: Any, loaded: Any
+) -> tuple[Divergence, World, str, list[Call]] | None:
+    """The earliest divergence between the prompts `build` gives in fresh interpreters with
+    different hash seeds (the first one's prompt the base), as a world of its own; None if none."""
+    from prefixlint.testing.processes import build_in_processes
+
+    built = [
+        (seed, prompt_of(value, renderer)) for seed, value in build_in_processes(build, processes, kinds)
+    ]
+    (first_seed, first), earliest = built[0], None
+    for seed, prompt in built[1:]:
+        found = diverge(first, prompt, loaded)
+        if found is not None and (earliest is None or found.char < earliest[0].char):
+            label = f"{_PROCESS_LABEL} (PYTHONHASHSEED={seed}, not {first_seed})"
+            earliest = (found, World(label, 0, BASE_WORLD.moment), prompt.text, [])
+    return earliest
+
+
 def assert_prefix_stable(
     build: Callable[[], Any],
     *,
@@ -279,6 +316,7 @@ def assert_prefix_stable(
     tokenizer: str | None = None,
     engine: str = "vllm",
     min_static_tokens: int | None = None,
+    processes: int = 1,
 ) -> Stability:
     """`check_prefix_stable`, raising PrefixUnstableError (an AssertionError) when the prompt is
     not stable; returns the Stability otherwise."""
@@ -290,6 +328,7 @@ def assert_prefix_stable(
         tokenizer=tokenizer,
         engine=engine,
         min_static_tokens=min_static_tokens,
+        processes=processes,
     )
     if not result.stable:
         raise PrefixUnstableError(result)

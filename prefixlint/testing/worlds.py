@@ -20,7 +20,14 @@ from typing import Any
 from prefixlint.testing.record import Recorder, is_stdlib
 
 KINDS = ("clock", "ids", "random", "environment")
-KIND_LABELS = {"clock": "the clock", "ids": "an id", "random": "randomness", "environment": "the environment"}
+KIND_LABELS = {
+    "clock": "the clock",
+    "ids": "an id",
+    "random": "randomness",
+    "environment": "the environment",
+    # Not a world of one process: check_prefix_stable(processes=N) runs fresh interpreters.
+    "hash-seed": "the hash seed (set order, and of what is built from a set, differs between processes)",
+}
 
 
 def _utc() -> Any:
