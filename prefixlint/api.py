@@ -503,6 +503,8 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         options = replace(options, project_root=project_root(paths))
     if "prefixlint.python.project" in sys.modules:  # loaded by an earlier run of this process
         sys.modules["prefixlint.python.project"].forget_disk()
+    if "prefixlint.python.dispatch" in sys.modules:
+        sys.modules["prefixlint.python.dispatch"].forget()
     if "prefixlint.jinja.reach" in sys.modules:  # which templates the code names may have changed
         sys.modules["prefixlint.jinja.reach"].forget()
     cache = None

@@ -83,3 +83,90 @@ def test_a_template_outside_any_python_package_is_not_judged(tmp_path: Path) -> 
     (tmp_path / "prompts" / "unused.j2").write_text(SYSTEM, encoding="utf-8")
     (tmp_path / "tool.py").write_text("print('hello')\n", encoding="utf-8")
     assert [(f[0], f[2], f[3]) for f in _found(tmp_path)] == [("unused.j2", "PFX102", Severity.ERROR)]
+
+
+NOW = "You are a helpful assistant.\nToday is {{ now }}.\n" + RULES + "\n"
+DIRECT = (
+    "from datetime import datetime\n"
+    "from jinja2 import Environment, FileSystemLoader\n\n"
+    "from app.chat import send\n\n"
+    'env = Environment(loader=FileSystemLoader("templates"))\n\n\n'
+    "def answer(question: str) -> str:\n"
+    '    system = env.get_template("now.j2").render(now=datetime.now())\n'
+    "    return send(system, question)\n"
+)
+# A class of the project that takes a template's path and renders it (griptape's `J2`), in a module
+# of its own and re-exported by its package.
+WRAPPER = """from attrs import define, field
+from jinja2 import Environment, FileSystemLoader
+
+
+@define(frozen=True)
+class Prompt:
+    template_name: str | None = field(default=None)
+    templates_dir: str = field(default="templates", kw_only=True)
+
+    def render(self, **kwargs) -> str:
+        env = Environment(loader=FileSystemLoader(self.templates_dir))
+        return env.get_template(self.template_name).render(kwargs).rstrip()
+"""
+USES_WRAPPER = (
+    "from datetime import datetime\n\n"
+    "from app.chat import send\n"
+    "from app.util import Prompt\n\n\n"
+    "def answer(question: str) -> str:\n"
+    '    system = Prompt("now.j2").render(now=datetime.now())\n'
+    "    return send(system, question)\n"
+)
+
+
+def _python_findings(root: Path, module: str) -> list[tuple[int, str, Severity]]:
+    return [(line, code, sev) for name, line, code, sev, _ in _found(root) if name == module]
+
+
+def test_a_clock_passed_to_a_rendered_template_is_reported_at_the_python_line(tmp_path: Path) -> None:
+    root = _package(tmp_path, {"chat.py": CHAT, "agent.py": DIRECT}, {"now.j2": NOW})
+    assert _python_findings(tmp_path, "agent.py") == [(10, "PFX101", Severity.ERROR)]
+    # The same value passed as a constant: nothing from Python.
+    (root / "agent.py").write_text(DIRECT.replace("datetime.now()", '"today"'), encoding="utf-8")
+    assert _python_findings(tmp_path, "agent.py") == []
+
+
+def test_a_wrapper_class_around_get_template_is_followed(tmp_path: Path) -> None:
+    util = tmp_path / "app" / "util"
+    _package(tmp_path, {"chat.py": CHAT, "agent.py": USES_WRAPPER}, {"now.j2": NOW})
+    util.mkdir()
+    (util / "__init__.py").write_text("from .prompt import Prompt\n", encoding="utf-8")
+    (util / "prompt.py").write_text(WRAPPER, encoding="utf-8")
+    assert _python_findings(tmp_path, "agent.py") == [(8, "PFX101", Severity.ERROR)]
+    # A wrapper whose `__init__` stores the name works the same.
+    init = WRAPPER.replace(
+        "    template_name: str | None = field(default=None)\n",
+        "    def __init__(self, name: str) -> None:\n        self.template_name = name\n\n",
+    ).replace(
+        '    templates_dir: str = field(default="templates", kw_only=True)\n',
+        "    templates_dir = 'templates'\n",
+    )
+    (util / "prompt.py").write_text(init, encoding="utf-8")
+    assert _python_findings(tmp_path, "agent.py") == [(8, "PFX101", Severity.ERROR)]
+
+
+DISPATCHED = 'from datetime import datetime\n\nSYSTEM = f"Now: {datetime.now()}\\n" + """' + RULES + '"""\n'
+DISPATCHER = (
+    "import importlib\n\n\n"
+    "def chat(kind: str, **kwargs):\n"
+    '    module = importlib.import_module(f".{kind}", "app.request")\n'
+    "    return module.chat(**kwargs)\n"
+)
+
+
+def test_a_project_that_picks_its_request_code_at_run_time_says_so(tmp_path: Path) -> None:
+    plain, dispatching = tmp_path / "plain", tmp_path / "dispatching"
+    _package(plain, {"prompts.py": DISPATCHED}, {})
+    (message,) = [m for name, _, _, _, m in _found(plain) if name == "prompts.py"]
+    assert "no call that sends it to a model was found" in message
+    _package(dispatching, {"prompts.py": DISPATCHED, "dispatch.py": DISPATCHER}, {})
+    ((severity, message),) = [(s, m) for name, _, _, s, m in _found(dispatching) if name == "prompts.py"]
+    assert "no call that sends it to a model was found" not in message
+    assert "could not be resolved statically" in message and "app/dispatch.py:5" in message
+    assert severity is Severity.INFO
