@@ -162,7 +162,9 @@ DISPATCHER = (
 
 def test_a_project_that_picks_its_request_code_at_run_time_says_so(tmp_path: Path) -> None:
     plain, dispatching = tmp_path / "plain", tmp_path / "dispatching"
-    _package(plain, {"prompts.py": DISPATCHED}, {})
+    # Importing any module by a variable (a plugin loader) does not pick the project's own code.
+    loader = "from importlib import import_module\n\n\ndef load(name):\n    return import_module(name)\n"
+    _package(plain, {"prompts.py": DISPATCHED, "plugins.py": loader}, {})
     (message,) = [m for name, _, _, _, m in _found(plain) if name == "prompts.py"]
     assert "no call that sends it to a model was found" in message
     _package(dispatching, {"prompts.py": DISPATCHED, "dispatch.py": DISPATCHER}, {})

@@ -1,5 +1,5 @@
-"""Calls that pick the code they run at run time: `importlib.import_module(f".{kind}", pkg)`,
-`__import__(name)`, `getattr(module, name)`.
+"""Calls that pick the project's code they run at run time: `importlib.import_module(f".{kind}",
+pkg)`, `import_module(f"myapp.request.{kind}")`, `getattr(project_module, name)`.
 
 A project that makes one may send a prompt through code that no static reading of it finds
 (XAgent picks its request module by a config value). There "no call sends it to a model" cannot
@@ -14,37 +14,70 @@ import re
 
 from prefixlint.python.project import Project, python_sources, read_text
 
-# An import whose module name is not a literal written in the call.
-_IMPORT = re.compile(
-    r"\b(?:importlib\.import_module|import_module|__import__)\(\s*(?![\"'][\w.]*[\"']\s*[,)])"
-)
-# `getattr(name, <not a literal>)`, judged dynamic when `name` is imported in the file (a module).
+# `import_module(NAME, PACKAGE)` / `__import__(NAME)`: the name as written, and whether a package follows.
+_IMPORT = re.compile(r"\b(importlib\.import_module|import_module|__import__)\(\s*([^,)]*)(,)?")
+_LITERAL = re.compile(r"[rbu]*([\"'])[\w.]*\1")
+_STATIC_HEAD = re.compile(r"[rbuf]*[\"']([\w.]*)")
+# `getattr(name, <not a literal>)`, dynamic when `name` is a module of the project imported here.
 _GETATTR = re.compile(r"\bgetattr\(\s*(\w+)\s*,\s*(?![\"'\s])")
 _FOUND: dict[str, list[str]] = {}
 
 
-def _imports(text: str, name: str) -> bool:
-    pattern = (
-        rf"^\s*(?:import\s+[\w.]+\s+as\s+{name}\b|import\s+{name}\b"
-        rf"|from\s+[\w.]+\s+import\s+[^#\n]*\b{name}\b)"
-    )
-    return re.search(pattern, text, re.MULTILINE) is not None
+def _of_project(module: str, tops: set[str]) -> bool:
+    """Whether a module name as written names the project's own code: relative, or under one of
+    its top packages."""
+    return module.startswith(".") or (module.split(".")[0] in tops and "." in module)
 
 
-def _first_in(text: str) -> int | None:
-    """The offset of the first dynamic dispatch in a module's text, or None."""
-    found = [m.start() for m in _IMPORT.finditer(text)]
-    found += [m.start() for m in _GETATTR.finditer(text) if _imports(text, m.group(1))]
+def _imports(text: str, name: str, tops: set[str]) -> bool:
+    for m in re.finditer(
+        rf"^\s*(?:import\s+([\w.]+)\s+as\s+{name}\b|from\s+([\w.]+)\s+import\s+[^#\n]*\b{name}\b)",
+        text,
+        re.MULTILINE,
+    ):
+        source = m.group(1) or m.group(2)
+        if source.startswith(".") or source.split(".")[0] in tops:
+            return True
+    return False
+
+
+def _first_in(text: str, tops: set[str]) -> int | None:
+    """The offset of the first call in a module's text that picks code of the project by a name
+    made at run time (an import of any module by a variable, a plugin loader, is not that)."""
+    found = []
+    for m in _IMPORT.finditer(text):
+        written = m.group(2).strip()
+        if not written or _LITERAL.fullmatch(written):
+            continue
+        head = _STATIC_HEAD.match(written)
+        package = m.group(3) is not None and m.group(1) != "__import__"
+        if package or (head is not None and _of_project(head.group(1), tops)):
+            found.append(m.start())
+    found += [m.start() for m in _GETATTR.finditer(text) if _imports(text, m.group(1), tops)]
     return min(found) if found else None
+
+
+def _tops(project: Project, sources: list[str]) -> set[str]:
+    """The project's top-level package names (`src/` layouts too)."""
+    out = set()
+    for path in sources:
+        parts = os.path.relpath(path, project.root).split(os.sep)
+        if parts[0] == "src" and len(parts) > 2:
+            out.add(parts[1])
+        elif len(parts) > 1:
+            out.add(parts[0])
+    return out
 
 
 def _sites(project: Project) -> list[str]:
     """The modules of the project that pick code at run time, each with the line of the first."""
     if project.root not in _FOUND:
         found = _FOUND[project.root] = []
-        for path in python_sources(project):
+        sources = python_sources(project)
+        tops = _tops(project, sources)
+        for path in sources:
             content = read_text(path)
-            at = _first_in(content) if content is not None and "import" in content else None
+            at = _first_in(content, tops) if content is not None and "import" in content else None
             if at is not None:
                 found.append(f"{path}:{content.count(chr(10), 0, at) + 1}")
     return _FOUND[project.root]
