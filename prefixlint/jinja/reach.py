@@ -21,8 +21,11 @@ _NAMING_SUFFIXES = (".py", ".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", *T
 _SKIPPED = {".git", ".hg", ".venv", "venv", "node_modules", "__pycache__", ".tox", "site-packages"}
 MAX_FILES = 30_000  # past this the walk gives up and nothing is called unused
 MAX_BYTES = 1_000_000
-# A template name as written: the characters a path has, ending in a template suffix.
-_NAME = re.compile(r"[^\s\"'`()\[\]<>,=|;:*]*\.(?:j2|jinja2?)(?![\w.])")
+# A template suffix, where a written name ends; the name is what precedes it back to a character
+# no path has (found from the suffix, so a long minified line costs one pass, not one per start).
+_SUFFIX = re.compile(r"\.(?:j2|jinja2?)(?![\w.])")
+_NOT_IN_PATH = set(" \t\r\n\"'`()[]<>,=|;:*")
+MAX_NAME = 300
 # A name made at run time: a placeholder or a glob right before the suffix (`{kind}.j2`, `*.j2`,
 # `"prompts/" + name + ".j2"`), or a loader that lists its folder.
 _DYNAMIC = re.compile(r"(?:[}*]|[\"']\s*\+?\s*[\"']?)\.(j2|jinja2?)(?![\w.])|\blist_templates\s*\(")
@@ -70,11 +73,14 @@ def _scan(root: str) -> _Names:
             content = _read(path)
             if content is None:
                 continue
-            found = {m.group(0) for m in _NAME.finditer(content)}
+            names.has_python = names.has_python or file.endswith(".py")
+            named = ".j2" in content or ".jinja" in content or "list_templates" in content
+            found = _written_names(content) if named else set()
             if file.endswith(TEMPLATE_SUFFIXES):
                 names.from_templates[os.path.abspath(path)] = found
                 continue
-            names.has_python = names.has_python or file.endswith(".py")
+            if not named:
+                continue
             if found:
                 names.from_code[os.path.abspath(path)] = found
             for m in _DYNAMIC.finditer(content):
@@ -85,6 +91,16 @@ def _scan(root: str) -> _Names:
 def forget() -> None:
     """A new run reads what the project names afresh (files may have changed since the last)."""
     _PROJECTS.clear()
+
+
+def _written_names(content: str) -> set[str]:
+    out = set()
+    for m in _SUFFIX.finditer(content):
+        start = m.start()
+        while start > max(0, m.start() - MAX_NAME) and content[start - 1] not in _NOT_IN_PATH:
+            start -= 1
+        out.add(content[start : m.end()])
+    return out
 
 
 def _names_for(root: str) -> _Names:
