@@ -172,3 +172,25 @@ def test_a_project_that_picks_its_request_code_at_run_time_says_so(tmp_path: Pat
     assert "no call that sends it to a model was found" not in message
     assert "could not be resolved statically" in message and "app/dispatch.py:5" in message
     assert severity is Severity.INFO
+
+
+CHAT_TEMPLATE = (
+    "{{ bos_token }}<|im_start|>system\nToday is {{ strftime_now('%H:%M:%S') }}.\n" + RULES + "<|im_end|>\n"
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_a_model_chat_template_is_never_judged_by_what_names_it(tmp_path: Path) -> None:
+    root = _package(tmp_path, {"agent.py": USES_SYSTEM}, {"model.jinja": CHAT_TEMPLATE})
+    found = [(f[2], f[3], f[4]) for f in _found(root) if f[0] == "model.jinja" and f[2] == "PFX101"]
+    assert found and all(sev > Severity.INFO and NOT_RENDERED not in message for _, sev, message in found)
+
+
+def test_jinja_code_without_prose_that_nothing_names_is_info(tmp_path: Path) -> None:
+    # No words of its own, so it is rendered as a chat template for want of a sign; nothing in the
+    # package renders it either.
+    template = "{{ subtask.thought }}\nActions: {{ subtask.actions_to_json() }}\n"
+    root = _package(tmp_path, {"agent.py": USES_SYSTEM}, {"system.j2": SYSTEM, "subtask.j2": template})
+    found = [(f[2], f[3], f[4]) for f in _found(root) if f[0] == "subtask.j2"]
+    assert found and all(sev is Severity.INFO and message.endswith(NOT_RENDERED) for _, sev, message in found)
