@@ -194,3 +194,42 @@ def test_jinja_code_without_prose_that_nothing_names_is_info(tmp_path: Path) -> 
     root = _package(tmp_path, {"agent.py": USES_SYSTEM}, {"system.j2": SYSTEM, "subtask.j2": template})
     found = [(f[2], f[3], f[4]) for f in _found(root) if f[0] == "subtask.j2"]
     assert found and all(sev is Severity.INFO and message.endswith(NOT_RENDERED) for _, sev, message in found)
+
+
+PER_TURN = """from datetime import datetime
+
+from jinja2 import Environment, FileSystemLoader
+from openai import OpenAI
+
+client = OpenAI()
+env = Environment(loader=FileSystemLoader("templates"))
+
+
+class Chat:
+    def __init__(self) -> None:
+        self.history: list[dict] = []
+
+    def turn(self, question: str) -> str:
+        system = env.get_template("short.j2").render(now=datetime.now())
+        reply = client.chat.completions.create(
+            model="gpt-4o",
+            messages=[
+                {"role": "system", "content": system},
+                *self.history,
+                {"role": "user", "content": question},
+            ],
+        )
+        self.history.append({"role": "user", "content": question})
+        return reply.choices[0].message.content
+"""
+
+
+def test_a_template_rendered_each_turn_ahead_of_the_history_costs_the_history(tmp_path: Path) -> None:
+    # The template alone has a few words after the clock (info); rendered into the system message
+    # that is rebuilt on every turn ahead of the conversation, it costs the whole history.
+    short = "You are a helpful assistant.\nToday is {{ now }}.\nAnswer briefly.\n"
+    _package(tmp_path, {"chat.py": PER_TURN}, {"short.j2": short})
+    found = {(name, line, code): (sev, message) for name, line, code, sev, message in _found(tmp_path)}
+    severity, message = found[("chat.py", 15, "PFX101")]
+    assert severity is Severity.ERROR and "every turn recomputes the whole conversation" in message
+    assert found[("short.j2", 2, "PFX101")][0] is Severity.INFO
