@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
+from prefixlint.jinja.classify import FALLBACK_REASON
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.rules import RULES
 from prefixlint.runmemo import stamp
@@ -127,7 +128,25 @@ def lint_source(source: Source, options: Options, text: str | None = None) -> li
         if retry[0] is choice[0]:
             raise
         results = _lint_templates(source, text, named, options, *retry, prompt=prompt)
+    if source.kind == "jinja" and (prompt or classification.reason == FALLBACK_REASON):
+        _judge_reach(source, results, options)
     return results
+
+
+def _judge_reach(source: Source, results: list[SourceResult], options: Options) -> None:
+    """The findings of an app's template that no code of its project renders are info at most
+    (prefixlint/jinja/reach.py); a template file without prompt text of its own, taken for a chat
+    template only for want of a sign, is judged so too."""
+    if not any(r.diagnostics for r in results):
+        return
+    from prefixlint.jinja.loader import project_root
+    from prefixlint.jinja.reach import demote_unrendered, unrendered
+
+    dead, deciding = unrendered(source.path, project_root(source.path, options.project_root))
+    for result in results:
+        if dead:
+            result.diagnostics = demote_unrendered(result.diagnostics)
+        result.dependencies += [stamp(p) for p in deciding if p != os.path.abspath(source.path)]
 
 
 def analyse_source(source: Source, options: Options) -> list[SourceResult]:
@@ -484,6 +503,10 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         options = replace(options, project_root=project_root(paths))
     if "prefixlint.python.project" in sys.modules:  # loaded by an earlier run of this process
         sys.modules["prefixlint.python.project"].forget_disk()
+    if "prefixlint.python.dispatch" in sys.modules:
+        sys.modules["prefixlint.python.dispatch"].forget()
+    if "prefixlint.jinja.reach" in sys.modules:  # which templates the code names may have changed
+        sys.modules["prefixlint.jinja.reach"].forget()
     cache = None
     if options.cache_dir is not None:
         from prefixlint.cache import ResultCache

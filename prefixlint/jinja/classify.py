@@ -33,6 +33,7 @@ from dataclasses import dataclass
 CHAT = "jinja"  # JSON kind of a chat template file (contract: unchanged)
 PROMPT = "prompt_template"
 NOT_PROMPT = "not_prompt"
+FALLBACK_REASON = "chat template: Jinja code without prompt text"  # rule 4: no sign either way
 
 # Config spellings (`template-kinds` values) -> kinds.
 CONFIG_KINDS = {"chat": CHAT, "prompt": PROMPT, "not-prompt": NOT_PROMPT}
@@ -159,7 +160,7 @@ def classify_template(path: str, text: str) -> Classification:
     if len(_WORD.findall(_JINJA_ANY.sub(" ", text))) < least:
         # No text of its own: nothing says it is an app's prompt, so it is rendered as it always
         # was, as a chat template (no loader). `template-kinds` says otherwise for such files.
-        return Classification(CHAT, "chat template: Jinja code without prompt text")
+        return Classification(CHAT, FALLBACK_REASON)
     return Classification(PROMPT, "app prompt: text with the app's variables")
 
 

@@ -98,7 +98,14 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     project.frameworks = for_project(options.python_sinks, options.python_sink_rows)
     prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, options.python_sinks)
     guess = Severity.parse(options.python_guess_severity)
-    found = diagnostics(path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in)
+    dispatch = None
+    if any(not p.reached for p in prompts):
+        from prefixlint.python.dispatch import dynamic_dispatch
+
+        dispatch = dynamic_dispatch(project, path)
+        if dispatch is not None:  # the wording depends on it: a cached result is dropped when it changes
+            project.read.append(os.path.join(project.root, dispatch.rsplit(":", 1)[0]))
+    found = diagnostics(path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch)
     if _sent_elsewhere(prompts, os.path.abspath(path)):
         # Its text reaches no sink here: the modules that import it may send it.
         from prefixlint.python.consumers import consumer_requests
@@ -106,7 +113,9 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
         elsewhere = consumer_requests(project, path)
         if elsewhere:
             here = {d.span.path for d in found} | {path}
-            seen = diagnostics(path, prompts + elsewhere, tokenizer.count, engine, guess, tokenizer.stand_in)
+            seen = diagnostics(
+                path, prompts + elsewhere, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch
+            )
             found = [d for d in seen if d.span.path in here]
     from prefixlint.python.embedded import embedded_template_diagnostics
 

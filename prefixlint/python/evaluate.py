@@ -664,7 +664,7 @@ class Evaluator:
         """The project class `node` names (`Settings`) or makes (`Settings()`), or the class of the
         object it holds (`builder = Builder()`, a parameter `b: Builder`, `self.builder`)."""
         if isinstance(node, cst.Call):
-            return self.find_class(node.func)
+            return self.find_class(node.func, reexported=True)
         if isinstance(node, (cst.Name, cst.Attribute)):
             found = self.find_class(node)
             if found is not None:
@@ -683,9 +683,38 @@ class Evaluator:
         evaluator, fn = callee
         bound = self.bind_arguments(fn, call, env)
         consts = constant_arguments(fn, call)
+        if isinstance(call.func, cst.Attribute) and (made := self.instance_state(call.func.value, env)):
+            env = env.deeper(args={**env.args, **made})  # `Prompt("system.j2").render(...)`
         output = evaluator.function_output(fn, call if evaluator is self else None, env, bound, consts)
         output = self.run_at(output, call)
         return output if evaluator is self else self.anchor(output, call)
+
+    def instance_state(self, node: cst.BaseExpression, env: Env) -> dict[cst.CSTNode, dict[str, Value]]:
+        """What the constructor call that made an object passes, for the methods called on it
+        (`J2("tasks/system.j2").render(...)`, `p = Prompt(name)` then `p.render()`): the
+        arguments of its class's `__init__`, or the fields of a dataclass-like class without one,
+        keyed as `Env.args` keys a function's arguments (`self.name` then reads them)."""
+        if isinstance(node, cst.Name):
+            node = self.index.assigned(node)
+        if not isinstance(node, cst.Call):
+            return {}
+        found = self.find_class(node.func, reexported=True)
+        if found is None:
+            return {}
+        owner, cls = found
+        init = owner.method(cls, "__init__")
+        if init is not None:
+            return {init[1]: self.bind_arguments(init[1], node, env)}
+        positional = [a for a in node.args if a.keyword is None]
+        fields: dict[str, Value] = {}
+        for name, arg in zip(_positional_fields(cls), positional, strict=False):
+            if arg.star:
+                break
+            fields[name] = self.value(arg.value, env.deeper())
+        for arg in node.args:
+            if arg.keyword is not None:
+                fields[arg.keyword.value] = self.value(arg.value, env.deeper())
+        return {cls: fields} if fields else {}
 
     def run_at(self, value: Value, call: cst.Call) -> Value:
         """What a function gives, run by a call at import (`SYSTEM = build()`) or in a constructor:
@@ -1060,6 +1089,9 @@ class Evaluator:
     def _class_attribute(
         self, cls: cst.ClassDef, attr: str, env: Env, depth: int, subclasses: bool, at: cst.CSTNode | None
     ) -> Value | None:
+        given = env.args.get(cls)  # a field the constructor call of the object passes
+        if given is not None and attr in given:
+            return given[attr]
         options: list[Value] = []
         class_scope = self.index.scopes[cls]
         if class_scope.bindings.get(attr) and not _field_without_default(class_scope.bindings[attr][-1].expr):
@@ -1097,13 +1129,30 @@ class Evaluator:
                 out.append(found)
         return out
 
-    def find_class(self, node: cst.BaseExpression) -> tuple[Evaluator, cst.ClassDef] | None:
+    def find_class(
+        self, node: cst.BaseExpression, reexported: bool = False
+    ) -> tuple[Evaluator, cst.ClassDef] | None:
+        """The project class `node` names. `reexported`: also through a package that re-exports
+        it (`from griptape.utils import J2` with `from .j2 import J2` in its `__init__.py`), for
+        an object made and used at once (`J2(path).render(...)`); not everywhere, since following
+        every re-export of a package that re-exports all its classes costs ~40% more CPU."""
         if isinstance(node, cst.Name) and node.value in self.index.classes:
             return self, self.index.classes[node.value]
-        for qualified in sorted(self.index.qualified_names(node, self.index.module_scope)):
-            found = self.project.resolve(qualified, self.path)
-            if found is not None and found[1] in found[0].index.classes:
-                return found[0], found[0].index.classes[found[1]]
+        return self._imported_class(self.index.qualified_names(node, self.index.module_scope), 3 * reexported)
+
+    def _imported_class(self, qualified: set[str], hops: int) -> tuple[Evaluator, cst.ClassDef] | None:
+        """The class an import names, through at most `hops` re-exports."""
+        for name in sorted(qualified):
+            found = self.project.resolve(name, self.path)
+            if found is None:
+                continue
+            evaluator, attr = found
+            if attr in evaluator.index.classes:
+                return evaluator, evaluator.index.classes[attr]
+            if hops and "." not in attr and not evaluator.index.module_scope.bindings.get(attr):
+                again = evaluator._imported_class(evaluator.index.imported_as(attr), hops - 1)
+                if again is not None:
+                    return again
         return None
 
     def method(
@@ -1467,6 +1516,35 @@ def _declares_without_value(cls: cst.ClassDef, attr: str) -> bool:
             ):
                 return small.value is None or _field_without_default(small.value)
     return False
+
+
+def _positional_fields(cls: cst.ClassDef) -> list[str]:
+    """The fields of a dataclass-like class (`name: str = field(...)`) that its generated
+    `__init__` takes by position, in order: not `ClassVar`s, not `kw_only=True` ones."""
+    out = []
+    for statement in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if not (isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name)):
+                continue
+            if any(func_name(n) == "ClassVar" for n in _annotation_heads(small.annotation.annotation)):
+                continue
+            value = small.value
+            if isinstance(value, cst.Call) and any(
+                a.keyword is not None and a.keyword.value == "kw_only" and func_name(a.value) == "True"
+                for a in value.args
+            ):
+                continue
+            out.append(small.target.value)
+    return out
+
+
+def _annotation_heads(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`ClassVar[str]` gives `ClassVar`; `str | None` gives both sides."""
+    if isinstance(node, cst.Subscript):
+        return [node.value]
+    if isinstance(node, cst.BinaryOperation):
+        return _annotation_heads(node.left) + _annotation_heads(node.right)
+    return [node]
 
 
 def _field_without_default(node: cst.BaseExpression | None) -> bool:

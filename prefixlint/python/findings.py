@@ -226,10 +226,12 @@ def diagnostics(
     engine: Engine | None = None,
     guess_severity: Severity = Severity.INFO,
     stand_in: Callable[[], bool] = lambda: False,
+    dispatch: str | None = None,
 ) -> list[Diagnostic]:
     """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches.
     `stand_in()`: the tokens are counted with the embedded stand-in tokenizer, whose block
-    boundaries are not the model's."""
+    boundaries are not the model's. `dispatch`: where the project picks code at run time
+    (prefixlint/python/dispatch.py), so a prompt no sink is seen to send may still be sent."""
     block = max(engine.block_size if engine is not None else 1, 1)
     best: dict[tuple[str, str, int, int], _Evidence] = {}
     for prompt in prompts:
@@ -240,7 +242,7 @@ def diagnostics(
                 best[key] = ev
     out = []
     for (place, code, line, column), ev in sorted(best.items()):
-        found = _diagnostic(ev, code, count_tokens, engine, guess_severity, stand_in())
+        found = _diagnostic(ev, code, count_tokens, engine, guess_severity, stand_in(), dispatch)
         if found is not None:
             out.append(
                 Diagnostic(
@@ -257,6 +259,7 @@ def _diagnostic(
     engine: Engine | None,
     guess_severity: Severity,
     stand_in: bool,
+    dispatch: str | None = None,
 ) -> tuple[str, Severity] | None:
     """The message and severity of one finding, or None when it costs nothing worth saying."""
     hole, prov = ev.hole, ev.hole.provenance
@@ -311,7 +314,14 @@ def _diagnostic(
         severity = _lower(severity)
     if hole.by_name:  # a name is a guess, not a source seen
         severity = min(severity, Severity.INFO if hole.weak else guess_severity)
-    if not ev.prompt.reached:
+    if not ev.prompt.reached and dispatch is not None:
+        message += (
+            "; the call that sends it to a model could not be resolved statically: the project picks "
+            f"the code it runs at run time ({dispatch}), which may send it (declare that call in "
+            "`python.sinks`)"
+        )
+        severity = Severity.INFO
+    elif not ev.prompt.reached:
         message += (
             "; no call that sends it to a model was found (a wrapper of your own? declare it in "
             "`python.sinks`)"

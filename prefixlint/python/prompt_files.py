@@ -213,6 +213,9 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
     if isinstance(node, (cst.List, cst.Tuple)):
         return [data(ev, el.value, env, depth + 1) for el in node.elements]
     if isinstance(node, cst.Name):
+        extra = keywords_collected(ev, node, env)
+        if extra is not None:
+            return extra
         expr = last_assignment(ev, node)
         if expr is not None:
             found = data(ev, expr, env, depth + 1)
@@ -256,6 +259,21 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
             }
     value = ev.value(node, env.deeper())
     return value
+
+
+def keywords_collected(ev: Evaluator, node: cst.Name, env: Env) -> dict[str, Value] | None:
+    """`kwargs` of a `def render(self, **kwargs)` being inlined: the keywords its call passes that
+    name no parameter of its own (`Prompt(...).render(now=...)` gives `{"now": ...}`)."""
+    scope = ev.index.scope_for(node)
+    fn = scope.node
+    if not isinstance(fn, cst.FunctionDef) or fn not in env.args:
+        return None
+    star = fn.params.star_kwarg
+    if not isinstance(star, cst.Param) or star.name.value != node.value:
+        return None
+    params = fn.params
+    own = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    return {name: value for name, value in env.args[fn].items() if name not in own}
 
 
 def _parse(content: str, path: str) -> Any:
