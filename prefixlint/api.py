@@ -155,7 +155,9 @@ def analyse_source(source: Source, options: Options) -> list[SourceResult]:
     remembered for its next analysis, when the result cache is on (prefixlint/token_memo.py)."""
     from prefixlint.token_memo import remembering
 
-    with remembering(options.cache_dir, source.path):
+    # Without a result cache, verifying fixes still reads the check's encodings from memory: each
+    # candidate is an analysis of nearly the same text (an h2ogpt module: 87 s of encoding each).
+    with remembering(options.cache_dir, source.path, in_memory=options.fixes):
         results = lint_source(source, options)
         if options.fixes and any(r.diagnostics for r in results):
             from prefixlint.fixes import attach_fixes

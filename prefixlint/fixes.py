@@ -9,6 +9,11 @@ tokenizer, engine, variables and analyses: `prefixlint.api.lint_source`), no lon
 the original did not have, and keeps what the kind says a fix must keep (`Preserves`: a template
 still renders the moved value, byte-identical apart from it; Python code still holds it). Fixes are
 made with the raw results, before the cache stores them, so each content is verified once.
+
+What verifying costs is bounded by counts, never by a clock (`Verifier`): at most MAX_CANDIDATES
+candidates a finding and MAX_REANALYSES analyses of fixed text a source, one analysis for every
+candidate that writes the same fixed text, and the findings' first candidates tried before any
+finding's second, so a finding whose candidates all fail cannot spend the budget of the next.
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ Preserves = Callable[["Fix", "Source", str, str, Diagnostic, "Options"], "str | 
 FIXABLE_FAMILIES = "12345"
 # Candidates tried per finding: each costs one analysis of the fixed text.
 MAX_CANDIDATES = 4
+# Analyses of fixed text per source, all its findings together: checking with fixes costs at most
+# this many analyses more than checking without (a candidate past it is not tried).
+MAX_REANALYSES = 8
+SPENT = "not tried: the source's analyses of fixed text (MAX_REANALYSES) were spent"
 NO_FIX = "no automatic fix was found"
 # Why a kind has no candidates at all.
 NOT_EDITED = {"gguf": "a GGUF model is never written"}
@@ -187,10 +196,10 @@ def verify(
     before: list[SourceResult],
     finding: Diagnostic,
     options: Options,
+    analysed: Callable[[str], list[SourceResult] | None] | None = None,
 ) -> str | None:
-    """None when `candidate` holds for `finding` (see the module's docstring), else why it does not."""
-    from prefixlint.api import lint_source
-
+    """None when `candidate` holds for `finding` (see the module's docstring), else why it does not.
+    `analysed`: the analysis of a fixed text (None once the budget is spent); one of its own else."""
     if any(e.path != source.path for e in candidate.edits):
         return "it edits another file"
     try:
@@ -204,7 +213,9 @@ def verify(
     kept = (kinds.preserves or _keeps_value)(candidate, source, text, fixed, finding, options)
     if kept is not None:
         return kept
-    after = lint_source(source, options, fixed)
+    after = (analysed or Verifier(source, options).analysed)(fixed)
+    if after is None:
+        return SPENT
     name = next((r.name for r in before if finding in r.diagnostics), "")
     worst: dict[tuple[str, str, int | None], Severity] = {}
     for r in before:
@@ -255,21 +266,80 @@ def _keeps_value(
 # -- attaching -------------------------------------------------------------------------------------
 
 
+class Verifier:
+    """The analyses of one source's fixed texts: each text analysed once, at most `budget` of them."""
+
+    def __init__(self, source: Source, options: Options, budget: int | None = None) -> None:
+        self.source, self.options = source, options
+        self.left = MAX_REANALYSES if budget is None else budget
+        self._done: dict[str, list[SourceResult]] = {}
+
+    def analysed(self, fixed: str) -> list[SourceResult] | None:
+        """The analysis of `fixed` (the source's text with a candidate's edits), None past the budget."""
+        if fixed not in self._done:
+            if self.left <= 0:
+                return None
+            from prefixlint.api import lint_source
+
+            self.left -= 1
+            self._done[fixed] = lint_source(self.source, self.options, fixed)
+        return self._done[fixed]
+
+
+def _tried(candidate: Fix, reason: str) -> str:
+    said = f"{candidate.message[:1].lower()}{candidate.message[1:]}"
+    return f"{said} was {reason}" if reason == SPENT else f"{said} did not hold: {reason}"
+
+
 def first_verified(
-    kind: str, source: Source, text: str, before: list[SourceResult], finding: Diagnostic, options: Options
+    kind: str,
+    source: Source,
+    text: str,
+    before: list[SourceResult],
+    finding: Diagnostic,
+    options: Options,
+    verifier: Verifier | None = None,
 ) -> tuple[Fix | None, list[str]]:
     """The first candidate of the finding (of a result of `kind`: a chat template, an app prompt
-    template, …) that verifies, as a plain verified Fix, and why the ones tried before it did not."""
-    kinds = fixes_for(kind)
-    if kinds is None:
-        return None, []
-    reasons = []
-    for candidate in islice(kinds.candidates(source.path, text, finding), MAX_CANDIDATES):
-        reason = verify(kinds, candidate, source, text, before, finding, options)
-        if reason is None:
-            return Fix(candidate.applicability, candidate.message, tuple(candidate.edits)), reasons
-        reasons.append(f"{candidate.message[:1].lower()}{candidate.message[1:]} did not hold: {reason}")
-    return None, reasons
+    template, …) that verifies, as a plain verified Fix, and why the ones tried before it did not.
+    `verifier`: the source's analyses so far (its budget shared with its other findings)."""
+    found = _first_verified([(kind, finding)], source, text, before, options, verifier)
+    return found[0]
+
+
+def _first_verified(
+    findings: list[tuple[str, Diagnostic]],
+    source: Source,
+    text: str,
+    before: list[SourceResult],
+    options: Options,
+    verifier: Verifier | None = None,
+) -> list[tuple[Fix | None, list[str]]]:
+    """`first_verified` of each (kind, finding), in rounds: every finding's next candidate is tried
+    before any finding's one after it, all of them on one budget of analyses."""
+    verifier = verifier or Verifier(source, options)
+    out: list[tuple[Fix | None, list[str]]] = [(None, []) for _ in findings]
+    pending = []
+    for k, (kind, finding) in enumerate(findings):
+        kinds = fixes_for(kind)
+        if kinds is not None:
+            pending.append(
+                (k, kinds, finding, islice(kinds.candidates(source.path, text, finding), MAX_CANDIDATES))
+            )
+    while pending:
+        still = []
+        for k, kinds, finding, candidates in pending:
+            candidate = next(candidates, None)
+            if candidate is None:
+                continue
+            reason = verify(kinds, candidate, source, text, before, finding, options, verifier.analysed)
+            if reason is None:
+                out[k] = (Fix(candidate.applicability, candidate.message, tuple(candidate.edits)), out[k][1])
+            else:
+                out[k][1].append(_tried(candidate, reason))
+                still.append((k, kinds, finding, candidates))
+        pending = still
+    return out
 
 
 def without_fix_hint(finding: Diagnostic, advice: str, reasons: list[str]) -> str:
@@ -282,19 +352,28 @@ def without_fix_hint(finding: Diagnostic, advice: str, reasons: list[str]) -> st
 
 def attach_fixes(source: Source, text: str, results: list[SourceResult], options: Options) -> None:
     """Give each cache-busting finding of `results` (the raw analysis of `text`) its verified fix,
-    or a hint that says no automatic fix was found."""
-    for result in results:
-        advice_for = _advice(result.kind)
+    or a hint that says no automatic fix was found; all of them on one `Verifier`'s budget."""
+    places, asked = [], []
+    for r, result in enumerate(results):
         for i, d in enumerate(result.diagnostics):
             if d.code[3] not in FIXABLE_FAMILIES or d.fix is not None:
                 continue
-            fix, reasons = (None, [NOT_EDITED[result.kind]] if result.kind in NOT_EDITED else [])
+            places.append((r, i))
             if d.span.path == source.path:  # a finding traced into an included file is that file's
-                fix, reasons = first_verified(result.kind, source, text, results, d, options)
-            if fix is not None:
-                result.diagnostics[i] = replace(d, fix=fix)
-            else:
-                result.diagnostics[i] = replace(d, hint=without_fix_hint(d, advice_for(d), reasons))
+                asked.append((len(places) - 1, (result.kind, d)))
+    found: list[tuple[Fix | None, list[str]]] = [(None, []) for _ in places]
+    for (p, _), answer in zip(
+        asked, _first_verified([a for _, a in asked], source, text, results, options), strict=True
+    ):
+        found[p] = answer
+    for (r, i), (fix, reasons) in zip(places, found, strict=True):
+        result, d = results[r], results[r].diagnostics[i]
+        if fix is not None:
+            result.diagnostics[i] = replace(d, fix=fix)
+            continue
+        if result.kind in NOT_EDITED and d.span.path != source.path:
+            reasons = [NOT_EDITED[result.kind]]
+        result.diagnostics[i] = replace(d, hint=without_fix_hint(d, _advice(result.kind)(d), reasons))
 
 
 def _advice(kind: str) -> Callable[[Diagnostic], str]:

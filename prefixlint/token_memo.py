@@ -87,13 +87,15 @@ class Book:
     before it asked that the last did not: a concise run and a JSON run of the same file ask
     different texts), and what this one asks."""
 
-    def __init__(self, path: str, tokenizer_path: str) -> None:
-        self.path = path
+    def __init__(self, path: str | None, tokenizer_path: str) -> None:
+        self.path = path  # None: kept in memory for this analysis only, never read or written
         self.identity = identity(tokenizer_path)
         self._last: dict[str, Any] = {}  # asked by the last analysis
         self._older: dict[str, Any] = {}  # asked by the one before it, not by the last
         self._used: dict[str, Any] = {}
         self.vouches = False  # the book was written after the tokenizer loaded, and still holds
+        if path is None:
+            return
         try:
             with open(path, encoding="utf-8") as fh:
                 data = json.load(fh)
@@ -147,6 +149,8 @@ class Book:
     def save(self) -> None:
         """Write what this analysis asked (and what the last one asked that this one did not),
         unless the book holds exactly that already."""
+        if self.path is None:
+            return
         older = {k: v for k, v in self._last.items() if k not in self._used}
         if not self._used or (self.vouches and self._used.keys() == self._last.keys() and not self._older):
             return
@@ -164,7 +168,7 @@ class Book:
 class _Scope:
     """The books of one source's analysis, opened as its tokenizers are first asked."""
 
-    def __init__(self, directory: str, source_path: str) -> None:
+    def __init__(self, directory: str | None, source_path: str) -> None:
         self.directory, self.source_path = directory, source_path
         self.books: dict[str, Book] = {}
 
@@ -172,7 +176,8 @@ class _Scope:
         key = os.path.abspath(tokenizer_path)  # one book however the path is spelt
         found = self.books.get(key)
         if found is None:
-            found = Book(book_file(self.directory, key, self.source_path), key)
+            where = book_file(self.directory, key, self.source_path) if self.directory is not None else None
+            found = Book(where, key)
             self.books[key] = found
         return found
 
@@ -181,11 +186,12 @@ _scope: _Scope | None = None
 
 
 @contextlib.contextmanager
-def remembering(cache_dir: str | None, source_path: str) -> Iterator[None]:
+def remembering(cache_dir: str | None, source_path: str, in_memory: bool = False) -> Iterator[None]:
     """Within this block, tokenizers read and record the encodings of `source_path`'s book; no
-    book without a cache dir (`--no-cache`: a cold run)."""
+    book without a cache dir (`--no-cache`: a cold run), unless `in_memory`: then one that lives
+    for this block only (the fixed texts a fix is verified on encode mostly what the check did)."""
     global _scope
-    if cache_dir is None:
+    if cache_dir is None and not in_memory:
         yield
         return
     outer, _scope = _scope, _Scope(cache_dir, source_path)

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import CORPUS, FIXTURES, needs_corpus
 
+from prefixlint import api
+from prefixlint import fixes as fixes_module
 from prefixlint.api import lint_paths, lint_source
 from prefixlint.autofix import fix_paths
 from prefixlint.fixes import EditError, apply_edits, fixes_for, verify
@@ -251,6 +253,45 @@ def test_fixes_off_attaches_nothing() -> None:
     options = Options(fixes=False)
     (d,) = lint_paths([str(TEMPLATES / "clock_in_system.jinja")], options).diagnostics
     assert d.fix is None and d.hint == ""
+
+
+# -- what verifying costs: a count of analyses, never a clock -------------------------------------
+
+WRAPPERS = FIXTURES / "python" / "agent_wrappers.py"
+
+
+def _analysed_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts `lint_source` analyses from now on (the source's own first, then fixed ones)."""
+    texts: list[str] = []
+
+    def counting(source: Source, options: Options, text: str | None = None) -> list:
+        texts.append(text or "")
+        return lint_source(source, options, text)
+
+    monkeypatch.setattr(api, "lint_source", counting)
+    return texts
+
+
+def test_each_fixed_text_is_analysed_once_and_no_more_than_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = _analysed_texts(monkeypatch)
+    fixed = [d for d in findings(WRAPPERS) if d.fix is not None]
+    tried = texts[1:]
+    assert len(fixed) >= 5 and len(tried) >= len(fixed)
+    assert len(tried) == len(set(tried)) <= fixes_module.MAX_REANALYSES
+
+
+def test_past_the_budget_a_candidate_is_not_tried_and_the_hint_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fixes_module, "MAX_REANALYSES", 1)
+    texts = _analysed_texts(monkeypatch)
+    found = [d for d in findings(WRAPPERS) if d.code[3] in "12345"]
+    assert len(texts) == 2  # the check, then one fixed text
+    # rounds: the first finding's first candidate is the one analysis; it holds
+    assert found[0].fix is not None and all(d.fix is None for d in found[1:])
+    assert all(d.hint.endswith("were spent)") and "was not tried" in d.hint for d in found[1:])
 
 
 # -- the done-when loop ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from prefixlint.python import analyze_python
 from prefixlint.python.fixes.precision import day_format
 from prefixlint.settings import Options
 from prefixlint.sources import Source
+from prefixlint.token_memo import remembering
 
 PATH = "prompts.py"
 CODES = {"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201"}
@@ -848,7 +849,11 @@ def test_no_candidate_builder_raises_and_candidates_are_deterministic(
     monkeypatch.setattr(fixes, "_guarded", lambda found: found)
     for path in _corpus_and_fixtures():
         text = path.read_text(encoding="utf-8", errors="replace")
-        for d in analyze_python(str(path), text, options(path)).diagnostics:
+        # the findings as `check` makes them with its result cache: each text encoded once (an
+        # h2ogpt module asks ~7,900 counts of few texts: 87 s of CPU without, the test's whole cost)
+        with remembering(None, str(path), in_memory=True):
+            found = analyze_python(str(path), text, options(path)).diagnostics
+        for d in found:
             first = list(fixes.candidates(str(path), text, d))
             assert first == list(fixes.candidates(str(path), text, d))
             for fix in first:
