@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from prefixlint.python.frameworks import ConfigModel
-from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope
+from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope, string_value
 from prefixlint.python.segments import (
     EMPTY,
     Break,
@@ -141,8 +141,8 @@ def _message_role(call: cst.Call, func_name: str) -> str | None:
 
 
 def _role_of(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
-        value = node.evaluated_value.lower()
+    if isinstance(node, cst.SimpleString) and isinstance(string_value(node), str):
+        value = string_value(node).lower()
         return value if value in ROLES else None
     if isinstance(node, cst.Attribute):  # MessageRole.SYSTEM, Role.USER
         value = node.attr.value.lower()
@@ -253,7 +253,7 @@ class Evaluator:
         return method(node, env) if method else self.unknown(node)
 
     def _v_SimpleString(self, node: cst.SimpleString, env: Env) -> Value:
-        v = node.evaluated_value
+        v = string_value(node)
         value = text(v) if isinstance(v, str) else text(v.decode("latin-1"))
         if not env.template:
             return value
@@ -429,7 +429,7 @@ class Evaluator:
 
     def _v_Dict(self, node: cst.Dict, env: Env) -> Value:
         entries = {
-            e.key.evaluated_value: e.value
+            string_value(e.key): e.value
             for e in node.elements
             if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
         }
@@ -448,7 +448,7 @@ class Evaluator:
             e
             for e in node.elements
             if isinstance(e, cst.DictElement)
-            and not (isinstance(e.key, cst.SimpleString) and e.key.evaluated_value in config)
+            and not (isinstance(e.key, cst.SimpleString) and string_value(e.key) in config)
         ]
         values = [self.value(e.value, env.deeper()) for e in kept]
         volatile = any(h.provenance.volatile and not h.by_name for v in values for h in holes(v))
@@ -458,7 +458,7 @@ class Evaluator:
             # and the static text after it (`"description": f"... {date.today()} ..."`).
             parts: list[Value] = []
             for e, value in zip(kept, values, strict=True):
-                key = e.key.evaluated_value if isinstance(e.key, cst.SimpleString) else None
+                key = string_value(e.key) if isinstance(e.key, cst.SimpleString) else None
                 parts += [text(f'"{key}": ' if isinstance(key, str) else ""), value, text(", ")]
             return concat(*parts)
         if volatile:  # any other dict (an API payload): a volatile value makes its text volatile
@@ -1310,7 +1310,7 @@ class Evaluator:
         named = {}
         if isinstance(right, cst.Dict):
             named = {
-                e.key.evaluated_value: self.value(e.value, env.deeper())
+                string_value(e.key): self.value(e.value, env.deeper())
                 for e in right.elements
                 if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
             }
@@ -1346,7 +1346,7 @@ _TIME_DIRECTIVES = re.compile(r"%[-#]?[HIMSfpXcTrRsz]")
 def _day_format(args: Sequence[cst.Arg]) -> bool:
     """Whether a strftime call's format (its first argument, a literal) reads no finer than the day."""
     first = next((a.value for a in args if a.keyword is None), None)
-    return isinstance(first, cst.SimpleString) and not _TIME_DIRECTIVES.search(str(first.evaluated_value))
+    return isinstance(first, cst.SimpleString) and not _TIME_DIRECTIVES.search(str(string_value(first)))
 
 
 def _to_the_day(value: Value) -> Value:
@@ -1373,7 +1373,7 @@ def literal_value(node: cst.BaseExpression | None) -> object:
     if isinstance(node, cst.Integer):
         return int(node.value, 0)
     if isinstance(node, cst.SimpleString):
-        return node.evaluated_value
+        return string_value(node)
     return _UNKNOWN
 
 
