@@ -74,6 +74,7 @@ class Project:
     summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
     # Modules read and counted against the budget whose parse waits until a name is looked up in them.
     unparsed: dict[str, str] = field(default_factory=dict)
+    _resolved: dict[tuple[str, str], tuple[Evaluator, str] | None] = field(default_factory=dict)
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:
@@ -283,7 +284,16 @@ class Project:
 
     def resolve(self, qualified: str, importer: str) -> tuple[Evaluator, str] | None:
         """The module that defines `qualified` (`pkg.mod.name`, `..mod.name`, as an import spells
-        it) and the name in it: the longest importable module prefix wins."""
+        it) and the name in it: the longest importable module prefix wins. Looked up once per
+        checked file: what a module on disk holds, and whether it could be read, is decided by the
+        first look-up and never changes after (the evaluator asks again for every call it meets)."""
+        key = (qualified, importer)
+        found = self._resolved.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            found = self._resolved[key] = self._resolve(qualified, importer)
+        return found  # type: ignore[return-value]
+
+    def _resolve(self, qualified: str, importer: str) -> tuple[Evaluator, str] | None:
         rest = qualified.lstrip(".")
         dots = qualified[: len(qualified) - len(rest)]
         parts = rest.split(".") if rest else []
