@@ -853,7 +853,9 @@ class Evaluator:
             module = scope.parent
             bindings = module.bindings.get(name, ())
             if bindings:  # a module name read in a function: its last binding
-                return self.binding_value(name, module, bindings[-1], Env(args=env.args, depth=env.depth + 1))
+                # Module-level code runs at import: no caller's arguments reach it, so its value is
+                # the memoized one (it was worked out again for each call of each function reading it).
+                return self.binding_value(name, module, bindings[-1], Env(depth=env.depth + 1))
         return None
 
     def parameter(self, name: str, scope: Scope, node: cst.CSTNode, env: Env) -> Value:
