@@ -244,10 +244,47 @@ class Evaluator:
 
     # --- expressions ---------------------------------------------------------------------------
     def value(self, node: cst.BaseExpression, env: Env) -> Value:
+        """The value of `node` in `env`. Worked out once per checked file for each node and context:
+        the same expression is met again and again (a helper's body for every read of its result,
+        a subscript's base for its data and for its value). The context is everything the result
+        can depend on (the environment, the nesting, the functions being inlined, the parameters
+        and attributes being followed), so a value remembered is the one working it out again
+        gives; the steps it took are counted again, and one cut short by the step budget, which
+        depends on what came before, is not remembered."""
+        project = self.project
+        if type(node) in _LITERAL_NODES:
+            return self._value(node, env)
+        key = (
+            id(node),  # alive while the project holds its module
+            id(env.args),
+            id(env.shadow),
+            id(env.consts),
+            env.summary,
+            env.depth,
+            env.template,
+            tuple(map(id, project.active)),
+            frozenset(project.following),
+            frozenset(project.reading),
+        )
+        memo = project.values
+        found = memo.get(key)
+        if found is not None and project.steps + found[1] <= STEP_BUDGET:
+            project.steps += found[1]
+            project.cut += found[2]
+            return found[0]
+        steps, cut, over = project.steps, project.cut, project.over_budget
+        value = self._value(node, env)
+        if project.over_budget == over:
+            memo[key] = (value, project.steps - steps, project.cut - cut, env)  # env: its ids stay taken
+        return value
+
+    def _value(self, node: cst.BaseExpression, env: Env) -> Value:
         project = self.project
         project.steps += 1
         if env.depth > MAX_DEPTH or project.steps > STEP_BUDGET:
             project.cut += 1
+            if project.steps > STEP_BUDGET:
+                project.over_budget += 1
             return self.unknown(node)
         method = getattr(self, "_v_" + type(node).__name__, None)
         return method(node, env) if method else self.unknown(node)
@@ -1358,6 +1395,8 @@ def _to_the_day(value: Value) -> Value:
     return value
 
 
+# Nodes whose value costs less to work out again than to look up (Evaluator.value).
+_LITERAL_NODES = frozenset({cst.SimpleString, cst.Integer, cst.Float})
 _UNKNOWN = object()  # a test whose value the literal arguments do not decide
 _LITERALS: dict[str, object] = {"True": True, "False": False, "None": None}
 _COMPARE = {

@@ -66,6 +66,8 @@ class Project:
     active: list[cst.CSTNode] = field(default_factory=list)  # functions being inlined (recursion guard)
     steps: int = 0  # expressions evaluated for the current prompt (evaluate.STEP_BUDGET)
     cut: int = 0  # evaluations cut short by a limit (such a value is not memoized)
+    over_budget: int = 0  # those cut short by the step budget (Evaluator.value remembers none of them)
+    values: dict[tuple, tuple] = field(default_factory=dict)  # Evaluator.value's memo
     following: set[tuple[int, str]] = field(default_factory=set)  # parameters followed to their callers
     reading: set[tuple[int, str]] = field(default_factory=set)  # class attributes being worked out
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
