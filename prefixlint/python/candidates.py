@@ -11,7 +11,7 @@ import libcst as cst
 
 from prefixlint.python.evaluate import Env, Evaluator, _message_role, _role_of, func_name
 from prefixlint.python.prompt import Prompt
-from prefixlint.python.scopes import ModuleIndex
+from prefixlint.python.scopes import ModuleIndex, string_value
 from prefixlint.python.segments import Value, concat, static_text
 from prefixlint.python.volatile import says_prompt, says_prompt_attribute
 
@@ -41,7 +41,7 @@ def _is_message_literal(node: cst.BaseExpression) -> bool:
         return any(
             isinstance(e, cst.DictElement)
             and isinstance(e.key, cst.SimpleString)
-            and e.key.evaluated_value == "role"
+            and string_value(e.key) == "role"
             for e in node.elements
         )
     if isinstance(node, cst.Call):

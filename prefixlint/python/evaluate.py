@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from prefixlint.python.frameworks import ConfigModel
-from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope
+from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope, string_value
 from prefixlint.python.segments import (
     EMPTY,
     Break,
@@ -141,8 +141,8 @@ def _message_role(call: cst.Call, func_name: str) -> str | None:
 
 
 def _role_of(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
-        value = node.evaluated_value.lower()
+    if isinstance(node, cst.SimpleString) and isinstance(string_value(node), str):
+        value = string_value(node).lower()
         return value if value in ROLES else None
     if isinstance(node, cst.Attribute):  # MessageRole.SYSTEM, Role.USER
         value = node.attr.value.lower()
@@ -244,16 +244,53 @@ class Evaluator:
 
     # --- expressions ---------------------------------------------------------------------------
     def value(self, node: cst.BaseExpression, env: Env) -> Value:
+        """The value of `node` in `env`. Worked out once per checked file for each node and context:
+        the same expression is met again and again (a helper's body for every read of its result,
+        a subscript's base for its data and for its value). The context is everything the result
+        can depend on (the environment, the nesting, the functions being inlined, the parameters
+        and attributes being followed), so a value remembered is the one working it out again
+        gives; the steps it took are counted again, and one cut short by the step budget, which
+        depends on what came before, is not remembered."""
+        project = self.project
+        if type(node) in _LITERAL_NODES:
+            return self._value(node, env)
+        key = (
+            id(node),  # alive while the project holds its module
+            id(env.args),
+            id(env.shadow),
+            id(env.consts),
+            env.summary,
+            env.depth,
+            env.template,
+            tuple(map(id, project.active)),
+            frozenset(project.following),
+            frozenset(project.reading),
+        )
+        memo = project.values
+        found = memo.get(key)
+        if found is not None and project.steps + found[1] <= STEP_BUDGET:
+            project.steps += found[1]
+            project.cut += found[2]
+            return found[0]
+        steps, cut, over = project.steps, project.cut, project.over_budget
+        value = self._value(node, env)
+        if project.over_budget == over:
+            memo[key] = (value, project.steps - steps, project.cut - cut, env)  # env: its ids stay taken
+        return value
+
+    def _value(self, node: cst.BaseExpression, env: Env) -> Value:
         project = self.project
         project.steps += 1
         if env.depth > MAX_DEPTH or project.steps > STEP_BUDGET:
             project.cut += 1
+            if project.steps > STEP_BUDGET:
+                project.over_budget += 1
             return self.unknown(node)
         method = getattr(self, "_v_" + type(node).__name__, None)
         return method(node, env) if method else self.unknown(node)
 
     def _v_SimpleString(self, node: cst.SimpleString, env: Env) -> Value:
-        v = node.evaluated_value
+        v = string_value(node)
         value = text(v) if isinstance(v, str) else text(v.decode("latin-1"))
         if not env.template:
             return value
@@ -429,7 +466,7 @@ class Evaluator:
 
     def _v_Dict(self, node: cst.Dict, env: Env) -> Value:
         entries = {
-            e.key.evaluated_value: e.value
+            string_value(e.key): e.value
             for e in node.elements
             if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
         }
@@ -448,7 +485,7 @@ class Evaluator:
             e
             for e in node.elements
             if isinstance(e, cst.DictElement)
-            and not (isinstance(e.key, cst.SimpleString) and e.key.evaluated_value in config)
+            and not (isinstance(e.key, cst.SimpleString) and string_value(e.key) in config)
         ]
         values = [self.value(e.value, env.deeper()) for e in kept]
         volatile = any(h.provenance.volatile and not h.by_name for v in values for h in holes(v))
@@ -458,7 +495,7 @@ class Evaluator:
             # and the static text after it (`"description": f"... {date.today()} ..."`).
             parts: list[Value] = []
             for e, value in zip(kept, values, strict=True):
-                key = e.key.evaluated_value if isinstance(e.key, cst.SimpleString) else None
+                key = string_value(e.key) if isinstance(e.key, cst.SimpleString) else None
                 parts += [text(f'"{key}": ' if isinstance(key, str) else ""), value, text(", ")]
             return concat(*parts)
         if volatile:  # any other dict (an API payload): a volatile value makes its text volatile
@@ -882,7 +919,9 @@ class Evaluator:
             module = scope.parent
             bindings = module.bindings.get(name, ())
             if bindings:  # a module name read in a function: its last binding
-                return self.binding_value(name, module, bindings[-1], Env(args=env.args, depth=env.depth + 1))
+                # Module-level code runs at import: no caller's arguments reach it, so its value is
+                # the memoized one (it was worked out again for each call of each function reading it).
+                return self.binding_value(name, module, bindings[-1], Env(depth=env.depth + 1))
         return None
 
     def parameter(self, name: str, scope: Scope, node: cst.CSTNode, env: Env) -> Value:
@@ -1359,7 +1398,7 @@ class Evaluator:
         named = {}
         if isinstance(right, cst.Dict):
             named = {
-                e.key.evaluated_value: self.value(e.value, env.deeper())
+                string_value(e.key): self.value(e.value, env.deeper())
                 for e in right.elements
                 if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
             }
@@ -1395,7 +1434,7 @@ _TIME_DIRECTIVES = re.compile(r"%[-#]?[HIMSfpXcTrRsz]")
 def _day_format(args: Sequence[cst.Arg]) -> bool:
     """Whether a strftime call's format (its first argument, a literal) reads no finer than the day."""
     first = next((a.value for a in args if a.keyword is None), None)
-    return isinstance(first, cst.SimpleString) and not _TIME_DIRECTIVES.search(str(first.evaluated_value))
+    return isinstance(first, cst.SimpleString) and not _TIME_DIRECTIVES.search(str(string_value(first)))
 
 
 def _to_the_day(value: Value) -> Value:
@@ -1405,6 +1444,8 @@ def _to_the_day(value: Value) -> Value:
     return value
 
 
+# Nodes whose value costs less to work out again than to look up (Evaluator.value).
+_LITERAL_NODES = frozenset({cst.SimpleString, cst.Integer, cst.Float})
 _UNKNOWN = object()  # a test whose value the literal arguments do not decide
 _LITERALS: dict[str, object] = {"True": True, "False": False, "None": None}
 _COMPARE = {
@@ -1422,7 +1463,7 @@ def literal_value(node: cst.BaseExpression | None) -> object:
     if isinstance(node, cst.Integer):
         return int(node.value, 0)
     if isinstance(node, cst.SimpleString):
-        return node.evaluated_value
+        return string_value(node)
     return _UNKNOWN
 
 

@@ -66,6 +66,8 @@ class Project:
     active: list[cst.CSTNode] = field(default_factory=list)  # functions being inlined (recursion guard)
     steps: int = 0  # expressions evaluated for the current prompt (evaluate.STEP_BUDGET)
     cut: int = 0  # evaluations cut short by a limit (such a value is not memoized)
+    over_budget: int = 0  # those cut short by the step budget (Evaluator.value remembers none of them)
+    values: dict[tuple, tuple] = field(default_factory=dict)  # Evaluator.value's memo
     following: set[tuple[int, str]] = field(default_factory=set)  # parameters followed to their callers
     reading: set[tuple[int, str]] = field(default_factory=set)  # class attributes being worked out
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
@@ -74,6 +76,7 @@ class Project:
     summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
     # Modules read and counted against the budget whose parse waits until a name is looked up in them.
     unparsed: dict[str, str] = field(default_factory=dict)
+    _resolved: dict[tuple[str, str], tuple[Evaluator, str] | None] = field(default_factory=dict)
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:
@@ -283,7 +286,16 @@ class Project:
 
     def resolve(self, qualified: str, importer: str) -> tuple[Evaluator, str] | None:
         """The module that defines `qualified` (`pkg.mod.name`, `..mod.name`, as an import spells
-        it) and the name in it: the longest importable module prefix wins."""
+        it) and the name in it: the longest importable module prefix wins. Looked up once per
+        checked file: what a module on disk holds, and whether it could be read, is decided by the
+        first look-up and never changes after (the evaluator asks again for every call it meets)."""
+        key = (qualified, importer)
+        found = self._resolved.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            found = self._resolved[key] = self._resolve(qualified, importer)
+        return found  # type: ignore[return-value]
+
+    def _resolve(self, qualified: str, importer: str) -> tuple[Evaluator, str] | None:
         rest = qualified.lstrip(".")
         dots = qualified[: len(qualified) - len(rest)]
         parts = rest.split(".") if rest else []

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
+from prefixlint.python.scopes import string_value
 from prefixlint.python.segments import Hole, Provenance, Text, Value, concat, is_static, static_text, text
 from prefixlint.python.volatile import placeholder_provenance
 
@@ -200,7 +201,7 @@ def data(ev: Evaluator, node: cst.BaseExpression, env: Env, depth: int = 0) -> A
         out: dict[str, Any] = {}
         for el in node.elements:
             if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
-                key = el.key.evaluated_value
+                key = string_value(el.key)
                 item = data(ev, el.value, env, depth + 1)
                 if item is None:  # not data we can read (`os.environ["X"]`): what it evaluates to
                     item = ev.value(el.value, env.deeper())

@@ -14,7 +14,7 @@ import libcst as cst
 from prefixlint.python.evaluate import Env, Evaluator, func_name
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.prompt import Prompt
-from prefixlint.python.scopes import ModuleIndex
+from prefixlint.python.scopes import ModuleIndex, string_value
 from prefixlint.python.segments import Break, Value, choice, concat, text
 
 # Parts that are one message's text, and the role they are sent as.
@@ -83,11 +83,11 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
             return {a.keyword.value: a.value for a in node.args if a.keyword is not None}
         elif isinstance(node, cst.Dict):
             return {
-                e.key.evaluated_value: e.value
+                string_value(e.key): e.value
                 for e in node.elements
                 if isinstance(e, cst.DictElement)
                 and isinstance(e.key, cst.SimpleString)
-                and isinstance(e.key.evaluated_value, str)
+                and isinstance(string_value(e.key), str)
             }
         if node is None:
             return None
@@ -104,7 +104,7 @@ def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env) -> dict[str, Val
     if isinstance(shown, cst.Dict):
         for el in shown.elements:
             if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
-                key = el.key.evaluated_value
+                key = string_value(el.key)
                 if isinstance(key, str):
                     out[key] = ev.value(el.value, env.deeper())
     if isinstance(node, cst.Name):
