@@ -52,10 +52,12 @@ _MAX_LOOKUPS = 250_000
 
 
 # The tables, as sqlite_master must show them: a view or a trigger in their place is no index.
+# A token has one row per merge that produces it (rank, and where the merge cuts it), or one
+# row with neither when no merge does (a character, an added token's text).
 _SCHEMA = {
     "meta": "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "vocab": "CREATE TABLE vocab (token TEXT PRIMARY KEY, id INTEGER NOT NULL, merges TEXT NOT NULL)"
-    " WITHOUT ROWID",
+    "vocab": "CREATE TABLE vocab (token TEXT NOT NULL, id INTEGER NOT NULL, rank INTEGER, cut INTEGER)",
+    "vocab_token": "CREATE INDEX vocab_token ON vocab (token)",
 }
 
 
@@ -153,11 +155,16 @@ def _write(cache_dir: str, tokenizer_path: str, backend: Tokenizer) -> None:
     model = data["model"]
     vocab, merges = model["vocab"], model["merges"]
     model["vocab"], model["merges"] = {}, []
-    produced: dict[str, list[str]] = {}
     pairs = bool(merges) and isinstance(merges[0], list)
+    first: dict[str, tuple[int, int]] = {}  # the merge that produces a token (almost always the only one)
+    more: list[tuple[str, int, int, int]] = []
     for rank, merge in enumerate(merges):
         left, right = merge if pairs else merge.split(" ", 1)
-        produced.setdefault(left + right, []).append(f"{rank}:{len(left)}")
+        token = left + right
+        if token in first:
+            more.append((token, vocab[token], rank, len(left)))
+        else:
+            first[token] = (rank, len(left))
     meta = {
         "identity": identity(tokenizer_path),
         "skeleton": data,
@@ -174,12 +181,12 @@ def _write(cache_dir: str, tokenizer_path: str, backend: Tokenizer) -> None:
         db = sqlite3.connect(tmp)
         try:
             db.execute("PRAGMA journal_mode = OFF")
-            for create in _SCHEMA.values():
-                db.execute(create)
+            db.execute(_SCHEMA["meta"])
+            db.execute(_SCHEMA["vocab"])
             db.executemany("INSERT INTO meta VALUES (?, ?)", ((k, json.dumps(v)) for k, v in meta.items()))
-            # In the key's order, as SQLite keeps it: appended, not inserted inside the tree.
-            rows = ((t, vocab[t], ",".join(produced.get(t, ()))) for t in sorted(vocab))
-            db.executemany("INSERT INTO vocab VALUES (?, ?, ?)", rows)
+            rows = ((t, i, *first.get(t, (None, None))) for t, i in vocab.items())
+            db.executemany("INSERT INTO vocab VALUES (?, ?, ?, ?)", itertools.chain(rows, more))
+            db.execute(_SCHEMA["vocab_token"])  # after the rows: sorted once, in C
             db.commit()
         finally:
             db.close()
@@ -235,7 +242,8 @@ class TokenIndex:
         # Added tokens marked `normalized` match the normalized text: with a normalizer that
         # changes text, one whose text does not occur in the input may still match.
         self._plain_normalizer = normalizer is None or normalizer == {"type": "Sequence", "normalizers": []}
-        self._found: dict[str, tuple[int, str] | None] = {}  # each string looked up: (id, merges) or None
+        # Each string looked up: its id and the merges that produce it (rank, cut), or None.
+        self._found: dict[str, tuple[int, list[tuple[int, int]]] | None] = {}
         self._words: set[str] = set()  # the words whose substrings were looked up
         self._vocab: dict[str, int] = {}  # the tokens found in them,
         self._merges: set[tuple[int, str, str]] = set()  # the merges that build those,
@@ -301,9 +309,7 @@ class TokenIndex:
             if found is None:
                 continue
             self._vocab[token] = found[0]
-            for merge in filter(None, found[1].split(",")):
-                rank, _, cut = merge.partition(":")
-                self._merges.add((int(rank), token[: int(cut)], token[int(cut) :]))
+            self._merges.update((rank, token[:cut], token[cut:]) for rank, cut in found[1])
             self._tokenizer = None
 
     def _end(self, word: str, start: int) -> int:
@@ -317,11 +323,16 @@ class TokenIndex:
         for at in range(0, len(todo), _QUERY_CHUNK):
             chunk = todo[at : at + _QUERY_CHUNK]
             marks = ",".join("?" * len(chunk))
-            for token, token_id, merges in self._db.execute(
-                f"SELECT token, id, merges FROM vocab WHERE token IN ({marks})", chunk
-            ):
-                _check(isinstance(token, str) and type(token_id) is int and isinstance(merges, str))
-                self._found[token] = (token_id, merges)
+            query = f"SELECT token, id, rank, cut FROM vocab WHERE token IN ({marks})"
+            for token, token_id, rank, cut in self._db.execute(query, chunk):
+                _check(isinstance(token, str) and type(token_id) is int)
+                found = self._found[token]
+                if found is None:
+                    found = self._found[token] = (token_id, [])
+                _check(found[0] == token_id)
+                if rank is not None:
+                    _check(type(rank) is int and type(cut) is int and 0 < cut < len(token))
+                    found[1].append((rank, cut))
         return todo
 
     def _base(self) -> dict[str, int]:

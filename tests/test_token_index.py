@@ -131,7 +131,7 @@ def _damage(index: Path, how: str) -> None:
         return
     db = sqlite3.connect(index)
     if how == "rows":
-        db.execute("UPDATE vocab SET id = 'x', merges = '1:zz,q'")
+        db.execute("UPDATE vocab SET id = 'x', rank = 'q'")
     elif how == "meta":
         (skeleton,) = db.execute("SELECT value FROM meta WHERE key = 'skeleton'").fetchone()
         data = json.loads(skeleton)
