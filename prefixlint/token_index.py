@@ -10,11 +10,12 @@ index of its vocabulary (one SQLite file under `<cache dir>/tokindex-v1/`): ever
 id and the merges that produce it, and the rest of the tokenizer.json (normalizer, pre-tokenizer,
 added tokens, post-processor) as a *skeleton*. To encode new texts, a later run splits them into
 words with the skeleton, looks up every substring of every word, and builds a `tokenizers`
-tokenizer that holds only the tokens found (a few thousand, ~2 ms to build) with the merges among
+tokenizer that holds only the tokens found (a few thousand, a few ms to build) with the merges among
 them in their ranks, and the added tokens whose text occurs: the same library encodes with the
-same pipeline, so the ids and offsets are those of the whole tokenizer. Whatever the index cannot
+same pipeline, so the ids and offsets are those of the whole tokenizer. What the index cannot
 answer (a tokenizer that is not a plain BPE, words so long that the look-ups would cost a load, a
-damaged file) answers None, and the caller loads the tokenizer as before.
+damaged file) it declines, raising, and the caller loads the tokenizer as before. The index is
+written by the process that loaded the tokenizer: this one, or the helper before it is stopped.
 
 The file holds its tokenizer's identity (the file's stamp, the `tokenizers` library's, prefixlint's
 own; as the books do) and is ignored when that changed. Opened read-only, with SQL functions kept
@@ -99,7 +100,7 @@ def _eligible(data: dict[str, Any]) -> bool:
 def write_index(cache_dir: str, tokenizer_path: str, backend: Tokenizer) -> None:
     """Write the index of `backend`, just loaded from `tokenizer_path` (as load_backend builds it),
     unless one holds already or another process is writing it; for a tokenizer the index cannot
-    serve, a note that says so, so that no run tries again (~0.6 s for the embedded default)."""
+    serve, a note that says so, so that no run tries again (~0.7-1 s of CPU for the embedded default)."""
     if not wants_index(cache_dir, tokenizer_path):
         return
     try:
