@@ -166,3 +166,11 @@ def test_no_cache_writes_no_book(repo: Path) -> None:
         timeout=300,
     )
     assert not (repo / "cache" / "tokens-v1").exists()
+
+
+def test_a_new_template_with_the_tokenizers_index_forks_no_helper_and_loads_nothing(repo: Path) -> None:
+    hook(repo, "check", "--force-exclude", "chat.jinja")  # no book yet: a helper loads, writes the index
+    shutil.copy(FIXTURES / "templates" / "clock_in_system.jinja", repo / "new.jinja")
+    out, probe = hook(repo, "check", "--force-exclude", "new.jinja")  # no book of its own
+    assert probe == "probe: forks=0 tokenizers=True loads=0"
+    assert out == cold(repo, "new.jinja")
