@@ -9,17 +9,36 @@ repository holding a Python file and a chat template, each with a finding (copie
 fixtures/python/openai_alias_clock.py and fixtures/templates/clock_in_system.jinja), with the
 cache in a temporary folder:
 
-- cold: `--no-cache`, the tokenizer loaded (the first run on a machine);
+- cold: `--no-cache`, the tokenizer loaded;
+- first run with the cache: no encodings remembered and no index of the tokenizer yet, so the
+  tokenizer loads, and the run writes the index (prefixlint/token_index.py) once (timed once:
+  there is only one first run);
 - edited, prompt text the same: a new comment appended before each run, so neither the replayed
   run nor the result cache can answer, and only the encodings remembered by the last run can
   (prefixlint/token_memo.py): the usual hook run;
-- edited, prompt text changed: a word of the prompt changed before each run, so the tokenizer
-  must load for the new text.
+- edited, prompt text changed: a word of the prompt changed before each run, so the new text is
+  encoded from the index: a tokenizer holding only the tokens its words can use, the tokenizer
+  file itself not loaded.
 
 Each figure is the best of `--runs` runs, in CPU seconds (user + system, the process and its
-helpers): the machine may be shared, and CPU time says what wall time cannot. The last lines
-check that the edited runs report what a cold run reports for the same file (JSON, byte for
-byte) and give each hook time as a multiple of the floor.
+helpers): the machine may be shared, and CPU time says what wall time cannot. The floor and the
+two edits run in turn (floor, edit, edit, floor, ...), so that a change in the machine's load
+weighs on all three alike. The last lines check that the edited runs report what a cold run
+reports for the same file (JSON, byte for byte), for both kinds of edit, and give each hook time
+as a multiple of the floor.
+
+Measured on the shared 2-core machine (load average 8 to 10, the test suite running beside it),
+best of 5, `python bench/hook.py` and, for the commit before the index (2003103, unpacked with
+`git archive`), `python bench/hook.py --source CHECKOUT`:
+
+    edit                              before (2003103)   with the index
+    app.py, prompt text the same      1.33x              1.34x
+    app.py, prompt text changed       2.41x              1.46x
+    chat.jinja, prompt text the same  0.91x              1.26x (noise: alternated, 0.31 s and 0.34 s)
+    chat.jinja, prompt text changed   2.33x              1.39x
+    first run, app.py / chat.jinja    3.15x / 2.34x      5.69x / 6.17x (writes the index, once)
+
+with the floor at 0.39 s and 0.34 s of CPU; every edited run's JSON was the cold run's.
 """
 
 from __future__ import annotations
@@ -76,8 +95,9 @@ def main() -> None:
         flush=True,
     )
     print(f"# {PY}, prefixlint from {args.source.resolve()}", flush=True)
-    floor = best([cpu_of([PY, "-c", FLOOR], env, expect=0) for _ in range(args.runs)])
-    print(f"  {'import floor':<44} {floor[0]:6.3f} s CPU {floor[1]:6.3f} s wall  $ python -c {FLOOR!r}")
+    floors: list[tuple[float, float, str]] = []
+    lines: list[tuple[str, tuple[float, float]]] = []
+    verdicts: list[str] = []
     with tempfile.TemporaryDirectory(prefix="prefixlint-hook-") as tmp:
         repo = Path(tmp) / "repo"
         repo.mkdir()
@@ -90,43 +110,51 @@ def main() -> None:
                 "travel company",
             ),
         }
-        env["PREFIXLINT_CACHE_DIR"] = str(Path(tmp) / "cache")
-        ratios = []
         for name, (fixture, comment, word) in cases.items():
+            env["PREFIXLINT_CACHE_DIR"] = str(Path(tmp) / f"cache-{name}")  # each case from empty
             path = repo / name
             shutil.copy(fixture, path)
             original = path.read_text(encoding="utf-8")
             hook = [PY, "-m", "prefixlint", "check", "--force-exclude", name]
             coldrun = best([cpu_of([*hook, "--no-cache"], env, repo) for _ in range(args.runs)])
-            cpu_of(hook, env, repo)  # the run before the edit, as the last commit's hook run
-            same = []
+            first = best([cpu_of(hook, env, repo)])  # the run before the edit: the last commit's
+            same, changed = [], []
+            # In turn, so that a change in the machine's load weighs on the floor and both edits alike.
             for k in range(args.runs):
+                floors.append(cpu_of([PY, "-c", FLOOR], env, expect=0))
                 with path.open("a", encoding="utf-8") as fh:
-                    fh.write(comment.format(k=k))
+                    fh.write(comment.format(k=k))  # the prompt text of the run before
                 same.append(cpu_of(hook, env, repo))
-            same_best = best(same)
-            changed = []
-            for k in range(args.runs):
                 path.write_text(original.replace(word, f"{word} ({k})"), encoding="utf-8")
                 changed.append(cpu_of(hook, env, repo))
-            changed_best = best(changed)
             # The verdicts: a hook run of an edited file reports what a cold run of it reports.
-            path.write_text(original + comment.format(k="last"), encoding="utf-8")
             json_args = [*hook[:-1], "--format", "json", name]
-            warm_json = cpu_of(json_args, env, repo)[2]
-            cold_json = cpu_of([*json_args, "--no-cache"], env, repo)[2]
-            verdict = "same as cold" if warm_json == cold_json else "DIFFERS from cold"
-            for label, figure in (
-                (f"{name}: cold (--no-cache)", coldrun),
-                (f"{name}: edited, prompt text the same", same_best),
-                (f"{name}: edited, prompt text changed", changed_best),
+            for edit, text in (
+                ("prompt text the same", path.read_text(encoding="utf-8") + comment.format(k="json")),
+                ("prompt text changed", original.replace(word, f"{word} (json)")),
             ):
-                ratio = figure[0] / floor[0]
-                print(f"  {label:<44} {figure[0]:6.3f} s CPU {figure[1]:6.3f} s wall  {ratio:4.2f}x floor")
-            print(f"  {name}: JSON of an edited run {verdict}", flush=True)
-            ratios.append((name, same_best[0] / floor[0], changed_best[0] / floor[0]))
-        print("# hook (prompt text the same) / floor: " + ", ".join(f"{n} {r:.2f}x" for n, r, _ in ratios))
-        print("# hook (prompt text changed) / floor: " + ", ".join(f"{n} {c:.2f}x" for n, _, c in ratios))
+                path.write_text(text, encoding="utf-8")
+                warm_json = cpu_of(json_args, env, repo)[2]
+                cold_json = cpu_of([*json_args, "--no-cache"], env, repo)[2]
+                verdict = "same as cold" if warm_json == cold_json else "DIFFERS from cold"
+                verdicts.append(f"  {name}: JSON of an edited run, {edit}: {verdict}")
+            lines += [
+                (f"{name}: cold (--no-cache)", coldrun),
+                (f"{name}: first run, writes the index", first),
+                (f"{name}: edited, prompt text the same", best(same)),
+                (f"{name}: edited, prompt text changed", best(changed)),
+            ]
+    floor = best(floors)
+    print(f"  {'import floor':<44} {floor[0]:6.3f} s CPU {floor[1]:6.3f} s wall  $ python -c {FLOOR!r}")
+    for label, figure in lines:
+        ratio = figure[0] / floor[0]
+        print(f"  {label:<44} {figure[0]:6.3f} s CPU {figure[1]:6.3f} s wall  {ratio:4.2f}x floor")
+    print("\n".join(verdicts))
+    for edit in ("prompt text the same", "prompt text changed"):
+        ratios = [
+            f"{label.split(':')[0]} {figure[0] / floor[0]:.2f}x" for label, figure in lines if edit in label
+        ]
+        print(f"# hook ({edit}) / floor: " + ", ".join(ratios))
 
 
 if __name__ == "__main__":

@@ -420,13 +420,18 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
     overlaps imports, compiling and rendering here. A helper stops after the last source that
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
+    from prefixlint.token_index import has_index
     from prefixlint.token_memo import has_book
     from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
 
     files = [source_tokenizer_file(s.path, s.kind, options.tokenizer) for s in sources]
-    # A source whose book holds its encodings from the last run likely loads no tokenizer at all.
+    # A source whose book holds its encodings from the last run, or whose tokenizer has an index,
+    # likely loads no tokenizer at all.
+    cache = options.cache_dir
     starts = [
-        f if f is not None and _renders(s, options) and not has_book(options.cache_dir, f, s.path) else None
+        f
+        if f is not None and _renders(s, options) and not (has_book(cache, f, s.path) or has_index(cache, f))
+        else None
         for s, f in zip(sources, files, strict=True)
     ]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
@@ -443,7 +448,7 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
                         break
             yield analyse_source(source, options)
             for path in [f for f, last in last_use.items() if last == i]:
-                stop_loading(path)
+                stop_loading(path, cache)  # a helper that served writes the tokenizer's index
     finally:
         for path in last_use:
             stop_loading(path)

@@ -50,13 +50,17 @@ def _start_tokenizer_early(args: list[str]) -> None:
 
 
 def _remembered(tokenizer: str, templates: list[str]) -> bool:
-    """Whether every template has a book of its encodings (prefixlint/token_memo.py) in a cache
-    dir where the run may look: then the tokenizer likely never loads, and a helper loading it
-    would cost as much CPU as the rest of the run."""
+    """Whether every template has a book of its encodings (prefixlint/token_memo.py), or the
+    tokenizer an index (prefixlint/token_index.py), in a cache dir where the run may look: then
+    the tokenizer likely never loads, and a helper loading it would cost as much CPU as the rest
+    of the run."""
     from prefixlint.runmemo import cache_dirs
+    from prefixlint.token_index import has_index
     from prefixlint.token_memo import has_book
 
     folders = list(cache_dirs())
+    if any(has_index(folder, tokenizer) for folder in folders):
+        return True
     return all(any(has_book(folder, tokenizer, t) for folder in folders) for t in templates)
 
 

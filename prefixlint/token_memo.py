@@ -159,7 +159,8 @@ class Book:
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(data, fh, separators=(",", ":"))
+                # dumps, not dump: only dumps encodes in C (a template's book takes 0.04 s in Python)
+                fh.write(json.dumps(data, separators=(",", ":")))
             os.replace(tmp, self.path)  # a concurrent run never reads half a book
         except OSError:
             pass  # a read-only cache dir: the next run only loads the tokenizer again
@@ -201,6 +202,11 @@ def remembering(cache_dir: str | None, source_path: str, in_memory: bool = False
         scope, _scope = _scope, outer
         for book in scope.books.values():
             book.save()
+
+
+def cache_dir_in_use() -> str | None:
+    """The cache dir of the source being analysed, if it is analysed with a cache."""
+    return _scope.directory if _scope is not None else None
 
 
 def book_for(tokenizer_path: str) -> Book | None:

@@ -123,6 +123,10 @@ class TokenizerProcess:
     def token_to_id(self, token: str) -> int | None:
         return self._call("token_to_id", token)
 
+    def write_index(self, cache_dir: str) -> None:
+        """Have the helper write its tokenizer's index (prefixlint/token_index.py) into `cache_dir`."""
+        self._call("write_index", cache_dir)
+
     def _call(self, op: str, arg: Any) -> Any:
         if self.status()[0] != "ok" or self._w is None:
             raise HelperGone(self.path)
@@ -190,3 +194,8 @@ def _serve(path: str, requests: int, responses: int, parent: int) -> None:
             _send(responses, [(e.ids, e.offsets) for e in encodings])
         elif op == "token_to_id":
             _send(responses, tokenizer.token_to_id(arg))
+        elif op == "write_index":
+            from prefixlint.token_index import write_index
+
+            write_index(arg, path, tokenizer)
+            _send(responses, None)

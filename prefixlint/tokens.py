@@ -3,6 +3,7 @@ and token-level comparison of rendered prompts. Never touches the network."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -15,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file, read_limited
 from prefixlint.ollama import PREFIX as OLLAMA_PREFIX
-from prefixlint.token_memo import book_for
+from prefixlint.token_memo import book_for, cache_dir_in_use
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
+    from prefixlint.token_index import TokenIndex
     from prefixlint.tokenizer_process import Encoded, TokenizerProcess
 
 EMBEDDED_NAME = "deepseek (embedded default)"
@@ -30,7 +32,7 @@ class TokenizerError(Exception):
     """A tokenizer that cannot be found or loaded; the message says where and why."""
 
 
-_NO_HELPER = object()  # "ask the in-process tokenizer": None is a real answer (an unknown token)
+_UNANSWERED = object()  # "ask the in-process tokenizer": None is a real answer (an unknown token)
 
 
 class LoadedTokenizer:
@@ -60,6 +62,7 @@ class LoadedTokenizer:
     def tokenizer(self) -> Tokenizer:
         if self._tokenizer is None:
             self._tokenizer = load_backend(self.path)
+            _loaded_here(self.path, self._tokenizer)
         return self._tokenizer
 
     def _helper(self) -> TokenizerProcess | None:
@@ -102,8 +105,10 @@ class LoadedTokenizer:
                 else:
                     encoded[text] = found
         if missing:
-            encodings = self._ask_helper(lambda helper: helper.encode_batch(missing))
-            if encodings is _NO_HELPER:
+            encodings = self._ask(
+                lambda index: index.encode_batch(missing), lambda h: h.encode_batch(missing)
+            )
+            if encodings is _UNANSWERED:
                 encodings = self.tokenizer.encode_batch(missing, add_special_tokens=False)
             for text, encoding in zip(missing, encodings, strict=True):
                 encoded[text] = encoding
@@ -118,12 +123,11 @@ class LoadedTokenizer:
             book = book_for(self.path)
             self._added = book.added_texts() if book is not None else None
             if self._added is None:
-                remote = self._helper()
-                if remote is not None:
-                    self._added = frozenset(remote.status()[1])
-                else:
+                found = self._ask(lambda index: index.added_texts, lambda h: frozenset(h.status()[1]))
+                if found is _UNANSWERED:
                     decoder = self.tokenizer.get_added_tokens_decoder()
-                    self._added = frozenset(t.content for t in decoder.values() if t.content)
+                    found = frozenset(t.content for t in decoder.values() if t.content)
+                self._added = found
             if book is not None:
                 book.put_added_texts(self._added)
         return self._added
@@ -134,32 +138,65 @@ class LoadedTokenizer:
             known, found = book.token_id(token)
             if known:
                 return found
-        found = self._ask_helper(lambda helper: helper.token_to_id(token))
-        if found is _NO_HELPER:
+        found = self._ask(lambda index: index.token_to_id(token), lambda h: h.token_to_id(token))
+        if found is _UNANSWERED:
             found = self.tokenizer.token_to_id(token)
         if book is not None:
             book.put_token_id(token, found)
         return found
 
-    def _ask_helper(self, question: Callable[[TokenizerProcess], Any]) -> Any:
-        """The helper's answer, or _NO_HELPER when there is none or it died on the way (the caller
-        then asks the tokenizer in this process, loading it)."""
+    def _ask(
+        self, of_index: Callable[[TokenIndex], Any], of_helper: Callable[[TokenizerProcess], Any]
+    ) -> Any:
+        """The answer of the tokenizer's index (prefixlint/token_index.py), else of the helper, or
+        _UNANSWERED when neither can give it (the caller then asks the tokenizer in this process,
+        loading it). Once the tokenizer is loaded here, it answers everything itself."""
+        if self._tokenizer is not None:
+            return _UNANSWERED
+        index = _index_of(self.path)
+        if index is not None:
+            try:
+                return of_index(index)
+            except (
+                Exception
+            ):  # texts it cannot serve, a damaged file (sqlite, tokenizers raise plain Exceptions)
+                pass
         remote = self._helper()
         if remote is None:
-            return _NO_HELPER
+            return _UNANSWERED
         from prefixlint.tokenizer_process import HelperGone
 
         try:
-            return question(remote)
+            return of_helper(remote)
         except HelperGone:
             self._remote = None
-            return _NO_HELPER
+            return _UNANSWERED
 
     def encode(self, text: str) -> Encoding:
         return self.tokenizer.encode(text, add_special_tokens=False)
 
     def count(self, text: str) -> int:
         return len(self.encode_many([text])[0].ids) if text else 0
+
+
+def _index_of(path: str) -> TokenIndex | None:
+    """The index of a tokenizer file in the cache dir of the source being analysed, if any holds."""
+    directory = cache_dir_in_use()
+    if directory is None:
+        return None
+    from prefixlint.token_index import index_for
+
+    return index_for(directory, path)
+
+
+def _loaded_here(path: str, backend: Tokenizer) -> None:
+    """A tokenizer just loaded in this process writes its index, once, when the source being
+    analysed has a cache dir: the next run encodes a new text without loading it."""
+    directory = cache_dir_in_use()
+    if directory is not None:
+        from prefixlint.token_index import write_index
+
+        write_index(directory, path, backend)
 
 
 @cache
@@ -304,9 +341,12 @@ def load_tokenizer_file(path: str, wait: bool = True) -> LoadedTokenizer:
         remote = _LOADING.get(path)
         # A book of the source being analysed vouches that the file loads: it loads when a text
         # misses the book, if ever (prefixlint/token_memo.py).
+        # So does an index of its vocabulary (prefixlint/token_index.py): it was written after a load.
         book = book_for(path) if remote is None else None
-        vouched = book is not None and book.vouches
+        vouched = remote is None and ((book is not None and book.vouches) or _index_of(path) is not None)
         backend = load_backend(path) if remote is None and not vouched else None
+        if backend is not None:
+            _loaded_here(path, backend)
         name, special, notes = _identity(Path(path))
         loaded = LoadedTokenizer(name, str(Path(path)), backend, special, remote)
         loaded.notes = notes
@@ -343,13 +383,22 @@ def start_loading(path: str) -> None:
         _STOP_AT_EXIT = True
 
 
-def stop_loading(path: str) -> None:
+def stop_loading(path: str, cache_dir: str | None = None) -> None:
     """Stop (and reap) the helper of `path`. Its tokenizer, if it loaded, stays known by name and
-    loads here if used again; one not known to have loaded is forgotten."""
+    loads here if used again; one not known to have loaded is forgotten. With `cache_dir`, a
+    helper whose tokenizer was used writes its index there first, if none holds (once: the next
+    run then encodes new text without a load, prefixlint/token_index.py)."""
     remote = _LOADING.pop(path, None)
     if remote is None:
         return
     loaded = _LOADED.get(path)
+    if cache_dir is not None and loaded is not None and loaded._remote is remote and loaded._verified:
+        from prefixlint.token_index import wants_index
+        from prefixlint.tokenizer_process import HelperGone
+
+        if wants_index(cache_dir, path):
+            with contextlib.suppress(HelperGone):
+                remote.write_index(cache_dir)
     if loaded is not None and loaded._remote is remote:
         loaded._remote = None
         if not loaded._verified:

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, run_prefixlint
+from conftest import FIXTURES, REPO, run_prefixlint
 
 from prefixlint import runmemo
 
@@ -135,7 +135,8 @@ def test_a_reader_that_leaves_early_gets_no_second_run(project) -> None:
     done = subprocess.run(
         ["bash", "-o", "pipefail", "-c", script],
         cwd=root,
-        env={**os.environ, **env, "PYTHONPROFILEIMPORTTIME": "1"},
+        # This checkout's prefixlint, as run_prefixlint runs it: not whichever one is installed.
+        env={**os.environ, **env, "PYTHONPROFILEIMPORTTIME": "1", "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
     )

@@ -14,17 +14,22 @@ import pytest
 from conftest import CORPUS, FIXTURES, REPO, needs_corpus
 
 # Runs the command line as `prefixlint` does, and says on stderr whether this process forked (a
-# helper loading a tokenizer) or imported `tokenizers` (a tokenizer loaded here).
+# helper loading a tokenizer), imported `tokenizers` (to build one, from its index or its file)
+# and how many tokenizer files it loaded whole.
 PROBE = """
 import atexit, os, sys
-forks = []
+forks, loads = [], []
 os.register_at_fork(after_in_parent=lambda: forks.append(1))
 atexit.register(lambda: sys.stderr.write(
-    f"\\nprobe: forks={len(forks)} tokenizers={'tokenizers' in sys.modules}\\n"))
+    f"\\nprobe: forks={len(forks)} tokenizers={'tokenizers' in sys.modules} loads={len(loads)}\\n"))
 sys.argv = ["prefixlint", *sys.argv[1:]]
+from prefixlint import tokens
+whole = tokens.load_backend
+tokens.load_backend = lambda path: loads.append(path) or whole(path)
 from prefixlint.launch import main
 main()
 """
+NOTHING_LOADED = "probe: forks=0 tokenizers=False loads=0"
 
 
 def run_env(cache: Path) -> dict[str, str]:
@@ -69,10 +74,10 @@ def append(path: Path, line: str) -> None:
 def test_an_edit_outside_the_prompt_text_loads_no_tokenizer(repo: Path, name: str, comment: str) -> None:
     args = ("check", "--format", "json", "--force-exclude", name)
     first, probe = hook(repo, *args)
-    assert probe != "probe: forks=0 tokenizers=False"  # the first run loads it, here or in a helper
+    assert probe != NOTHING_LOADED  # the first run loads it, here or in a helper
     append(repo / name, comment)
     second, probe = hook(repo, *args)
-    assert probe == "probe: forks=0 tokenizers=False"
+    assert probe == NOTHING_LOADED
     found = json.loads(second)
     assert found == json.loads(cold(repo, "--format", "json", name))
     assert found["diagnostics"][0]["code"] == "PFX101"
@@ -85,7 +90,7 @@ def test_concise_and_json_runs_in_turn_both_read_the_book(repo: Path) -> None:
     for fmt in ("concise", "json", "concise"):
         append(repo / "app.py", f"# {fmt}\n")
         out, probe = hook(repo, "check", "--force-exclude", "--format", fmt, "app.py")
-        assert probe == "probe: forks=0 tokenizers=False", fmt
+        assert probe == NOTHING_LOADED, fmt
     assert out == cold(repo, "app.py")
 
 
@@ -99,9 +104,29 @@ def test_an_edit_of_the_prompt_text_counts_it_anew(repo: Path) -> None:
         encoding="utf-8",
     )
     out, probe = hook(repo, "check", "--force-exclude", "app.py")
-    assert "tokenizers=True" in probe  # a text the book never held: the tokenizer loads
+    # A text the book never held: encoded by the tokenizer's index, written by the first run.
+    assert probe == "probe: forks=0 tokenizers=True loads=0"
     assert out == cold(repo, "app.py")
     assert "ahead of 39 static tokens" in out  # two tokens more than the fixture's 37
+
+
+def test_an_edit_of_a_templates_text_counts_it_anew_without_a_load(repo: Path) -> None:
+    # The first run: no book, no index: a helper loads the tokenizer, and writes its index.
+    first, probe = hook(repo, "check", "--force-exclude", "--format", "json", "chat.jinja")
+    assert "loads=0" in probe and "forks=0" not in probe
+    assert list((repo / "cache" / "tokindex-v1").glob("*.sqlite"))
+    chat = repo / "chat.jinja"
+    policy = "1. Quote prices in the customer's currency and say when a price is an estimate.\n"
+    chat.write_text(
+        chat.read_text(encoding="utf-8").replace(policy, policy + "   Quote taxes and fees separately.\n"),
+        encoding="utf-8",
+    )
+    second, probe = hook(repo, "check", "--force-exclude", "--format", "json", "chat.jinja")
+    assert probe == "probe: forks=0 tokenizers=True loads=0"
+    assert json.loads(second) == json.loads(cold(repo, "--format", "json", "chat.jinja"))
+    lost = [d["evidence"]["static_tokens_lost"] for d in json.loads(second)["diagnostics"]]
+    before = [d["evidence"]["static_tokens_lost"] for d in json.loads(first)["diagnostics"]]
+    assert lost[0] > before[0]  # the sentence added after the date: more tokens lost
 
 
 @needs_corpus
@@ -111,7 +136,7 @@ def test_a_book_from_another_tokenizer_is_not_read(repo: Path) -> None:
     shutil.copy(CORPUS / "tokenizers" / "gpt2" / "tokenizer.json", repo / "tokenizer.json")
     append(repo / "chat.jinja", "{# edited #}\n")
     out, probe = hook(repo, "check", "--force-exclude", "chat.jinja")
-    assert probe != "probe: forks=0 tokenizers=False"
+    assert probe != NOTHING_LOADED
     assert out == cold(repo, "chat.jinja")
 
 
@@ -141,3 +166,11 @@ def test_no_cache_writes_no_book(repo: Path) -> None:
         timeout=300,
     )
     assert not (repo / "cache" / "tokens-v1").exists()
+
+
+def test_a_new_template_with_the_tokenizers_index_forks_no_helper_and_loads_nothing(repo: Path) -> None:
+    hook(repo, "check", "--force-exclude", "chat.jinja")  # no book yet: a helper loads, writes the index
+    shutil.copy(FIXTURES / "templates" / "clock_in_system.jinja", repo / "new.jinja")
+    out, probe = hook(repo, "check", "--force-exclude", "new.jinja")  # no book of its own
+    assert probe == "probe: forks=0 tokenizers=True loads=0"
+    assert out == cold(repo, "new.jinja")

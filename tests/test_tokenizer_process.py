@@ -298,6 +298,9 @@ def test_a_few_named_templates_start_their_tokenizer_before_the_command_line_is_
 
     started: list[str] = []
     monkeypatch.setattr(tokens, "start_loading", started.append)
+    # An empty cache: one with the tokenizer's index (any run from this checkout writes one there)
+    # rightly starts no helper.
+    monkeypatch.setenv("PREFIXLINT_CACHE_DIR", str(tmp_path / "cache"))
     beside = tmp_path / "model"
     beside.mkdir()
     (beside / "chat.jinja").write_text("{{ messages }}", encoding="utf-8")
