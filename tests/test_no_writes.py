@@ -21,6 +21,7 @@ from conftest import FIXTURES, REPO, run_prefixlint
 
 WATCH = """
 import atexit, json, os, sys
+from urllib.parse import unquote, urlsplit
 
 _events = []
 _WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -42,7 +43,10 @@ def _hook(event, args):
         if writing and _text(path) is not None:
             _events.append(["open", _text(path)])
     elif event in _CHANGES:
-        _events.append([event] + [_text(a) for a in args if _text(a) is not None])
+        paths = [_text(a) for a in args if _text(a) is not None]
+        if event == "sqlite3.connect":  # a URI (file:/x?mode=ro) names its file by its path part
+            paths = [unquote(urlsplit(p).path) if p.startswith("file:") else p for p in paths]
+        _events.append([event] + paths)
 
 
 sys.addaudithook(_hook)
