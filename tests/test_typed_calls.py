@@ -78,7 +78,7 @@ CLOCK_LINES = [n for n, line in enumerate(AGENT.splitlines(), 1) if "datetime.no
 def _project(tmp_path: Path, annotation: str, source: str = "app.models", method: str = "generate") -> Path:
     """The project's root: the folder above its package `app`."""
     package = tmp_path / "app"
-    package.mkdir()
+    package.mkdir(parents=True)
     (package / "__init__.py").write_text("", encoding="utf-8")
     (package / "models.py").write_text(MODELS.replace("generate", method), encoding="utf-8")
     agent = AGENT.replace("{source}", source).replace("{annotation}", annotation)
@@ -127,3 +127,29 @@ def test_a_base_whose_subclasses_send_nothing_reaches_no_request(tmp_path: Path)
     found = _clock_findings(root)
     assert [line for line, _, _ in found] == CLOCK_LINES
     assert all(severity is Severity.INFO and NOT_FOUND in m for _, severity, m in found)
+
+
+def test_a_src_layout_package_is_imported_from_the_projects_examples(tmp_path: Path) -> None:
+    # `src/app/models.py` is importable as `app.models` from `examples/` (the package is installed
+    # from `src/`): the example's `model(messages)` reaches the request.
+    root = _project(tmp_path / "repo", "Model")
+    (root / "src").mkdir()
+    (root / "app").rename(root / "src" / "app")
+    (root / "examples").mkdir()
+    (root / "src" / "app" / "agent.py").rename(root / "examples" / "agent.py")
+    found = _clock_findings(root)
+    assert [line for line, _, _ in found] == CLOCK_LINES
+    assert all(severity >= Severity.WARNING and NOT_FOUND not in m for _, severity, m in found)
+
+
+def test_a_subclass_in_the_tests_is_a_test_double_not_a_model(tmp_path: Path) -> None:
+    root = _project(tmp_path, "Model")
+    models = root / "app" / "models.py"
+    real = MODELS.split("class ApiModel")[0]
+    models.write_text(real, encoding="utf-8")
+    (root / "tests").mkdir()
+    double = "from app.models import Model\n\n\nclass ApiModel" + MODELS.split("class ApiModel")[1]
+    (root / "tests" / "fakes.py").write_text("from openai import OpenAI\n" + double, encoding="utf-8")
+    found = _clock_findings(root)
+    assert [line for line, _, _ in found] == CLOCK_LINES
+    assert all(NOT_FOUND in m for _, _, m in found[1:])  # `.generate(...)` is still found by its name

@@ -11,6 +11,7 @@ candidate's bases; bounded in depth and number, in a deterministic order.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,7 @@ Method = tuple["Evaluator", cst.FunctionDef]
 ClassRef = tuple["Evaluator", cst.ClassDef]
 
 MAX_SUBCLASS_DEPTH = 3
-MAX_SUBCLASSES = 16
+MAX_SUBCLASSES = 24
 MAX_OVERRIDES = 8
 MAX_FORWARDS = 2
 
@@ -40,12 +41,25 @@ def _modules_naming(project: Project, base: str) -> list[str]:
     if found is None:
         found = _BASES[project.root] = {}
         for path in python_sources(project):
+            if _is_test(os.path.relpath(path, project.root)):
+                continue  # a test double (`FakeModel(Model)`) sends no request of the program
             content = read_text(path)
             if content is None or "class" not in content:
                 continue
             for word in sorted({w for bases in _CLASS.findall(content) for w in re.findall(r"\w+", bases)}):
                 found.setdefault(word, []).append(path)
     return found.get(base, [])
+
+
+def _is_test(relative: str) -> bool:
+    parts = relative.split(os.sep)
+    name = parts[-1]
+    return (
+        any(p in ("test", "tests", "testing") for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
 
 
 def subclasses(ev: Evaluator, cls: cst.ClassDef) -> list[ClassRef]:
