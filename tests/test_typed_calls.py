@@ -153,3 +153,21 @@ def test_a_subclass_in_the_tests_is_a_test_double_not_a_model(tmp_path: Path) ->
     found = _clock_findings(root)
     assert [line for line, _, _ in found] == CLOCK_LINES
     assert all(NOT_FOUND in m for _, _, m in found[1:])  # `.generate(...)` is still found by its name
+
+
+def test_a_field_annotated_in_the_class_body_names_its_class(tmp_path: Path) -> None:
+    root = _project(tmp_path, "Model")
+    agent = root / "app" / "agent.py"
+    source = agent.read_text(encoding="utf-8")
+    source = source.replace(
+        "class Agent:\n    def __init__(self, model: Model):\n        self.model = model\n",
+        "@dataclass\nclass Agent:\n    model: Model\n",
+    )
+    assert "@dataclass" in source
+    source = "from dataclasses import dataclass\n" + source
+    agent.write_text(source, encoding="utf-8")
+    found = _clock_findings(root)
+    assert [line for line, _, _ in found] == [
+        n for n, line in enumerate(source.splitlines(), 1) if "datetime.now()" in line
+    ]
+    assert all(severity >= Severity.WARNING and NOT_FOUND not in m for _, severity, m in found)

@@ -173,6 +173,36 @@ def receiver_class(
                 found = ev.find_class(target) or _parameter_class(ev, target)
                 if found is not None:
                     return found
+        return _field_class(ev, cls, node.attr.value)
+    return None
+
+
+def _field_class(
+    ev: Evaluator, cls: cst.ClassDef, name: str, depth: int = 0
+) -> tuple[Evaluator, cst.ClassDef] | None:
+    """The class a field is annotated with in a class body (`model: Model = field(...)` of a
+    dataclass or attrs class), in the class or its bases."""
+    from prefixlint.python.evaluate import _annotation_names
+
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (
+                isinstance(small, cst.AnnAssign)
+                and isinstance(small.target, cst.Name)
+                and small.target.value == name
+            ):
+                for part in _annotation_names(small.annotation.annotation):
+                    found = ev.find_class(part)
+                    if found is not None:
+                        return found
+                return None
+    if depth < 4:
+        for base_ev, base in ev.base_classes(cls):
+            found = _field_class(base_ev, base, name, depth + 1)
+            if found is not None:
+                return found
     return None
 
 
