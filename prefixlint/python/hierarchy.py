@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.python.project import Project, python_sources, read_text
+from prefixlint.python.project import Project, modules_defining, python_sources, read_text
 
 if TYPE_CHECKING:
     from prefixlint.python.evaluate import Evaluator
@@ -30,13 +30,14 @@ MAX_SUBCLASSES = 24
 MAX_OVERRIDES = 8
 MAX_FORWARDS = 2
 
-_CLASS = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(([^)]*)\)", re.MULTILINE)
-# Project roots indexed in this process: a word named in a class statement's bases -> the modules.
-_BASES: dict[str, dict[str, list[str]]] = {}
+_CLASS = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.MULTILINE)
+# Project roots indexed in this process: a word named in a class statement's bases -> the
+# (module, class name) pairs of those statements.
+_BASES: dict[str, dict[str, list[tuple[str, str]]]] = {}
 
 
-def _modules_naming(project: Project, base: str) -> list[str]:
-    """The project modules with a class statement whose bases name `base` (a text search)."""
+def _named_in_bases(project: Project) -> dict[str, list[tuple[str, str]]]:
+    """The project's class statements by the words their bases name (a text search, no parse)."""
     found = _BASES.get(project.root)
     if found is None:
         found = _BASES[project.root] = {}
@@ -46,9 +47,10 @@ def _modules_naming(project: Project, base: str) -> list[str]:
             content = read_text(path)
             if content is None or "class" not in content:
                 continue
-            for word in sorted({w for bases in _CLASS.findall(content) for w in re.findall(r"\w+", bases)}):
-                found.setdefault(word, []).append(path)
-    return found.get(base, [])
+            for child, bases in _CLASS.findall(content):
+                for word in sorted(set(re.findall(r"\w+", bases))):
+                    found.setdefault(word, []).append((path, child))
+    return found
 
 
 def _is_test(relative: str) -> bool:
@@ -62,43 +64,46 @@ def _is_test(relative: str) -> bool:
     )
 
 
-def subclasses(ev: Evaluator, cls: cst.ClassDef) -> list[ClassRef]:
-    """The project classes deriving from `cls`, directly or through others, nearest first."""
-    out: list[ClassRef] = []
-    seen = {id(cls)}
-    level = [(ev, cls)]
+def overrides(ev: Evaluator, cls: cst.ClassDef, name: str) -> list[Method]:
+    """The `name` methods that project subclasses of `cls` (directly or through others) define,
+    nearest first. The subclasses are found by their names in the text first, and only the modules
+    that also define a `name` method and name a modelled API are parsed, to check that the class
+    really derives from `cls` (an override that only calls other project code is not followed)."""
+    by_base = _named_in_bases(ev.project)
+    defining = set(modules_defining(ev.project, name))
+    out: list[Method] = []
+    seen = {cls.name.value}
+    level = [cls.name.value]
+    candidates: list[tuple[str, str]] = []
     for _ in range(MAX_SUBCLASS_DEPTH):
-        following: list[ClassRef] = []
-        for _, owner in level:
-            for path in _modules_naming(ev.project, owner.name.value):
-                other = ev.project.evaluator(path)
-                if other is None:
-                    continue
-                for candidate in other.index.classes.values():
-                    if id(candidate) in seen or owner.name.value not in _base_words(candidate):
-                        continue
-                    if any(b[1] is owner for b in other.base_classes(candidate)):
-                        seen.add(id(candidate))
-                        following.append((other, candidate))
-                        if len(out) + len(following) >= MAX_SUBCLASSES:
-                            return out + following
-        out += following
+        following = []
+        for base in level:
+            for path, child in by_base.get(base, ()):
+                if child not in seen:
+                    seen.add(child)
+                    following.append(child)
+                if path in defining:
+                    candidates.append((path, child))
         level = following
-        if not level:
+        if len(candidates) >= MAX_SUBCLASSES or not level:
             break
+    needles = ev.project.frameworks.needles
+    for path, child in candidates[:MAX_SUBCLASSES]:
+        if not needles.search(read_text(path) or ""):
+            continue  # a module that names no modelled API: its override sends no request itself
+        other = ev.project.evaluator(path)
+        sub = other.index.classes.get(child) if other is not None else None
+        own = other.index.methods.get((child, name)) if sub is not None else None
+        if own is not None and _derives(other, sub, cls, MAX_SUBCLASS_DEPTH):
+            out.append((other, own))
     return out
 
 
-def _base_words(cls: cst.ClassDef) -> set[str]:
-    words = set()
-    for arg in cls.bases:
-        node = arg.value
-        while isinstance(node, cst.Attribute):
-            words.add(node.attr.value)
-            node = node.value
-        if isinstance(node, cst.Name):
-            words.add(node.value)
-    return words
+def _derives(ev: Evaluator, sub: cst.ClassDef, cls: cst.ClassDef, depth: int) -> bool:
+    for base_ev, base in ev.base_classes(sub):
+        if base is cls or (depth > 1 and _derives(base_ev, base, cls, depth - 1)):
+            return True
+    return False
 
 
 def dispatch(ev: Evaluator, cls: cst.ClassDef, name: str, forwards: int = 0) -> list[Method]:
@@ -111,10 +116,7 @@ def dispatch(ev: Evaluator, cls: cst.ClassDef, name: str, forwards: int = 0) -> 
     found = ev.method(cls, name)
     if found is not None:
         candidates.append(found)
-    for sub_ev, sub in subclasses(ev, cls):
-        own = sub_ev.index.methods.get((sub.name.value, name))
-        if own is not None:
-            candidates.append((sub_ev, own))
+    candidates += overrides(ev, cls, name)
     for method_ev, fn in candidates:
         target = forwarded_to(fn)
         if target is not None and forwards < MAX_FORWARDS:

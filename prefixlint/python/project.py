@@ -326,6 +326,11 @@ def _definitions(project: Project) -> dict[str, list[str]]:
     return found
 
 
+def modules_defining(project: Project, name: str) -> list[str]:
+    """The project modules that define a method (an indented `def`) called `name`."""
+    return _definitions(project).get(name, [])
+
+
 def python_sources(project: Project) -> list[str]:
     """Every `.py` file under the project root (walked once per process)."""
     return sorted(p for paths in project._index().values() for p in paths if p.endswith(".py"))
