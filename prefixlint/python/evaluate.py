@@ -1611,6 +1611,11 @@ def _annotation_names(node: cst.BaseExpression) -> list[cst.BaseExpression]:
             if isinstance(el.slice, cst.Index)
             for n in _annotation_names(el.slice.value)
         ]
+    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
+        try:  # a forward reference, `"Model"` or `"Optional[Model]"`
+            return _annotation_names(cst.parse_expression(node.evaluated_value.strip()))
+        except cst.ParserSyntaxError:
+            return []
     return [node] if isinstance(node, (cst.Name, cst.Attribute)) else []
 
 

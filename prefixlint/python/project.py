@@ -177,9 +177,17 @@ class Project:
         # Imports resolve from folders above the module, as sys.path entries are: a package found
         # nowhere there is a third-party one, and walking the whole project for it would cost
         # every pre-commit run.
-        return self.find_file(rel + ".py", near, anywhere=False) or self.find_file(
+        found = self.find_file(rel + ".py", near, anywhere=False) or self.find_file(
             rel + "/__init__.py", near, anywhere=False
         )
+        if found is None:
+            # a `src/` layout: the project's own package, installed from there, is importable
+            # from its examples and scripts
+            for candidate in (rel + ".py", rel + "/__init__.py"):
+                path = os.path.join(self.root, "src", candidate)
+                if os.path.isfile(path):
+                    return path
+        return found
 
     def module(self, path: str) -> ModuleIndex | None:
         """The parsed, indexed module at `path` (None if it cannot be read or parsed); parsed once
@@ -328,6 +336,11 @@ def _definitions(project: Project) -> dict[str, list[str]]:
             for name in set(_DEF.findall(read_text(path) or "")):
                 found.setdefault(name, []).append(path)
     return found
+
+
+def modules_defining(project: Project, name: str) -> list[str]:
+    """The project modules that define a method (an indented `def`) called `name`."""
+    return _definitions(project).get(name, [])
 
 
 def python_sources(project: Project) -> list[str]:

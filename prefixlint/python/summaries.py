@@ -121,6 +121,14 @@ _PROMPT_KEYWORDS = {"system", "system_prompt", "system_message", "prompt", "mess
 def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
     """The project functions a call may run (`owner` None), or the class it constructs (`fn` its
     `__init__`, `owner` the class)."""
+    from prefixlint.python.hierarchy import dispatch
+
+    if isinstance(call.func, cst.Attribute):
+        receiver = receiver_class(ev, call.func.value, call)
+        # the class's method or an override in a project subclass (an abstract `Model.generate`)
+        methods = dispatch(receiver[0], receiver[1], call.func.attr.value) if receiver is not None else []
+        if methods:
+            return [(m_ev, fn, None) for m_ev, fn in methods]
     found = ev.resolve_callable(call.func, call)
     if found is not None:
         return [(found[0], found[1], None)]
@@ -128,13 +136,13 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
     if cls is not None:
         init = cls[0].method(cls[1], "__init__")
         return [(cls[0], init[1], cls[1])] if init is not None else []
+    # `model(messages)`, `self.model(messages)` on an object of a project class: its `__call__`
+    called = receiver_class(ev, call.func, call)
+    if called is not None:
+        return [(m_ev, fn, None) for m_ev, fn in dispatch(called[0], called[1], "__call__")]
     if not isinstance(call.func, cst.Attribute):
         return []
     name = call.func.attr.value
-    receiver = receiver_class(ev, call.func.value, call)
-    if receiver is not None:
-        method = receiver[0].method(receiver[1], name)
-        return [(method[0], method[1], None)] if method is not None else []
     keywords = {a.keyword.value for a in call.args if a.keyword is not None}
     if _CHATTY.search(name.lower()) or keywords & _PROMPT_KEYWORDS:
         return [(other, fn, None) for other, fn in ev.project.methods_named(name)]
@@ -165,6 +173,36 @@ def receiver_class(
                 found = ev.find_class(target) or _parameter_class(ev, target)
                 if found is not None:
                     return found
+        return _field_class(ev, cls, node.attr.value)
+    return None
+
+
+def _field_class(
+    ev: Evaluator, cls: cst.ClassDef, name: str, depth: int = 0
+) -> tuple[Evaluator, cst.ClassDef] | None:
+    """The class a field is annotated with in a class body (`model: Model = field(...)` of a
+    dataclass or attrs class), in the class or its bases."""
+    from prefixlint.python.evaluate import _annotation_names
+
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (
+                isinstance(small, cst.AnnAssign)
+                and isinstance(small.target, cst.Name)
+                and small.target.value == name
+            ):
+                for part in _annotation_names(small.annotation.annotation):
+                    found = ev.find_class(part)
+                    if found is not None:
+                        return found
+                return None
+    if depth < 4:
+        for base_ev, base in ev.base_classes(cls):
+            found = _field_class(base_ev, base, name, depth + 1)
+            if found is not None:
+                return found
     return None
 
 
