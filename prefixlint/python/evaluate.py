@@ -42,6 +42,7 @@ from prefixlint.python.segments import (
 )
 from prefixlint.python.volatile import (
     ROLES,
+    SET_TYPES,
     call_name_provenance,
     name_provenance,
     parameter_provenance,
@@ -946,6 +947,10 @@ class Evaluator:
                 if passed is not None:
                     return passed
             where = f"{PARAMETER_OF} `{fn.name.value}()`"
+            if self.set_annotated(fn, name):
+                # `enabled: set[str]` iterated: its order is the caller's process's, whatever it holds
+                (hole,) = self.hole(Provenance.UNORDERED, node, name, weak=False)
+                return (replace(hole, via=where, param=param),)
         else:
             where = ""
         found = parameter_provenance(name)
@@ -1017,6 +1022,21 @@ class Evaluator:
                     if names & _VOLATILE_TYPES:
                         return qualified_provenance(names & _VOLATILE_TYPES)
         return None
+
+    def set_annotated(self, fn: cst.FunctionDef, name: str) -> bool:
+        """Whether parameter `name` of `fn` is annotated as a set (`set[str]`, `AbstractSet[T]`,
+        `frozenset | None`)."""
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                for head in _annotation_heads(param.annotation.annotation):
+                    names = self.index.qualified_names(head, self.index.module_scope)
+                    names = {n.removeprefix("builtins.") for n in names}
+                    if isinstance(head, cst.Name) and not names:
+                        names = {head.value}
+                    if names & SET_TYPES:
+                        return True
+        return False
 
     def receiver_provenance(self, node: cst.BaseExpression) -> Provenance | None:
         """The provenance of calls on an object of a volatile type: a parameter annotated
