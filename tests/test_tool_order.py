@@ -100,16 +100,25 @@ def check(path: Path, *args: str) -> list[dict]:
     return json.loads(result.stdout)["diagnostics"]
 
 
-def assert_fixed_and_silent(tmp_path: Path, text: str, shown: str, fixed: str) -> None:
+def assert_fixed_and_silent(
+    tmp_path: Path,
+    text: str,
+    shown: str,
+    fixed: str,
+    line: int = ITERATED_LINE,
+    fixed_line: int = ITERATED_LINE,
+) -> None:
+    """One PFX201 warning at `line` with a safe verified fix that writes `fixed` at `fixed_line`;
+    silence once it is applied."""
     path = tmp_path / "agent.py"
     path.write_text(text)
     [found] = check(path)
-    assert (found["code"], found["line"], found["severity"]) == ("PFX201", ITERATED_LINE, "warning")
+    assert (found["code"], found["line"], found["severity"]) == ("PFX201", line, "warning")
     fix = found["fix"]
     assert (fix["applicability"], fix["verified"]) == ("safe", True)
     assert f"`{fixed}`" in fix["message"] and f"sort `{shown}`" in fix["message"]
     check(path, "--fix")
-    assert f" in {fixed}" in path.read_text().splitlines()[ITERATED_LINE - 1]
+    assert f" in {fixed}" in path.read_text().splitlines()[fixed_line - 1]
     assert check(path) == []
 
 
@@ -166,3 +175,21 @@ def test_one_mcp_servers_list_tools_is_silent(tmp_path: Path) -> None:
         f"{SEND}"
     )
     assert check(path) == []
+
+
+@pytest.mark.parametrize(
+    "params, operation",
+    [
+        ("", '{"search", "fetch"} | {"summarise"}'),
+        ("", '{"search", "fetch"}.union(["summarise"])'),
+        (", enabled: list[str]", 'set(enabled) - {"shell"}'),
+        (", enabled: list[str]", '{"search", "fetch"} & set(enabled)'),
+        (", enabled: list[str]", '{"search", "fetch"}.difference(enabled)'),
+    ],
+)
+def test_a_set_operation_is_a_new_set(params: str, operation: str, tmp_path: Path) -> None:
+    # the finding is where the set is made, its fix where it is iterated
+    tool = TOOL.replace("NAME", "n")
+    body = f"    names = {operation}\n    tools = [{tool} for n in names]\n"
+    text = f"{HEADER}def run(question: str{params}):\n{body}{SEND}"
+    assert_fixed_and_silent(tmp_path, text, "names", "sorted(names)", fixed_line=ITERATED_LINE + 1)

@@ -42,6 +42,8 @@ from prefixlint.python.segments import (
 )
 from prefixlint.python.volatile import (
     ROLES,
+    SET_METHODS,
+    SET_OPERATORS,
     SET_TYPES,
     call_name_provenance,
     name_provenance,
@@ -385,6 +387,8 @@ class Evaluator:
             return concat(left, right)
         if isinstance(node.operator, cst.Modulo):
             return self.percent(left, node.right, env, node)
+        if type(node.operator).__name__ in SET_OPERATORS and _unordered(left, right):
+            return self.hole(Provenance.UNORDERED, node, "a set")  # `BASE | EXTRA`: a new set
         return self.propagate(node, [left, right])
 
     def _v_BooleanOperation(self, node: cst.BooleanOperation, env: Env) -> Value:
@@ -548,6 +552,12 @@ class Evaluator:
             if sort_keys is not None and not (isinstance(sort_keys, cst.Name) and sort_keys.value == "False"):
                 first = without(first, Provenance.UNORDERED)
             return self.propagate(node, [first])
+        if (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in SET_METHODS
+            and _unordered(self.value(node.func.value, deeper))
+        ):
+            return self.hole(Provenance.UNORDERED, node, "a set")  # `BASE.union(EXTRA)`: a new set
         if isinstance(node.func, cst.Name) and not self._is_local_function(node.func):
             if name == "sorted" and first is not None:
                 return without(self.propagate(node, [first]), Provenance.UNORDERED)
@@ -1597,6 +1607,11 @@ def _positional_fields(cls: cst.ClassDef) -> list[str]:
                 continue
             out.append(small.target.value)
     return out
+
+
+def _unordered(*values: Value) -> bool:
+    """Whether one of `values` is a set (an unordered hole known by its source, not its name)."""
+    return any(h.provenance is Provenance.UNORDERED and not h.by_name for v in values for h in holes(v))
 
 
 def _annotation_heads(node: cst.BaseExpression) -> list[cst.BaseExpression]:

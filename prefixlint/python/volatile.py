@@ -99,6 +99,9 @@ SET_TYPES = {
     "collections.abc.Set",
     "collections.abc.MutableSet",
 }
+# Operations on a set that make a new set (`BASE | EXTRA`, `BASE.union(EXTRA)`): unordered too.
+SET_METHODS = {"union", "intersection", "difference", "symmetric_difference", "copy"}
+SET_OPERATORS = ("BitOr", "BitAnd", "Subtract", "BitXor")  # libcst operator classes
 # Whole modules whose every function is volatile.
 MODULES: dict[str, Provenance] = {
     "uuid.": _I,

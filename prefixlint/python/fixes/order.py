@@ -10,7 +10,7 @@ import libcst as cst
 
 from prefixlint.python.fixes.source import Source
 from prefixlint.python.fixes.text import Change
-from prefixlint.python.volatile import UNORDERED_ITEMS
+from prefixlint.python.volatile import SET_METHODS, SET_OPERATORS, UNORDERED_ITEMS
 
 # (applicability, message, changes)
 Candidate = tuple[str, str, list[Change]]
@@ -151,6 +151,21 @@ def items(src: Source, node: cst.CSTNode, depth: int = 0) -> str:
         )
     if isinstance(node, cst.DictComp):
         return _value_kind(src, node.key, deeper, node.for_in)
+    if isinstance(node, cst.BinaryOperation) and type(node.operator).__name__ in SET_OPERATORS:
+        # `BASE - {"shell"}` holds BASE's items; `|` and `^` those of both
+        sides = (
+            [node.left] if isinstance(node.operator, (cst.Subtract, cst.BitAnd)) else [node.left, node.right]
+        )
+        return _same([items(src, s, deeper) for s in sides])
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in SET_METHODS
+    ):
+        keep = node.func.attr.value in ("union", "symmetric_difference")
+        return _same(
+            [items(src, e, deeper) for e in [node.func.value, *(a.value for a in node.args if keep)]]
+        )
     if isinstance(node, cst.Call):
         func = node.func
         if known := {UNORDERED_ITEMS[q] for q in src.qualified(func) if q in UNORDERED_ITEMS}:
