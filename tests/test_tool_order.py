@@ -193,3 +193,20 @@ def test_a_set_operation_is_a_new_set(params: str, operation: str, tmp_path: Pat
     body = f"    names = {operation}\n    tools = [{tool} for n in names]\n"
     text = f"{HEADER}def run(question: str{params}):\n{body}{SEND}"
     assert_fixed_and_silent(tmp_path, text, "names", "sorted(names)", fixed_line=ITERATED_LINE + 1)
+
+
+def test_a_set_kept_by_a_constructor_is_found_at_its_parameter(tmp_path: Path) -> None:
+    # `self.enabled` is iterated in another method: the finding names where the set comes in
+    tool = TOOL.replace("NAME", "n")
+    path = tmp_path / "agent.py"
+    path.write_text(
+        f"{HEADER}class Agent:\n"
+        "    def __init__(self, enabled: set[str]):\n"
+        "        self.enabled = enabled\n\n"
+        "    def run(self, question: str):\n"
+        f"        tools = [{tool} for n in self.enabled]\n"
+        f"    {SEND}"
+    )
+    [found] = check(path)
+    assert (found["code"], found["line"]) == ("PFX201", ITERATED_LINE + 1)
+    assert "a parameter of `__init__()`" in found["message"]

@@ -949,6 +949,11 @@ class Evaluator:
                 where = f"a parameter of `{fn.name.value}()`, a request entry point ({entry.name})"
                 (hole,) = self.hole(Provenance.REQUEST, node, name, weak=False)
                 return (replace(hole, via=where, param=param),)
+            if self.set_annotated(fn, name):
+                # `enabled: set[str]` iterated: its order is the caller's process's, whatever it
+                # holds (kept by a constructor, it is the attribute's order too)
+                (hole,) = self.hole(Provenance.UNORDERED, node, name, weak=False)
+                return (replace(hole, via=f"{PARAMETER_OF} `{fn.name.value}()`", param=param),)
             if fn.name.value == "__init__":
                 (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
                 return (replace(hole, param=param),)
@@ -957,10 +962,6 @@ class Evaluator:
                 if passed is not None:
                     return passed
             where = f"{PARAMETER_OF} `{fn.name.value}()`"
-            if self.set_annotated(fn, name):
-                # `enabled: set[str]` iterated: its order is the caller's process's, whatever it holds
-                (hole,) = self.hole(Provenance.UNORDERED, node, name, weak=False)
-                return (replace(hole, via=where, param=param),)
         else:
             where = ""
         found = parameter_provenance(name)
