@@ -42,6 +42,9 @@ from prefixlint.python.segments import (
 )
 from prefixlint.python.volatile import (
     ROLES,
+    SET_METHODS,
+    SET_OPERATORS,
+    SET_TYPES,
     call_name_provenance,
     name_provenance,
     parameter_provenance,
@@ -384,6 +387,8 @@ class Evaluator:
             return concat(left, right)
         if isinstance(node.operator, cst.Modulo):
             return self.percent(left, node.right, env, node)
+        if type(node.operator).__name__ in SET_OPERATORS and _unordered(left, right):
+            return self.hole(Provenance.UNORDERED, node, "a set")  # `BASE | EXTRA`: a new set
         return self.propagate(node, [left, right])
 
     def _v_BooleanOperation(self, node: cst.BooleanOperation, env: Env) -> Value:
@@ -547,6 +552,12 @@ class Evaluator:
             if sort_keys is not None and not (isinstance(sort_keys, cst.Name) and sort_keys.value == "False"):
                 first = without(first, Provenance.UNORDERED)
             return self.propagate(node, [first])
+        if (
+            isinstance(node.func, cst.Attribute)
+            and node.func.attr.value in SET_METHODS
+            and _unordered(self.value(node.func.value, deeper))
+        ):
+            return self.hole(Provenance.UNORDERED, node, "a set")  # `BASE.union(EXTRA)`: a new set
         if isinstance(node.func, cst.Name) and not self._is_local_function(node.func):
             if name == "sorted" and first is not None:
                 return without(self.propagate(node, [first]), Provenance.UNORDERED)
@@ -938,6 +949,11 @@ class Evaluator:
                 where = f"a parameter of `{fn.name.value}()`, a request entry point ({entry.name})"
                 (hole,) = self.hole(Provenance.REQUEST, node, name, weak=False)
                 return (replace(hole, via=where, param=param),)
+            if self.set_annotated(fn, name):
+                # `enabled: set[str]` iterated: its order is the caller's process's, whatever it
+                # holds (kept by a constructor, it is the attribute's order too)
+                (hole,) = self.hole(Provenance.UNORDERED, node, name, weak=False)
+                return (replace(hole, via=f"{PARAMETER_OF} `{fn.name.value}()`", param=param),)
             if fn.name.value == "__init__":
                 (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
                 return (replace(hole, param=param),)
@@ -1017,6 +1033,21 @@ class Evaluator:
                     if names & _VOLATILE_TYPES:
                         return qualified_provenance(names & _VOLATILE_TYPES)
         return None
+
+    def set_annotated(self, fn: cst.FunctionDef, name: str) -> bool:
+        """Whether parameter `name` of `fn` is annotated as a set (`set[str]`, `AbstractSet[T]`,
+        `frozenset | None`)."""
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                for head in _annotation_heads(param.annotation.annotation):
+                    names = self.index.qualified_names(head, self.index.module_scope)
+                    names = {n.removeprefix("builtins.") for n in names}
+                    if isinstance(head, cst.Name) and not names:
+                        names = {head.value}
+                    if names & SET_TYPES:
+                        return True
+        return False
 
     def receiver_provenance(self, node: cst.BaseExpression) -> Provenance | None:
         """The provenance of calls on an object of a volatile type: a parameter annotated
@@ -1577,6 +1608,11 @@ def _positional_fields(cls: cst.ClassDef) -> list[str]:
                 continue
             out.append(small.target.value)
     return out
+
+
+def _unordered(*values: Value) -> bool:
+    """Whether one of `values` is a set (an unordered hole known by its source, not its name)."""
+    return any(h.provenance is Provenance.UNORDERED and not h.by_name for v in values for h in holes(v))
 
 
 def _annotation_heads(node: cst.BaseExpression) -> list[cst.BaseExpression]:

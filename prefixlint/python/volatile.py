@@ -6,12 +6,13 @@ import re
 
 from prefixlint.python.segments import Provenance
 
-_C, _I, _R, _E, _Q = (
+_C, _I, _R, _E, _Q, _U = (
     Provenance.CLOCK,
     Provenance.ID,
     Provenance.RANDOM,
     Provenance.ENVIRONMENT,
     Provenance.REQUEST,
+    Provenance.UNORDERED,
 )
 
 # Exact qualified names (as libcst's QualifiedNameProvider spells them, whatever the import alias).
@@ -59,7 +60,48 @@ QUALIFIED: dict[str, Provenance] = {
         ],
         _E,
     ),
+    # Filesystem order (per machine, per directory history) and plugin discovery (install order):
+    # iterated into a prompt or a tool list, they differ between machines and processes.
+    **dict.fromkeys(
+        [
+            "os.listdir",
+            "os.scandir",
+            "glob.glob",
+            "glob.iglob",
+            "importlib.metadata.entry_points",
+            "pkgutil.iter_modules",
+            "pkgutil.walk_packages",
+        ],
+        _U,
+    ),
 }
+# What iterating each unordered source above gives, for its verified fix: "str" items sort as
+# they are; "name" items (`os.DirEntry`, `EntryPoint`, `ModuleInfo`) do not compare and sort by
+# their `.name`.
+UNORDERED_ITEMS: dict[str, str] = {
+    "os.listdir": "str",
+    "glob.glob": "str",
+    "glob.iglob": "str",
+    "os.scandir": "name",
+    "importlib.metadata.entry_points": "name",
+    "pkgutil.iter_modules": "name",
+    "pkgutil.walk_packages": "name",
+}
+# Annotations of a collection with no order of its own (`enabled: set[str]`): their iteration
+# order follows string hashes, which differ between processes.
+SET_TYPES = {
+    "set",
+    "frozenset",
+    "typing.Set",
+    "typing.FrozenSet",
+    "typing.AbstractSet",
+    "typing.MutableSet",
+    "collections.abc.Set",
+    "collections.abc.MutableSet",
+}
+# Operations on a set that make a new set (`BASE | EXTRA`, `BASE.union(EXTRA)`): unordered too.
+SET_METHODS = {"union", "intersection", "difference", "symmetric_difference", "copy"}
+SET_OPERATORS = ("BitOr", "BitAnd", "Subtract", "BitXor")  # libcst operator classes
 # Whole modules whose every function is volatile.
 MODULES: dict[str, Provenance] = {
     "uuid.": _I,

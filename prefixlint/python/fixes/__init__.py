@@ -31,6 +31,7 @@ from prefixlint.python.fixes import moves, order, precision
 from prefixlint.python.fixes.flows import InText
 from prefixlint.python.fixes.source import Source, load
 from prefixlint.python.fixes.text import Change, build, outermost
+from prefixlint.python.volatile import SET_METHODS, SET_OPERATORS
 
 _MOVABLE = {"PFX101", "PFX102", "PFX103", "PFX104", "PFX105"}
 _LABEL = re.compile(r"`([^`]+)`")
@@ -121,6 +122,10 @@ def _label(src: Source, node: cst.CSTNode) -> str:
 def _is_collection(node: cst.CSTNode) -> bool:
     if isinstance(node, (cst.Set, cst.SetComp)):
         return True
+    if isinstance(node, cst.BinaryOperation):  # `BASE | EXTRA`
+        return type(node.operator).__name__ in SET_OPERATORS
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):  # `BASE.union(EXTRA)`
+        return node.func.attr.value in SET_METHODS
     return (
         isinstance(node, cst.Call)
         and isinstance(node.func, cst.Name)

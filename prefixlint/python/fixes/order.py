@@ -10,6 +10,7 @@ import libcst as cst
 
 from prefixlint.python.fixes.source import Source
 from prefixlint.python.fixes.text import Change
+from prefixlint.python.volatile import SET_METHODS, SET_OPERATORS, UNORDERED_ITEMS
 
 # (applicability, message, changes)
 Candidate = tuple[str, str, list[Change]]
@@ -32,16 +33,19 @@ def candidates(src: Source, anchor: cst.CSTNode) -> Iterator[Candidate]:
     """`sorted()` where the collection `anchor` is iterated, then `sort_keys=True` on the JSON
     of a dict built in its order."""
     sites = _iterations(src, anchor)
-    if sites and (sort := _applicability(items(src, anchor))) is not None:
+    kind = items(src, anchor)
+    if sites and (sort := _applicability(kind)) is not None:
         shown = src.code(sites[0]).strip()
         where = ", ".join(str(src.edit(*src.span(s), "").start_line) for s in sites)
+        # items that do not compare but are named (a directory entry, an entry point) sort by name
+        close = ", key=lambda t: t.name)" if kind == "name" else ")"
         changes: list[Change] = []
         for site in sites:
             start, end = src.span(site)
-            changes += [(start, start, "sorted("), (end, end, ")")]
+            changes += [(start, start, "sorted("), (end, end, close)]
         yield (
             sort[0],
-            f"sort `{shown}` where it is iterated (line {where}): `sorted({shown})`{sort[1]}",
+            f"sort `{shown}` where it is iterated (line {where}): `sorted({shown}{close}`{sort[1]}",
             changes,
         )
     for d, dumps in _dumps_of(src, _dicts(src, anchor, sites)):
@@ -59,7 +63,7 @@ def _applicability(kind: str) -> tuple[str, str] | None:
     they cannot be sorted (dicts, lists)."""
     if kind == "unorderable":
         return None
-    if kind in ("str", "number"):
+    if kind in ("str", "number", "name"):
         return "safe", ""
     return (
         "unsafe",
@@ -147,8 +151,25 @@ def items(src: Source, node: cst.CSTNode, depth: int = 0) -> str:
         )
     if isinstance(node, cst.DictComp):
         return _value_kind(src, node.key, deeper, node.for_in)
+    if isinstance(node, cst.BinaryOperation) and type(node.operator).__name__ in SET_OPERATORS:
+        # `BASE - {"shell"}` holds BASE's items; `|` and `^` those of both
+        sides = (
+            [node.left] if isinstance(node.operator, (cst.Subtract, cst.BitAnd)) else [node.left, node.right]
+        )
+        return _same([items(src, s, deeper) for s in sides])
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in SET_METHODS
+    ):
+        keep = node.func.attr.value in ("union", "symmetric_difference")
+        return _same(
+            [items(src, e, deeper) for e in [node.func.value, *(a.value for a in node.args if keep)]]
+        )
     if isinstance(node, cst.Call):
         func = node.func
+        if known := {UNORDERED_ITEMS[q] for q in src.qualified(func) if q in UNORDERED_ITEMS}:
+            return known.pop() if len(known) == 1 else "unknown"
         if isinstance(func, cst.Name) and func.value in ("set", "frozenset", "list", "tuple", "sorted"):
             return items(src, node.args[0].value, deeper) if node.args else "str"  # empty: nothing to compare
         if isinstance(func, cst.Attribute) and func.attr.value in ("keys", "items") and not node.args:
@@ -156,6 +177,29 @@ def items(src: Source, node: cst.CSTNode, depth: int = 0) -> str:
             return items(src, func.value, deeper)
     if isinstance(node, cst.Name) and (value := src.assigned(node)) is not None:
         return items(src, value, deeper)
+    if isinstance(node, cst.Name) and (param := _parameter(src, node)) is not None:
+        return _element_kind(param)
+    return "unknown"
+
+
+def _parameter(src: Source, name: cst.Name) -> cst.Param | None:
+    """The parameter `name` reads, when it reads one."""
+    bound = src.bindings(name)
+    if len(bound) != 1:
+        return None
+    param = bound[0] if isinstance(bound[0], cst.Param) else src.parent(bound[0])
+    return param if isinstance(param, cst.Param) else None
+
+
+def _element_kind(param: cst.Param) -> str:
+    """What the items of a parameter annotated `set[str]` (`frozenset[int]`) are."""
+    ann = param.annotation.annotation if param.annotation is not None else None
+    if isinstance(ann, cst.BinaryOperation) and isinstance(ann.right, cst.Name) and ann.right.value == "None":
+        ann = ann.left  # `set[str] | None`: iterated, it is the set
+    if isinstance(ann, cst.Subscript) and len(ann.slice) == 1 and isinstance(ann.slice[0].slice, cst.Index):
+        element = ann.slice[0].slice.value
+        if isinstance(element, cst.Name):
+            return {"str": "str", "int": "number", "float": "number"}.get(element.value, "unknown")
     return "unknown"
 
 
