@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from prefixlint.engines import Breakpoints, Engine
+from prefixlint.explain.conversations import strip_cache_control
 
 CODE, NAME = "PFX503", "unread-cache-breakpoint"
 MAX_ENTRIES = 1_000_000  # cache entries kept (the least recently used dropped first)
@@ -63,15 +64,7 @@ def _where(part: str, index: int, block: int | None) -> str:
 
 
 def _canon(value: Any) -> str:
-    return json.dumps(_strip(value), ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _strip(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [_strip(v) for v in value]
-    return value
+    return json.dumps(strip_cache_control(value), ensure_ascii=False, sort_keys=True, default=str)
 
 
 def _block_key(block: Any) -> str:

@@ -91,12 +91,12 @@ def _canon(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def _strip_cc(value: Any) -> Any:
+def strip_cache_control(value: Any) -> Any:
     """`value` without its `cache_control` markers (they change what a provider caches, not text)."""
     if isinstance(value, dict):
-        return {k: _strip_cc(v) for k, v in value.items() if k != "cache_control"}
+        return {k: strip_cache_control(v) for k, v in value.items() if k != "cache_control"}
     if isinstance(value, list):
-        return [_strip_cc(v) for v in value]
+        return [strip_cache_control(v) for v in value]
     return value
 
 
@@ -117,10 +117,10 @@ def _text(content: Any) -> str:
         return "\n".join(
             str(b.get("text", ""))
             if isinstance(b, dict) and b.get("type") == "text"
-            else _canon(_strip_cc(b))
+            else _canon(strip_cache_control(b))
             for b in content
         )
-    return _canon(_strip_cc(content))
+    return _canon(strip_cache_control(content))
 
 
 def _flat(value: Any) -> str:
@@ -128,11 +128,11 @@ def _flat(value: Any) -> str:
     if isinstance(value, dict) and ("role" in value or "content" in value):
         rest = {k: v for k, v in value.items() if k not in ("role", "content", "cache_control")}
         return f"{value.get('role')}\n{_text(value.get('content'))}" + (
-            f"\n{_canon(_strip_cc(rest))}" if rest else ""
+            f"\n{_canon(strip_cache_control(rest))}" if rest else ""
         )
     if isinstance(value, str | list) or value is None:
         return _text(value)
-    return _canon(_strip_cc(value))
+    return _canon(strip_cache_control(value))
 
 
 def _squash(text: str) -> str:
@@ -148,7 +148,7 @@ def _pair_kind(a: Any, b: Any) -> str | None:
     """How value `b` differs from `a`, the one in the same place of the previous request."""
     if _exact(a) == _exact(b):
         return None
-    sa, sb = _strip_cc(a), _strip_cc(b)
+    sa, sb = strip_cache_control(a), strip_cache_control(b)
     if _exact(sa) == _exact(sb):
         return "cache-control"
     if _canon(sa) == _canon(sb):
