@@ -146,10 +146,10 @@ class RenderPool:
         while True:
             try:
                 return self.pool.submit(_render, chunk)
-            # It broke while idle, or as this submit started a worker (the pool's manager thread
-            # closes the queue a new worker is handed: OSError "handle is closed"): a new pool
-            # takes the chunk.
-            except (BrokenProcessPool, OSError):
+            # It broke while idle, or as this submit started a worker: the pool's manager thread
+            # closes the pipes a new worker is handed (OSError "handle is closed", or ValueError
+            # "bad value(s) in fds_to_keep" from the spawn itself). A new pool takes the chunk.
+            except (BrokenProcessPool, OSError, ValueError):
                 self._restart()
 
     def render(
