@@ -12,16 +12,18 @@ import pytest
 from click.testing import CliRunner
 
 from prefixlint.cli import cli
-from prefixlint.python.volatile import SET_TYPES, UNORDERED_ITEMS
+from prefixlint.python.volatile import PATH_LISTINGS, SET_TYPES, UNORDERED_ITEMS
 
 HEADER = """\
 import glob
+import importlib.resources
 import os
 import pkgutil
 import collections.abc
 import typing
 from collections.abc import Set
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from openai import OpenAI
 
@@ -137,6 +139,45 @@ def test_an_unordered_call_iterated_into_the_tools(qualified: str, tmp_path: Pat
 def test_a_parameter_annotated_as_a_set_iterated_into_the_tools(qualified: str, tmp_path: Path) -> None:
     text = agent(f", enabled: {ANNOTATIONS[qualified]}", "enabled")
     assert_fixed_and_silent(tmp_path, text, "enabled", "sorted(enabled)")
+
+
+# Each listing method of a path object, on each way a path is made: (parameters, the listing).
+PATH_CALLS = {
+    "glob": (", d: str", 'Path(d).glob("*.json")'),
+    "rglob": (", d: str", 'Path(d).resolve().rglob("*.json")'),
+    "iterdir": ("", 'importlib.resources.files("tools").iterdir()'),
+}
+
+
+def test_every_path_listing_has_an_example() -> None:
+    assert set(PATH_CALLS) == PATH_LISTINGS
+
+
+@pytest.mark.parametrize("method", sorted(PATH_CALLS))
+def test_a_path_listing_iterated_into_the_tools(method: str, tmp_path: Path) -> None:
+    params, source = PATH_CALLS[method]
+    text = agent(params, source, name="n.name")
+    assert_fixed_and_silent(tmp_path, text, source, f"sorted({source})")
+
+
+def test_a_path_kept_in_a_constant_lists_in_filesystem_order_too(tmp_path: Path) -> None:
+    # `TOOLS / "x"` and `.parent` keep a path a path; each item read twice is one value
+    text = agent("", "TOOLS.iterdir()", name="n.stem").replace(
+        "def run(", 'TOOLS = Path(__file__).parent / "tools"\n\n\ndef run(', 1
+    )
+    text = text.replace('"description": "A tool"', '"description": n.read_text()')
+    path = tmp_path / "agent.py"
+    path.write_text(text)
+    [found] = check(path)
+    assert (found["code"], found["line"], found["severity"]) == ("PFX201", ITERATED_LINE + 3, "warning")
+    assert "both must move" not in found["message"]
+
+
+def test_a_listing_method_on_what_is_not_known_to_be_a_path_is_silent(tmp_path: Path) -> None:
+    # `fs.glob()` of fsspec returns sorted paths: only a receiver known to be a path lists unsorted
+    path = tmp_path / "agent.py"
+    path.write_text(agent(", fs: object", 'fs.glob("tools/*.json")'))
+    assert [f for f in check(path) if f["code"] == "PFX201"] == []
 
 
 def test_a_dict_built_from_a_directory_listing_carries_its_order(tmp_path: Path) -> None:

@@ -41,6 +41,9 @@ from prefixlint.python.segments import (
     without,
 )
 from prefixlint.python.volatile import (
+    PATH_LISTINGS,
+    PATH_METHODS,
+    PATH_TYPES,
     ROLES,
     SET_METHODS,
     SET_OPERATORS,
@@ -585,6 +588,8 @@ class Evaluator:
             method = node.func.attr.value
             if (prov := self.receiver_provenance(node.func.value)) is not None:
                 return self.hole(prov, node)
+            if method in PATH_LISTINGS and self.path_like(node.func.value):
+                return self.hole(Provenance.UNORDERED, node)  # labelled by its code, as its fix finds it
             receiver = self.value(node.func.value, deeper)
             if method in _FILL_METHODS:
                 return self.format(receiver, node, env)
@@ -1047,6 +1052,29 @@ class Evaluator:
                         names = {head.value}
                     if names & SET_TYPES:
                         return True
+        return False
+
+    def path_like(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether `node` is a path object: made by `Path(...)`, joined with `/`, `.parent`, a
+        path method, or a name assigned one (`TOOLS = Path(__file__).parent / "tools"`)."""
+        if depth > 4:
+            return False
+        deeper = depth + 1
+        if isinstance(node, cst.Call):
+            if self.index.qualified_names(node.func) & PATH_TYPES:
+                return True
+            func = node.func
+            return (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in PATH_METHODS
+                and self.path_like(func.value, deeper)
+            )
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+            return self.path_like(node.left, deeper)
+        if isinstance(node, cst.Attribute) and node.attr.value == "parent":
+            return self.path_like(node.value, deeper)
+        if isinstance(node, (cst.Name, cst.Attribute)) and (value := self.index.assigned(node)) is not None:
+            return self.path_like(value, deeper)
         return False
 
     def receiver_provenance(self, node: cst.BaseExpression) -> Provenance | None:

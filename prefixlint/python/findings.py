@@ -175,7 +175,8 @@ def _follows(
             # Less than a block apart, the requests part at the first and both must move (a guess
             # does not stand for a value seen at its source, which gets a finding of its own).
             if close and not (hole.by_name and not seg.by_name):
-                companions.append(seg)
+                if (seg.path, seg.line, seg.column) != (hole.path, hole.line, hole.column):
+                    companions.append(seg)  # not the same value read twice (an item's two fields)
                 merged.add(k)
                 since_last = []
     static = "".join(after)

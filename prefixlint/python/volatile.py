@@ -75,6 +75,21 @@ QUALIFIED: dict[str, Provenance] = {
         _U,
     ),
 }
+# Listing methods of path objects (`TOOLS_DIR.glob("*.json")`, `Path(d).iterdir()`): filesystem
+# order, as `os.listdir`. Only on a receiver known to be a path (`fs.glob()` of fsspec sorts).
+PATH_LISTINGS = {"glob", "rglob", "iterdir"}
+# What makes a path: its constructors and the methods and operators that keep one a path.
+PATH_TYPES = {
+    "pathlib.Path",
+    "pathlib.PurePath",
+    "pathlib.PosixPath",
+    "pathlib.WindowsPath",
+    "pathlib.Path.cwd",
+    "pathlib.Path.home",
+    "importlib.resources.files",
+}
+PATH_METHODS = {"resolve", "absolute", "expanduser", "joinpath", "with_name", "with_suffix", "with_stem"}
+
 # What iterating each unordered source above gives, for its verified fix: "str" items sort as
 # they are; "name" items (`os.DirEntry`, `EntryPoint`, `ModuleInfo`) do not compare and sort by
 # their `.name`.

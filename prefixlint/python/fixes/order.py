@@ -10,7 +10,7 @@ import libcst as cst
 
 from prefixlint.python.fixes.source import Source
 from prefixlint.python.fixes.text import Change
-from prefixlint.python.volatile import SET_METHODS, SET_OPERATORS, UNORDERED_ITEMS
+from prefixlint.python.volatile import PATH_LISTINGS, SET_METHODS, SET_OPERATORS, UNORDERED_ITEMS
 
 # (applicability, message, changes)
 Candidate = tuple[str, str, list[Change]]
@@ -172,6 +172,8 @@ def items(src: Source, node: cst.CSTNode, depth: int = 0) -> str:
             return known.pop() if len(known) == 1 else "unknown"
         if isinstance(func, cst.Name) and func.value in ("set", "frozenset", "list", "tuple", "sorted"):
             return items(src, node.args[0].value, deeper) if node.args else "str"  # empty: nothing to compare
+        if isinstance(func, cst.Attribute) and func.attr.value in PATH_LISTINGS:
+            return "str"  # paths compare as their text does
         if isinstance(func, cst.Attribute) and func.attr.value in ("keys", "items") and not node.args:
             # (key, value) pairs sort by their keys, which differ: the values are never compared
             return items(src, func.value, deeper)
