@@ -727,9 +727,20 @@ class Evaluator:
             return receiver_class(self, node, at)
         return None
 
-    def call_output(self, call: cst.Call, env: Env) -> Value | None:
+    def element_value(self, node: cst.BaseExpression, element: int, env: Env) -> Value | None:
+        """Element `element` of the tuple `node` is or a project function returns (`head, tools =
+        build()`), or None when that is not known."""
+        if isinstance(node, (cst.Tuple, cst.List)):
+            found = _tuple_element(node, element)
+            return self.value(found, env) if found is not None else None
+        if isinstance(node, cst.Call):
+            return self.call_output(node, env, element)
+        return None
+
+    def call_output(self, call: cst.Call, env: Env, element: int | None = None) -> Value | None:
         """What a call of a function the project defines gives (placed at the call when the
-        function is in another module), or None if the callee cannot be read."""
+        function is in another module), or None if the callee cannot be read. With `element`,
+        that element of the tuple it returns."""
         callee = self.resolve_callable(call.func, call)
         if callee is None:
             return None
@@ -738,7 +749,11 @@ class Evaluator:
         consts = constant_arguments(fn, call)
         if isinstance(call.func, cst.Attribute) and (made := self.instance_state(call.func.value, env)):
             env = env.deeper(args={**env.args, **made})  # `Prompt("system.j2").render(...)`
-        output = evaluator.function_output(fn, call if evaluator is self else None, env, bound, consts)
+        output = evaluator.function_output(
+            fn, call if evaluator is self else None, env, bound, consts, element
+        )
+        if output is None:
+            return None
         output = self.run_at(output, call)
         return output if evaluator is self else self.anchor(output, call)
 
@@ -787,9 +802,11 @@ class Evaluator:
         env: Env,
         bound: dict[str, Value] | None = None,
         consts: dict[str, object] | None = None,
-    ) -> Value:
+        element: int | None = None,
+    ) -> Value | None:
         """What a helper contributes: its yields in order, or one of its return values (those on
-        the branches the call's literal arguments take)."""
+        the branches the call's literal arguments take); with `element`, that element of the
+        tuples it returns (None when a return is not a tuple literal)."""
         if fn in self.active or env.depth > MAX_DEPTH or len(self.active) >= MAX_CALLS:
             return self.unknown(call or fn)
         args = dict(env.args)
@@ -805,12 +822,17 @@ class Evaluator:
         try:
             body = self.index.bodies[fn]
             if body.yields:
-                return concat(*(self.yielded(y, inner) for y in body.yields))
-            options = [
-                self.value(r.value, inner)
+                return concat(*(self.yielded(y, inner) for y in body.yields)) if element is None else None
+            returned = [
+                r.value
                 for r in body.returns
                 if r.value is not None and self.may_run(self.index.branch_of.get(r, ()), inner)
             ]
+            if element is not None:
+                returned = [_tuple_element(r, element) for r in returned]
+                if not all(returned):
+                    return None
+            options = [self.value(r, inner) for r in returned]
         finally:
             self.active.pop()
         if not options:
@@ -903,7 +925,7 @@ class Evaluator:
                 continue  # an entry of a dict (prompt_files.data reads those)
             options.append(self.binding_value(name, scope, binding, env))
             always = binding.branch == branch[: len(binding.branch)]
-            if binding.kind not in ("assign", "unknown", "loop") or always:
+            if binding.kind not in ("assign", "unpack", "unknown", "loop") or always:
                 return choice(options)
         unbound = self.unbound_value(name, scope, node, env)
         if unbound is not None:
@@ -1118,6 +1140,10 @@ class Evaluator:
         deeper = env.deeper()
         if binding.kind == "assign" and binding.expr is not None:
             return self.in_loop(binding, self.value(binding.expr, deeper), deeper)
+        if binding.kind == "unpack" and binding.expr is not None:
+            element = self.element_value(binding.expr, binding.element, deeper)
+            if element is not None:
+                return self.in_loop(binding, element, deeper)
         if binding.kind in ("aug", "append", "extend") and binding.expr is not None:
             before = self.scoped_value(name, scope, binding.pos, binding.expr, deeper, binding.branch)
             added = self.in_loop(binding, self.value(binding.expr, deeper), deeper)
@@ -1616,6 +1642,15 @@ def _declares_without_value(cls: cst.ClassDef, attr: str) -> bool:
             ):
                 return small.value is None or _field_without_default(small.value)
     return False
+
+
+def _tuple_element(node: cst.BaseExpression, element: int) -> cst.BaseExpression | None:
+    """Element `element` of a tuple or list literal without starred parts."""
+    if not isinstance(node, (cst.Tuple, cst.List)) or element >= len(node.elements):
+        return None
+    if not all(isinstance(e, cst.Element) for e in node.elements):
+        return None
+    return node.elements[element].value
 
 
 def _positional_fields(cls: cst.ClassDef) -> list[str]:

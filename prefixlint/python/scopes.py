@@ -16,7 +16,8 @@ Pos = tuple[int, int]
 
 @dataclass(frozen=True)
 class Binding:
-    """`kind`: assign (`x = e`), aug (`x += e`), append/extend (`x.append(e)`), shuffle (`random.shuffle(x)`),
+    """`kind`: assign (`x = e`), unpack (`a, x = e`: `element` is x's position), aug (`x += e`),
+    append/extend (`x.append(e)`), shuffle (`random.shuffle(x)`),
     loop (`for x in e`: `expr` is the iterable), unknown (anything else that binds)."""
 
     kind: str
@@ -25,6 +26,7 @@ class Binding:
     loop_iter: cst.BaseExpression | None = None  # the innermost `for` iterable around the binding
     branch: Branch = ()  # the arms of `if`/`try`/loops around it, inside its function
     key: cst.BaseExpression | None = None  # setitem (`name[key] = expr`): the key
+    element: int = 0  # unpack (`a, name = expr`): the position of the name in the target
 
 
 # The arms a statement sits in, outermost first: (id of the if/try/loop/match node, arm number).
@@ -182,6 +184,13 @@ def string_value(node: cst.SimpleString) -> str | bytes:
     return found
 
 
+def _plain_names(target: cst.BaseExpression) -> bool:
+    """Whether `target` is a tuple or list of plain names (`a, b`), none starred."""
+    return isinstance(target, (cst.Tuple, cst.List)) and all(
+        isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements
+    )
+
+
 def _names_in_target(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, cst.Name):
         return [target.value]
@@ -225,6 +234,7 @@ class _Indexer:
         self.saved_branches: list[Branch] = []
         self.pending_attrs: list[tuple[str, str, cst.CSTNode, cst.BaseExpression, Branch]] = []
         self.setitem_keys: dict[int, cst.BaseExpression] = {}  # index in `pending` -> the key
+        self.unpack_elements: dict[int, int] = {}  # index in `pending` -> the element it binds
 
     @property
     def scope(self) -> Scope:
@@ -279,7 +289,8 @@ class _Indexer:
             if kind == "shuffle" and not _SHUFFLES & index.qualified_names(expr.func, index.module_scope):
                 continue
             key = self.setitem_keys.get(i)
-            scope.bind(name, Binding(kind, index.pos(node), expr, loop_iter, branch, key))
+            element = self.unpack_elements.get(i, 0)
+            scope.bind(name, Binding(kind, index.pos(node), expr, loop_iter, branch, key, element))
         for cls, attr, node, expr, branch in self.pending_attrs:
             binding = Binding("assign", index.pos(node), expr, None, branch)
             index.instance_attrs.setdefault((cls, attr), []).append(binding)
@@ -382,6 +393,10 @@ class _Indexer:
             ):  # `variables["date"] = value`: an entry of a dict built here
                 self._bind(target.target.value.value, "setitem", node, node.value)
                 self.setitem_keys[len(self.pending) - 1] = target.target.slice[0].slice.value
+            elif _plain_names(target.target):  # `head, tools = build()`: each name one element
+                for i, element in enumerate(target.target.elements):
+                    self._bind(element.value.value, "unpack", node, node.value)
+                    self.unpack_elements[len(self.pending) - 1] = i
             else:
                 self._bind_self_attribute(target.target, node, node.value)
                 for name in _names_in_target(target.target):

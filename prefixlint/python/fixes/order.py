@@ -76,7 +76,7 @@ def _iterations(src: Source, anchor: cst.CSTNode) -> list[cst.CSTNode]:
     read of the name it is assigned to, not already sorted."""
     if _iterated(src, anchor):
         return [anchor]
-    return [ref for ref in src.reads_of(anchor) or () if _iterated(src, ref)]
+    return [ref for ref in src.reads_of(anchor, attributes=True) or () if _iterated(src, ref)]
 
 
 def _iterated(src: Source, node: cst.CSTNode) -> bool:

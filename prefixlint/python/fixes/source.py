@@ -149,9 +149,10 @@ class Source:
             (n for n in out if n is not None and n in self.positions), key=lambda n: self.inner(n)[0]
         )
 
-    def reads_of(self, value: cst.CSTNode) -> list[cst.Name] | None:
-        """The reads of the names `value` is assigned to (`x = value`, `x: str = value`), in
-        source order; None when it is not assigned to a name."""
+    def reads_of(self, value: cst.CSTNode, attributes: bool = False) -> list[cst.BaseExpression] | None:
+        """The reads of the names `value` is assigned to (`x = value`, `x: str = value`), and
+        with `attributes` of the object's attribute (`self.x = value`: `self.x` in the class's
+        methods), in source order; None when it is assigned to neither."""
         parent = self.parent(value)
         if isinstance(parent, cst.Assign) and parent.value is value:
             targets = [t.target for t in parent.targets]
@@ -159,10 +160,30 @@ class Source:
             targets = [parent.target]
         else:
             return None
-        names = [t for t in targets if isinstance(t, cst.Name)]
-        if not names:
+        reads: list[cst.BaseExpression] = [
+            r for t in targets if isinstance(t, cst.Name) for r in self.references(t)
+        ]
+        for target in targets if attributes else ():
+            if _self_attribute(target) is not None:
+                reads += self._attribute_reads(target)
+        if not reads and not any(isinstance(t, cst.Name) for t in targets):  # nothing it could read
             return None
-        return sorted((r for t in names for r in self.references(t)), key=lambda n: self.inner(n)[0])
+        return sorted(reads, key=lambda n: self.inner(n)[0])
+
+    def _attribute_reads(self, target: cst.Attribute) -> list[cst.Attribute]:
+        """`self.x` read (not assigned) in the methods of the class whose method assigns it."""
+        cls = next((n for n in self.ancestors(target) if isinstance(n, cst.ClassDef)), None)
+        name = _self_attribute(target)
+        out: list[cst.Attribute] = []
+        for node in self.positions:
+            if node is target or _self_attribute(node) != name:
+                continue
+            holder = self.parent(node)
+            if isinstance(holder, (cst.AssignTarget, cst.AnnAssign)) and holder.target is node:
+                continue
+            if next((n for n in self.ancestors(node) if isinstance(n, cst.ClassDef)), None) is cls:
+                out.append(node)  # type: ignore[arg-type]
+        return out
 
     def assigned(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the one plain assignment `name = value` that `name` reads, if it is one."""
@@ -202,6 +223,13 @@ class Source:
     def _imported(self, name: cst.Name) -> bool:
         bound = self.bindings(name)
         return bool(bound) and all(isinstance(b, (cst.Import, cst.ImportFrom)) for b in bound)
+
+
+def _self_attribute(node: cst.CSTNode) -> str | None:
+    """`x` for `self.x`."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None
 
 
 def parens(node: cst.CSTNode, side: str = "lpar") -> Sequence[cst.CSTNode]:
