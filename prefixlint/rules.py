@@ -91,7 +91,7 @@ RULES: dict[str, Rule] = {
         Rule(
             "PFX503",
             "unread-cache-breakpoint",
-            "a cache_control breakpoint in a request log that the next turn can never read",
+            "a cache_control breakpoint (in a request log or written in code) that can never be read",
             _W,
         ),
     ]

@@ -89,6 +89,7 @@ _VOLATILE_TYPES = {
     "numpy.random.RandomState",
 }
 _SEEDABLE = {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState", "random.seed"}
+_MAX_REPEAT = 200_000  # characters of repeated text evaluated (`"-" * 80`); longer stays unknown
 _OPAQUE = {"len", "bool", "isinstance", "hasattr", "getattr", "type", "id", "print"}
 # Builtins whose result is their argument in another form: `int(time.time())` is still the clock.
 _CONVERSIONS = {"int", "float", "round", "abs"}
@@ -390,6 +391,17 @@ class Evaluator:
             return concat(left, right)
         if isinstance(node.operator, cst.Modulo):
             return self.percent(left, node.right, env, node)
+        if isinstance(node.operator, cst.Multiply):  # `"=" * 40`, `RULE * 3`: the text repeated
+            times = next(
+                (n.evaluated_value for n in (node.left, node.right) if isinstance(n, cst.Integer)), None
+            )
+            repeated = right if isinstance(node.left, cst.Integer) else left
+            if (
+                isinstance(times, int)
+                and is_static(repeated)
+                and 0 <= times * len(static_text(repeated)) <= _MAX_REPEAT
+            ):
+                return text(static_text(repeated) * times)
         if type(node.operator).__name__ in SET_OPERATORS and _unordered(left, right):
             return self.hole(Provenance.UNORDERED, node, "a set")  # `BASE | EXTRA`: a new set
         return self.propagate(node, [left, right])

@@ -59,6 +59,9 @@ class SinkModel:
     # The call sends a whole request (nothing else follows what it is given), as an API call does;
     # a message or template object is one piece of a request assembled elsewhere.
     whole_request: bool = True
+    # The engine (engines.toml) whose `cache_control` breakpoints its content blocks carry, for
+    # PFX503 (prefixlint/python/breakpoints.py): "anthropic"; "" when it has none.
+    breakpoints: str = ""
     examples: dict[str, str] = field(default_factory=dict)
 
     def part_of(self, keyword: str | None, position: int) -> str | None:
@@ -377,6 +380,7 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
         when=when,
         templates=bool(row.get("templates", False)),
         whole_request=bool(row.get("whole_request", True)),
+        breakpoints=str(row.get("breakpoints", "")),
         examples=dict(row.get("examples", {})),
     )
 
