@@ -12,9 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from prefixlint.cli import cli
-from prefixlint.python.volatile import PATH_LISTINGS, SET_TYPES, UNORDERED_ITEMS
+from prefixlint.python.volatile import COMPLETION_ORDER, PATH_LISTINGS, SET_TYPES, UNORDERED_ITEMS
 
 HEADER = """\
+import asyncio
+import concurrent.futures
 import glob
 import importlib.resources
 import os
@@ -178,6 +180,54 @@ def test_a_listing_method_on_what_is_not_known_to_be_a_path_is_silent(tmp_path: 
     path = tmp_path / "agent.py"
     path.write_text(agent(", fs: object", 'fs.glob("tools/*.json")'))
     assert [f for f in check(path) if f["code"] == "PFX201"] == []
+
+
+def merged(source: str) -> str:
+    """Tools appended one by one in a loop nested in a loop over `source` (several MCP servers')
+    `list_tools()`), then sent; the outer loop is on line ITERATED_LINE + 1."""
+    tool = TOOL.replace("NAME", "t.name")
+    return (
+        f"{HEADER}def run(question: str, servers: list):\n"
+        "    tools = []\n"
+        f"    for listed in {source}:\n"
+        "        for t in listed.result():\n"
+        f"            tools.append({tool})\n"
+        f"{SEND}"
+    )
+
+
+COMPLETIONS = {
+    "asyncio.as_completed": "asyncio.as_completed([s.list_tools() for s in servers])",
+    "concurrent.futures.as_completed": "concurrent.futures.as_completed([s.list_tools() for s in servers])",
+}
+
+
+def test_every_completion_order_source_has_an_example() -> None:
+    assert set(COMPLETIONS) == COMPLETION_ORDER
+
+
+@pytest.mark.parametrize("qualified", sorted(COMPLETIONS))
+def test_tools_merged_in_completion_order_are_found_without_a_sort_of_futures(
+    qualified: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "agent.py"
+    path.write_text(merged(COMPLETIONS[qualified]))
+    [found] = check(path)
+    assert (found["code"], found["line"], found["severity"]) == ("PFX201", ITERATED_LINE + 1, "warning")
+    assert found.get("fix") is None  # `sorted()` of futures orders nothing that reaches the text
+
+
+def test_tools_merged_in_the_order_given_are_silent(tmp_path: Path) -> None:
+    path = tmp_path / "agent.py"
+    path.write_text(merged("[s.list_tools() for s in servers]"))
+    assert [f for f in check(path) if f["code"] == "PFX201"] == []
+
+
+def test_text_added_in_a_loop_nested_in_an_unordered_one_carries_its_order(tmp_path: Path) -> None:
+    path = tmp_path / "agent.py"
+    path.write_text(merged("set(servers)"))
+    [found] = check(path)
+    assert (found["code"], found["line"]) == ("PFX201", ITERATED_LINE + 1)
 
 
 def test_a_dict_built_from_a_directory_listing_carries_its_order(tmp_path: Path) -> None:

@@ -1182,11 +1182,15 @@ class Evaluator:
         return (Hole(Provenance.UNKNOWN, line, column, name, path=self.path),)
 
     def in_loop(self, binding: Binding, value: Value, env: Env) -> Value:
-        """Text added once per iteration of a loop over volatile data (a set, a sample) is volatile."""
-        if binding.loop_iter is None or first_volatile(value) is not None:
+        """Text added once per iteration of a loop over volatile data (a set, a sample, the
+        completion order of futures), however deep the loop it is added in, is volatile."""
+        if not binding.loops or first_volatile(value) is not None:
             return value
-        order = first_volatile(self.value(binding.loop_iter, env))
-        return (order,) if order is not None else value
+        for iterable in reversed(binding.loops):
+            order = first_volatile(self.value(iterable, env))
+            if order is not None:
+                return (order,)
+        return value
 
     def as_history(self, value: Value, node: cst.BaseExpression) -> Value:
         """A list of messages spliced into a request that we cannot see, or see empty (state filled

@@ -23,7 +23,9 @@ class Binding:
     kind: str
     pos: Pos
     expr: cst.BaseExpression | None
-    loop_iter: cst.BaseExpression | None = None  # the innermost `for` iterable around the binding
+    # the `for` iterables around the binding in its function, outermost first: text added in
+    # them is added once per item of each, in their order
+    loops: tuple[cst.BaseExpression, ...] = ()
     branch: Branch = ()  # the arms of `if`/`try`/loops around it, inside its function
     key: cst.BaseExpression | None = None  # setitem (`name[key] = expr`): the key
     element: int = 0  # unpack (`a, name = expr`): the position of the name in the target
@@ -225,7 +227,7 @@ class _Indexer:
         self.path: list[cst.CSTNode] = []  # the nodes being generated, outermost first
         self.loop_bodies: list[cst.CSTNode] = []  # `for` bodies being generated
         self.owners: list[cst.CSTNode] = []  # FunctionDef/Lambda/ClassDef around the node
-        # (scope, name, kind, node whose position it takes, expr, loop_iter, branch), in traversal order
+        # (scope, name, kind, node whose position it takes, expr, loops, branch), in traversal order
         self.pending: list[
             tuple[Scope, str, str, cst.CSTNode, cst.BaseExpression | None, object, Branch]
         ] = []
@@ -283,21 +285,20 @@ class _Indexer:
     def finish(self) -> None:
         """Make the bindings, in traversal order, now that every position is known."""
         index = self.index
-        for i, (scope, name, kind, node, expr, loop_iter, branch) in enumerate(self.pending):
+        for i, (scope, name, kind, node, expr, loops, branch) in enumerate(self.pending):
             # A shuffle's receiver is resolved in the module scope: the statement is indexed
             # before the names inside it.
             if kind == "shuffle" and not _SHUFFLES & index.qualified_names(expr.func, index.module_scope):
                 continue
             key = self.setitem_keys.get(i)
             element = self.unpack_elements.get(i, 0)
-            scope.bind(name, Binding(kind, index.pos(node), expr, loop_iter, branch, key, element))
+            scope.bind(name, Binding(kind, index.pos(node), expr, loops, branch, key, element))
         for cls, attr, node, expr, branch in self.pending_attrs:
-            binding = Binding("assign", index.pos(node), expr, None, branch)
+            binding = Binding("assign", index.pos(node), expr, (), branch)
             index.instance_attrs.setdefault((cls, attr), []).append(binding)
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode, expr: cst.BaseExpression | None) -> None:
-        loop = self.loops[-1] if self.loops else None
-        self.pending.append((self.scope, name, kind, node, expr, loop, self.branch))
+        self.pending.append((self.scope, name, kind, node, expr, tuple(self.loops), self.branch))
 
     def _bind_self_attribute(
         self, target: cst.BaseExpression, node: cst.CSTNode, expr: cst.BaseExpression

@@ -16,6 +16,10 @@ _C, _I, _R, _E, _Q, _U = (
 )
 
 # Exact qualified names (as libcst's QualifiedNameProvider spells them, whatever the import alias).
+# Completion order (tools merged from several MCP servers as each answers): it differs between
+# runs. Its items are futures, which `sorted()` cannot order: the fix is `asyncio.gather`, which
+# keeps the order it is given, or sorting what they give.
+COMPLETION_ORDER = {"asyncio.as_completed", "concurrent.futures.as_completed"}
 QUALIFIED: dict[str, Provenance] = {
     **dict.fromkeys(
         [
@@ -71,6 +75,7 @@ QUALIFIED: dict[str, Provenance] = {
             "importlib.metadata.entry_points",
             "pkgutil.iter_modules",
             "pkgutil.walk_packages",
+            *sorted(COMPLETION_ORDER),
         ],
         _U,
     ),

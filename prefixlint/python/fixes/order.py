@@ -10,7 +10,13 @@ import libcst as cst
 
 from prefixlint.python.fixes.source import Source
 from prefixlint.python.fixes.text import Change
-from prefixlint.python.volatile import PATH_LISTINGS, SET_METHODS, SET_OPERATORS, UNORDERED_ITEMS
+from prefixlint.python.volatile import (
+    COMPLETION_ORDER,
+    PATH_LISTINGS,
+    SET_METHODS,
+    SET_OPERATORS,
+    UNORDERED_ITEMS,
+)
 
 # (applicability, message, changes)
 Candidate = tuple[str, str, list[Change]]
@@ -168,6 +174,8 @@ def items(src: Source, node: cst.CSTNode, depth: int = 0) -> str:
         )
     if isinstance(node, cst.Call):
         func = node.func
+        if src.qualified(func) & COMPLETION_ORDER:
+            return "unorderable"  # futures: sorting them orders nothing that reaches the text
         if known := {UNORDERED_ITEMS[q] for q in src.qualified(func) if q in UNORDERED_ITEMS}:
             return known.pop() if len(known) == 1 else "unknown"
         if isinstance(func, cst.Name) and func.value in ("set", "frozenset", "list", "tuple", "sorted"):
