@@ -301,3 +301,8 @@ def test_a_set_kept_by_a_constructor_is_found_at_its_parameter(tmp_path: Path) -
     [found] = check(path)
     assert (found["code"], found["line"]) == ("PFX201", ITERATED_LINE + 1)
     assert "a parameter of `__init__()`" in found["message"]
+    # sorted where the object iterates it, which holds
+    assert (found["fix"]["applicability"], found["fix"]["verified"]) == ("safe", True)
+    check(path, "--fix")
+    assert " in sorted(self.enabled)]" in path.read_text().splitlines()[ITERATED_LINE + 3]
+    assert check(path) == []
