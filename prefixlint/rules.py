@@ -186,8 +186,8 @@ def loss_severity(
 
 
 TOKENIZER_DEPENDS_NOTE = (
-    "with the embedded stand-in tokenizer this would be a {measured}; whether it costs a whole cache "
-    "block depends on the model's own tokenizer: pass `--tokenizer` with its tokenizer.json to decide"
+    "with the embedded stand-in tokenizer this would be a finding at {measured}; whether it costs a whole "
+    "cache block depends on the model's own tokenizer: pass `--tokenizer` with its tokenizer.json to decide"
 )
 
 

@@ -770,6 +770,8 @@ FIRST_THAT_HOLDS = {
     # end, but the date's own label ("Today: ") still follows the working directory: an info that
     # stays whichever comes first (moving it after the date would only hand the finding over).
     "message_generators.py:14 PFX104": None,
+    # The earlier turns follow the time on every turn: no move within the system text holds.
+    "replayed_turns.py:15 PFX101": None,
     "unpacked_parts.py:17 PFX101": "move `datetime.now()` to the end of the text it is in",
     "openai_alias_clock.py:15 PFX101": "move `dt.now()` to the end of the last user message",
     "random_fewshot.py:17 PFX103": "move `random.shuffle(examples)` to the end of the text it is in",

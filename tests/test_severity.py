@@ -184,5 +184,5 @@ def test_a_verdict_that_depends_on_the_stand_ins_block_boundaries_says_so() -> N
     assert (diag.code, diag.severity) == ("PFX403", INFO)
     assert diag.evidence.engines_lost["vllm"] == 16  # as measured, a block
     assert max(diag.evidence.static_tokens_lost, diag.evidence.reply_tokens_lost) < 16
-    assert "embedded stand-in tokenizer this would be a warning" in diag.message
+    assert "embedded stand-in tokenizer this would be a finding at warning" in diag.message
     assert "pass `--tokenizer`" in diag.message

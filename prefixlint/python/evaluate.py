@@ -20,6 +20,7 @@ from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope, s
 from prefixlint.python.segments import (
     EMPTY,
     Break,
+    Choice,
     Hole,
     Open,
     Provenance,
@@ -1165,6 +1166,15 @@ class Evaluator:
                 and any(isinstance(x, Break) for x in before or ())
             ):
                 added = self.as_history(added, binding.expr)  # `messages.extend(history)`, `+= history`
+            elif (
+                binding.kind == "append"
+                and isinstance(binding.expr, cst.Subscript)
+                and _holds_messages(before or EMPTY)
+            ):
+                # `messages.insert(k, history[i])`: an earlier turn we cannot see, replayed
+                if len(added) == 1 and isinstance(added[0], Hole) and not added[0].label:
+                    added = (replace(added[0], label=self.label(binding.expr.value)),)
+                added = _as_history(added)
             return concat(before or EMPTY, added)
         if binding.kind == "shuffle" and binding.expr is not None:
             return self.hole(Provenance.RANDOM, binding.expr)
@@ -1590,6 +1600,14 @@ def constant_arguments(fn: cst.FunctionDef, call: cst.Call) -> dict[str, object]
 def _is_message_list(node: cst.BaseExpression, value: Value) -> bool:
     """A list display, or a value that is messages (it opens with a role)."""
     return isinstance(node, (cst.List, cst.ListComp)) or bool(value) and isinstance(value[0], Break)
+
+
+def _holds_messages(value: Value) -> bool:
+    """Whether the value (any of its options) holds a message (a role's `Break`)."""
+    return any(
+        isinstance(x, Break) or isinstance(x, Choice) and any(_holds_messages(o) for o in x.options)
+        for x in value
+    )
 
 
 def _as_history(value: Value) -> Value:

@@ -280,7 +280,12 @@ def _diagnostic(
         )
         before = _tokens(ev.before, count)
         lost = _costs_a_block(before, tokens, engine, any_alignment=False)
-        if stand_in and lost and not _costs_a_block(before, tokens, engine, any_alignment=True):
+        if (
+            stand_in
+            and lost
+            and not per_turn
+            and not _costs_a_block(before, tokens, engine, any_alignment=True)
+        ):
             # the stand-in's block boundaries are not the model's: never more than info on them
             lost = False
             message += "; " + TOKENIZER_DEPENDS_NOTE.format(measured=RULES[code].default_severity.label)
@@ -292,14 +297,17 @@ def _diagnostic(
             else:
                 severity = Severity.INFO  # less than one cache block here, but more follows
     elif per_turn:
-        message = f"{what} goes into {where}, ahead of the conversation history"
+        message = (
+            f"{what} goes into {where}, ahead of the conversation history (`{ev.history.label}`): the "
+            "prompt is rebuilt on every turn, so every turn recomputes the whole conversation"
+        )
     else:
         message = (
             f"{what} goes into {where}, and what follows it is built elsewhere: any static text "
             "after it cannot be served from the prefix cache"
         )
         severity = min(severity, Severity.WARNING)
-    if per_turn:
+    if per_turn and (ev.after or ev.unseen):
         message += (
             f", nor can the conversation history after it (`{ev.history.label}`): the prompt is rebuilt "
             "on every turn, so every turn recomputes the whole conversation"
