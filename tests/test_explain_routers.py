@@ -166,3 +166,12 @@ def test_explain_reports_each_policy_with_its_source_and_the_0_4_share_hit_rates
     assert routing["prefix-aware"] == {**routing["sglang-cache-aware-0.1"], "current": False}
     assert routing["gie-prefix"]["source"].startswith("gateway-api-inference-extension v1.5.0")
     assert routing["round-robin"]["source"] is None
+
+
+def test_the_match_rate_counts_characters_not_bytes():
+    shared = "s" * 399  # 400 shared characters (with the space) of 700; in UTF-8, 400 of 1,300 bytes
+    first = request("一" * 300, system=shared)
+    second = request("二" * 300, system=shared, at=1.0)
+    old, fleet = cache_aware("sglang-cache-aware-0.1")
+    assert route(old, fleet, first) == 0
+    assert route(old, fleet, second) == 0  # 400 / 700 = 0.57 > 0.5 (by bytes, 0.31: a miss)

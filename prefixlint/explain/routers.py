@@ -92,7 +92,10 @@ class RouteRequest:
     seq: bytes  # packed token ids: what the replicas' caches hold
     session: str | None  # the session key found in the log (None: none)
     fallback: str  # the key of a session router without one (the first message)
-    text: bytes  # sglang-router's routing text, UTF-32-LE: one 4-byte unit per character
+    # sglang-router's routing text: UTF-8, padded to whole 4-byte units (the trees' unit), and its
+    # length in characters
+    text: bytes
+    chars: int
     body: bytes  # the bytes the GIE prefix plugin hashes
     now: float  # arrival, seconds (the log's timestamp, else index x --interval)
     salt: str | None  # cache_salt, which keys GIE's first block
@@ -166,8 +169,10 @@ class CacheAware:
             raise RouterDataError(
                 f"[routers.{spec.name}] on_miss {self.on_miss!r}: expected {' or '.join(MISSES)}"
             )
-        # One tree per worker, in characters, cut back to max_tree_size (evict_tenant_by_size).
-        self.trees = [RadixCache(int(spec.get("max_tree_size"))) for _ in range(replicas)]
+        # One tree per worker, cut back to max_tree_size (evict_tenant_by_size). It holds UTF-8 in
+        # 4-byte units, a quarter of the memory of one unit per character: sizes are counted in
+        # units (4 characters of ASCII), matches converted back to characters.
+        self.trees = [RadixCache(int(spec.get("max_tree_size")) // 4) for _ in range(replicas)]
 
     def pick(self, request: RouteRequest, fleet: Fleet) -> int:
         low, high = min(fleet.loads), max(fleet.loads)
@@ -176,8 +181,9 @@ class CacheAware:
         else:
             found = [tree.lookup(request.text) for tree in self.trees]
             best = max(found)
-            total = len(request.text) // 4
-            if total and best / total > self.threshold:
+            # The characters in the matched units (a unit cut short at a difference is not counted).
+            matched = len(request.text[: best * 4].decode("utf-8", "ignore"))
+            if request.chars and min(matched, request.chars) / request.chars > self.threshold:
                 choice = found.index(best)  # the holder (the lower index among several)
             elif self.on_miss == "smallest-tree":
                 choice = min(range(len(self.trees)), key=lambda k: (self.trees[k].tokens, k))
@@ -211,28 +217,29 @@ class GiePrefix:
         self._random = random.Random(seed)
 
     def hashes(self, body: bytes, salt: str | None) -> list[int]:
-        """Chained hashes of the whole blocks in the first max_prefix_blocks (Python's tuple hash of
-        ints, which is not randomized per process, stands in for xxhash)."""
-        data = body[: self.max_bytes]
+        """Chained hashes of the whole blocks in the first max_prefix_blocks (Python's hash of a
+        (previous hash, block) pair stands in for xxhash: equal prefixes, equal hashes)."""
+        data, block = body[: self.max_bytes], self.block
         digest = hashlib.blake2b((salt or "").encode("utf-8", "surrogatepass"), digest_size=8).digest()
         prev = int.from_bytes(digest, "little")
         out = []
-        for start in range(0, len(data) - self.block + 1, self.block):
-            prev = hash((prev, int.from_bytes(data[start : start + self.block], "little")))
-            out.append(prev)
+        append = out.append
+        for start in range(0, len(data) - block + 1, block):
+            prev = hash((prev, data[start : start + block]))
+            append(prev)
         return out
 
     def pick(self, request: RouteRequest, fleet: Fleet) -> int:
         n = len(self.lrus)
         hashes = self.hashes(request.body, request.salt)
-        matched = [0] * n
+        runs: dict[int, int] = {}  # holder mask -> blocks with it
+        get = self.holders.get
         for h in hashes:  # matchLongestPrefix: while any pod holds the block, count its holders
-            mask = self.holders.get(h, 0)
+            mask = get(h, 0)
             if not mask:
                 break
-            for k in range(n):
-                if mask >> k & 1:
-                    matched[k] += 1
+            runs[mask] = runs.get(mask, 0) + 1
+        matched = [sum(c for mask, c in runs.items() if mask >> k & 1) for k in range(n)]
         waiting = [max(0, load - self.max_running) for load in fleet.loads]
         low, high = min(waiting), max(waiting)
         wp, wq, wk = self.weights
@@ -248,20 +255,21 @@ class GiePrefix:
         return choice
 
     def _add(self, hashes: list[int], pod: int) -> None:
-        lru, bit = self.lrus[pod], 1 << pod
+        lru, bit, holders, size = self.lrus[pod], 1 << pod, self.holders, self.lru_size
+        touch = lru.move_to_end
         for h in hashes:
             if h in lru:
-                lru.move_to_end(h)
-            else:
-                lru[h] = None
-                if len(lru) > self.lru_size:
-                    old, _ = lru.popitem(last=False)
-                    left = self.holders.get(old, 0) & ~bit
-                    if left:
-                        self.holders[old] = left
-                    else:
-                        self.holders.pop(old, None)
-            self.holders[h] = self.holders.get(h, 0) | bit
+                touch(h)
+                continue  # held: the pod's bit is already set
+            lru[h] = None
+            holders[h] = holders.get(h, 0) | bit
+            if len(lru) > size:
+                old, _ = lru.popitem(last=False)
+                left = holders.get(old, 0) & ~bit
+                if left:
+                    holders[old] = left
+                else:
+                    holders.pop(old, None)
 
 
 def _ring_position(text: str) -> int:

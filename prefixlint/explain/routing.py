@@ -90,11 +90,14 @@ def route_request(
             "utf-8", "surrogatepass"
         )
     moment = now if now.tzinfo else now.replace(tzinfo=UTC)
+    text = routing_text(msgs, prompt)
+    units = text.encode("utf-8", "surrogatepass")
     return RouteRequest(
         seq=seq,
         session=session,
         fallback=session or fallback_key(msgs, prompt),
-        text=routing_text(msgs, prompt).encode("utf-32-le", "surrogatepass"),
+        text=units + b"\0" * (-len(units) % 4),  # whole 4-byte units for the routers' trees
+        chars=len(text),
         body=body,
         now=moment.timestamp(),
         salt=salt,
