@@ -45,6 +45,8 @@ def test_every_data_policy_names_its_source_and_versions_differ_where_upstream_c
         assert (spec is None) == (name in SIMPLE), name
         if spec is not None:
             assert spec.source and ("v1." in spec.source or "0.1" in spec.source), name
+    data = load_routers()
+    assert set(data.routers) | set(data.aliases) == set(POLICIES) - set(SIMPLE)  # no name only one side knows
     assert resolve("sglang-cache-aware").get("cache_threshold") == 0.3
     assert resolve("sglang-cache-aware-0.1").get("cache_threshold") == 0.5
     assert resolve("prefix-aware") == resolve("sglang-cache-aware-0.1")  # the old name, an alias
