@@ -761,10 +761,22 @@ def rule_cmd(code: str) -> None:
 @click.option(
     "--routing",
     # The names of prefixlint.explain.routing.POLICIES, not imported here: the CLI loads fast.
-    type=click.Choice(["round-robin", "random", "session", "prefix-aware"]),
+    type=click.Choice(
+        [
+            "round-robin",
+            "random",
+            "session",
+            "prefix-aware",
+            "sglang-cache-aware",
+            "sglang-cache-aware-0.1",
+            "gie-prefix",
+            "consistent-hash",
+        ]
+    ),
     default="round-robin",
     show_default=True,
-    help="The router the replicas run now (with --replicas).",
+    help="The router the replicas run now (with --replicas); the policies' numbers and sources are "
+    "in prefixlint/data/routers.toml.",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Also write an HTML page.")

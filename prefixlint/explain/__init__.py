@@ -7,7 +7,8 @@ A log flows through these modules, in order:
 - render_pool.py: rendering in worker processes for a large log;
 - segments.py: tokenizing each distinct prompt segment once;
 - simulate.py: per-engine cache models (llamacpp.py: llama-server's slots and host-memory cache);
-  routing.py: replicas behind a router;
+  routing.py: replicas behind a router (routers.py: the real routers' policies, from
+  data/routers.toml);
 - causes.py: divergence points clustered by their volatile span; whatif.py: that span moved;
 - observed.py: what the log says the server did (cached tokens, TTFT), against the simulation;
   server.py (over server_inputs.py's bounded readers): `--server-args` and `--metrics`.

@@ -28,7 +28,7 @@ from prefixlint.explain.reading import LogLimitError, Reading, Skip, size_text, 
 from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
-from prefixlint.explain.routing import Routing, fallback_key
+from prefixlint.explain.routing import Routing, route_request
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
 from prefixlint.explain.simulate import REFERENCE_TOKENS, Simulation, pack
 from prefixlint.tokens import LoadedTokenizer
@@ -398,7 +398,16 @@ def _simulate(
                 observations.add(rendered.request, seq, match.length, sim, number)
             if router is not None:
                 request = rendered.request
-                router.feed(seq, request.session or fallback_key(request.messages, request.prompt))
+                router.feed(
+                    route_request(
+                        seq,
+                        request.messages,
+                        request.prompt,
+                        request.session,
+                        request.now,
+                        request.cache_salt,
+                    )
+                )
             conversations.feed(number, rendered, tokens)
             request = rendered.request
             if request.anthropic and request.body is not None:
