@@ -123,3 +123,18 @@ def test_a_clock_after_a_name_guess_is_kept_at_info_and_says_which(tmp_path: Pat
     _, _, severity, message = found[1]
     assert severity is Severity.INFO
     assert "`session_id` before it, named like an identifier, may already part the requests" in message
+
+
+def test_a_parameter_written_twice_costs_once(tmp_path: Path) -> None:
+    """The second `{task}` is the value already written: requests that agree on the first agree on
+    it, so it parts none (whatever its name says)."""
+    source = (
+        "from openai import OpenAI\n\nclient = OpenAI()\n\n\n"
+        "def answer(task, notes) -> str:\n"
+        f'    system = f"Task: {{task}}\\n{FILLER}\\nAgain: {{task}}\\n{FILLER}"\n'
+        "    return client.chat.completions.create(\n"
+        '        model="m", messages=[{"role": "system", "content": system}]\n'
+        "    )\n"
+    )
+    found = findings(tmp_path, source)
+    assert [(code, line) for code, line, _, _ in found] == [("PFX105", 7)]

@@ -117,6 +117,8 @@ def _parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole 
     for s in before:
         if not isinstance(s, Hole):
             continue
+        if hole.param is not None and s.param == hole.param and s.label == hole.label:
+            return True, None  # the same parameter read again: its value is the one already written
         if s.provenance is Provenance.REQUEST and not s.history:
             if guessed or not s.weak:
                 return True, None
