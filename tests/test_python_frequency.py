@@ -138,3 +138,20 @@ def test_a_parameter_written_twice_costs_once(tmp_path: Path) -> None:
     )
     found = findings(tmp_path, source)
     assert [(code, line) for code, line, _, _ in found] == [("PFX105", 7)]
+
+
+def test_a_candidate_text_does_not_outrank_the_request_that_sends_it(tmp_path: Path) -> None:
+    """`USER_PROMPT` alone opens with the id, but the request that sends it opens with the clock,
+    which parts every request first: what the id costs is what it costs there, nothing."""
+    source = (
+        "import datetime\nimport uuid\n\nfrom openai import OpenAI\n\nclient = OpenAI()\n"
+        f'RULES = "{FILLER}"\n'
+        'USER_PROMPT = f"Deployment {uuid.uuid4()}\\n" + RULES\n\n\n'
+        "def answer(question: str) -> str:\n"
+        '    system = f"Now: {datetime.datetime.now()}\\n" + RULES\n'
+        '    user = {"role": "user", "content": USER_PROMPT + question}\n'
+        '    messages = [{"role": "system", "content": system}, user]\n'
+        '    return client.chat.completions.create(model="m", messages=messages)\n'
+    )
+    found = findings(tmp_path, source)
+    assert [(code, line) for code, line, _, _ in found] == [("PFX101", 12)]

@@ -239,10 +239,11 @@ def _place(path: str, hole: Hole) -> str:
 
 
 def _rank(ev: _Evidence) -> tuple[bool, bool, bool, bool, int]:
-    """Stronger evidence first: a form where no earlier value parts the requests already, a request
-    a modelled sink sends, then one no earlier value may part already, then the history, then more
-    text."""
-    return (not ev.covered, ev.prompt.reached, ev.parted is None, ev.history is not None, len(ev.after))
+    """Stronger evidence first: a request a modelled sink sends (where an earlier value parts its
+    requests already, that is what the value costs, whatever a candidate text says), then a form
+    where no earlier value parts the requests, then one no earlier value may part, then the history,
+    then more text."""
+    return (ev.prompt.reached, not ev.covered, ev.parted is None, ev.history is not None, len(ev.after))
 
 
 def _lower(severity: Severity) -> Severity:
