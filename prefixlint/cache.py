@@ -76,25 +76,26 @@ def timed_out(result: SourceResult) -> bool:
     return any("took longer than" in d.message for d in result.diagnostics)
 
 
+def _diagnostic_from_json(d: dict[str, Any]) -> Diagnostic:
+    evidence = d.pop("evidence")
+    fix = d.pop("fix", None)
+    origin = d.pop("origin", None)
+    if fix is not None:
+        fix = Fix(**{**fix, "edits": tuple(Edit(**e) for e in fix["edits"])})
+    return Diagnostic(
+        span=Span(**d.pop("span")),
+        severity=Severity(d.pop("severity")),
+        evidence=Evidence(**evidence) if evidence is not None else None,
+        fix=fix,
+        origin=Span(**origin) if origin is not None else None,
+        **d,
+    )
+
+
 def _result_from_json(data: dict[str, Any]) -> SourceResult:
-    diagnostics = []
-    for d in data.pop("diagnostics"):
-        evidence = d.pop("evidence")
-        fix = d.pop("fix", None)
-        origin = d.pop("origin", None)
-        if fix is not None:
-            fix = Fix(**{**fix, "edits": tuple(Edit(**e) for e in fix["edits"])})
-        diagnostics.append(
-            Diagnostic(
-                span=Span(**d.pop("span")),
-                severity=Severity(d.pop("severity")),
-                evidence=Evidence(**evidence) if evidence is not None else None,
-                fix=fix,
-                origin=Span(**origin) if origin is not None else None,
-                **d,
-            )
-        )
-    return SourceResult(diagnostics=diagnostics, **data)
+    diagnostics = [_diagnostic_from_json(d) for d in data.pop("diagnostics")]
+    covered = [_diagnostic_from_json(d) for d in data.pop("covered", [])]
+    return SourceResult(diagnostics=diagnostics, covered=covered, **data)
 
 
 class ResultCache:

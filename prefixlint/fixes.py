@@ -6,9 +6,12 @@ Jinja one is `prefixlint.jinja.fixes`, the Python one `prefixlint.python.fixes`)
 verifies is the finding's fix: the fixed text, analysed again with the run's options (the same
 tokenizer, engine, variables and analyses: `prefixlint.api.lint_source`), no longer has the finding
 (its code at its place, or at the moved text), has no finding of any rule at warning or above that
-the original did not have, and keeps what the kind says a fix must keep (`Preserves`: a template
-still renders the moved value, byte-identical apart from it; Python code still holds it). Fixes are
-made with the raw results, before the cache stores them, so each content is verified once.
+the original did not have (or did not leave out because an earlier value parts the same requests: a
+move uncovers that one), leaves no other value that varies ahead of all but less than a cache block
+of the static tokens the finding counted (every value of the request is taken as varying), and keeps
+what the kind says a fix must keep (`Preserves`: a template still renders the moved value, byte-
+identical apart from it; Python code still holds it). Fixes are made with the raw results, before
+the cache stores them, so each content is verified once.
 
 What verifying costs is bounded by counts, never by a clock (`Verifier`): at most MAX_CANDIDATES
 candidates a finding and MAX_REANALYSES analyses of fixed text a source, one analysis for every
@@ -218,10 +221,13 @@ def verify(
         return SPENT
     name = next((r.name for r in before if finding in r.diagnostics), "")
     worst: dict[tuple[str, str, int | None], Severity] = {}
+    reported: set[tuple[str, str, int | None]] = set()
     for r in before:
-        for d in r.diagnostics:
+        for d in r.diagnostics + r.covered:  # a value the finding's value hid is uncovered, not added
             key = (r.name, d.code, new_line(d.span.line))
             worst[key] = max(worst.get(key, d.severity), d.severity)
+            if d in r.diagnostics:
+                reported.add(key)
     for result in after:
         for d in result.diagnostics:
             if (
@@ -233,7 +239,29 @@ def verify(
             was = worst.get((result.name, d.code, d.span.line))
             if d.severity >= Severity.WARNING and (was is None or d.severity > was):
                 return f"it adds {_place(d)}"
+            if (result.name, d.code, d.span.line) not in reported and not _recovers(finding, d, options):
+                named = _NAMED.search(d.message)
+                return (
+                    f"{'`' + named.group(1) + '`' if named else 'another value'}, which varies too "
+                    f"(now {_place(d)}), stands ahead of {d.static_tokens} of the "
+                    f"{finding.static_tokens} static tokens: it recovers less than one cache block"
+                )
     return None
+
+
+_NAMED = re.compile(r"`([^`]+)`")  # the value a finding's message names first
+
+
+def _recovers(finding: Diagnostic, new: Diagnostic, options: Options) -> bool:
+    """Whether a fix of `finding` after which the value of `new` (which varies too, and was no finding
+    before, or one the finding's value hid) stands ahead of `new.static_tokens` still recovers at
+    least one cache block of the static tokens the finding counted: a move past a neighbour that
+    varies only puts it in front."""
+    if finding.static_tokens is None or new.static_tokens is None:
+        return True
+    engine = options.engine_profile()
+    block = max(engine.block_size if engine is not None else 1, 1)
+    return finding.static_tokens - new.static_tokens >= block
 
 
 def _at(d: Diagnostic, line: int | None, written: set[int]) -> bool:

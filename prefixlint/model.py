@@ -97,6 +97,9 @@ class Diagnostic:
     # template inside a tokenizer_config.json, whose `span` is the JSON line; a named one of a list
     # has `path[name]`): what a relocation fix moves. Not part of the JSON output.
     origin: Span | None = None
+    # The static tokens after the value that its requests would otherwise share (Python findings;
+    # None elsewhere): the fix verifier's measure of what a move recovers. Not part of the JSON output.
+    static_tokens: int | None = None
 
     @property
     def name(self) -> str:
@@ -145,6 +148,10 @@ class SourceResult:
     # The variables a template reads from its caller (None: not a template, or it does not
     # compile): a `--var` no template reads is a warning.
     variables: list[str] | None = None
+    # Findings left out of the report because an earlier value of the same request already parts
+    # every request they part (Python): a fix that moves the earlier value uncovers them, so the
+    # fix verifier does not count them as findings the fix adds. Not part of the JSON output.
+    covered: list[Diagnostic] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

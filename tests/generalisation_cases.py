@@ -46,7 +46,7 @@ from prefixlint.rules import RULES
 CHECKED = "app.py"  # the file each case analyses
 OTHER = "prompt_parts.py"  # another module of the project
 V = "<value>"  # where the value stands among a text's pieces
-W = "<second>"  # where a second volatile value stands, less than a block after the first
+W = "<second>"  # where a second volatile value stands, less than a block after the first or more
 
 # Static texts, each well over one cache block (the tokenizer counts ~40-60 tokens each).
 CONSTANTS = {
@@ -136,6 +136,7 @@ SHAPES = {
     "tail": ["RULES", V],
     "tool": ["TOOL_DOC", V],
     "pair": [V, W, "RULES"],
+    "far": [V, "RULES", W, "RULES"],
 }
 
 
@@ -156,6 +157,9 @@ POSITIONS = [
     Position("tool-description", "tool", needs="tools"),  # the tools go first: the system text follows
     # Two values less than a block apart part the requests as one: one finding, at the first.
     Position("two-close-values", "pair"),
+    # Two values a block or more apart: the second costs only what the first does not lose, nothing
+    # when the first varies at least as often (os.getpid(), per process, after anything but a date).
+    Position("two-values", "far"),
 ]
 
 
@@ -759,7 +763,12 @@ class Writer:
             severity = Severity(max(Severity.INFO, severity - 1))
         if mark == "value" and src.param:
             severity = Severity.INFO  # a per-request input known by its name: a guess
-        return {(code, self.main.line_of(mark)): severity.label}
+        found = {(code, self.main.line_of(mark)): severity.label}
+        if mark == "value" and pos.shape == "far" and daily and self.timing == "call":
+            # a date read per call changes once a day, the pid once per process: neither covers the
+            # other, so the second costs the requests of one day that differ in process
+            found[(SECOND.code, self.main.line_of("second"))] = RULES[SECOND.code].default_severity.label
+        return found
 
 
 # How the template objects of a package are filled with values by name (`{value}` placeholders): the

@@ -885,3 +885,59 @@ def test_candidates_on_mutated_sources(source: str, where: int, code: str) -> No
         for d in findings:
             for fix in fixes.candidates(PATH, source, d):
                 cst.parse_module(apply_edits(source, fix.edits))
+
+
+# --- neighbours that vary too ---------------------------------------------------------------------
+def _first(tmp_path: Path, text: str, code: str) -> tuple[Fix | None, list[str]]:
+    path = tmp_path / "reflect.py"
+    path.write_text(text, encoding="utf-8")
+    source = Source(str(path), "python")
+    results = lint_source(source, Options())
+    [diagnostic] = [d for r in results for d in r.diagnostics if d.code == code]
+    return first_verified("python", source, text, results, diagnostic, Options())
+
+
+REFLECTION = """\
+from openai import OpenAI
+
+client = OpenAI()
+CLOSING = "Reflect on the given information and summarize key points in a few words, as a list."
+
+
+def reflect(role_text: str, user_input: str, generated: str) -> str:
+    turns = [
+        f"SYSTEM: {role_text}",
+        f"USER: {user_input}",
+        f"ASSISTANT: {generated}",
+    ]
+    prompt = "Here is a conversation between two roles: " + "\\n\\n".join(turns) + " " + CLOSING
+    return client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+"""
+
+
+def test_a_move_past_a_neighbour_that_varies_too_is_not_offered(tmp_path: Path) -> None:
+    """Moving the user's turn after the assistant's only puts the reply where the input was: the
+    reply varies too, so the move recovers less than a cache block (ChatDev's reflection prompt)."""
+    fix, reasons = _first(tmp_path, REFLECTION, "PFX105")
+    assert fix is None
+    assert any("`generated`, which varies too" in r and "less than one cache block" in r for r in reasons)
+
+
+def test_a_move_that_uncovers_a_later_value_still_holds(tmp_path: Path) -> None:
+    """The id after the clock had no finding of its own (the clock parts every request first); moving
+    the clock uncovers it, it does not add it, and the ~375 tokens between them are recovered."""
+    filler = " ".join(f"Rule {i}: answer precisely and cite the sources you used." for i in range(30))
+    text = (
+        "import datetime\nimport uuid\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n\n"
+        "def answer(question: str) -> str:\n"
+        '    system = f"Now: {datetime.datetime.now()}\\n'
+        f'{filler}\\nRequest: {{uuid.uuid4()}}\\n{filler}"\n'
+        "    return client.chat.completions.create(\n"
+        '        model="m",\n'
+        '        messages=[{"role": "system", "content": system}, {"role": "user", "content": question}],\n'
+        "    )\n"
+    )
+    fix, _ = _first(tmp_path, text, "PFX101")
+    assert fix is not None and fix.message.startswith(
+        "move `datetime.datetime.now()` to the end of the last user"
+    )

@@ -105,7 +105,8 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
         dispatch = dynamic_dispatch(project, path)
         if dispatch is not None:  # the wording depends on it: a cached result is dropped when it changes
             project.read.append(os.path.join(project.root, dispatch.rsplit(":", 1)[0]))
-    found = diagnostics(path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch)
+    covered: list[Diagnostic] = []
+    found = diagnostics(path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch, covered)
     if _sent_elsewhere(prompts, os.path.abspath(path)):
         # Its text reaches no sink here: the modules that import it may send it.
         from prefixlint.python.consumers import consumer_requests
@@ -113,10 +114,19 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
         elsewhere = consumer_requests(project, path)
         if elsewhere:
             here = {d.span.path for d in found} | {path}
+            covered = []
             seen = diagnostics(
-                path, prompts + elsewhere, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch
+                path,
+                prompts + elsewhere,
+                tokenizer.count,
+                engine,
+                guess,
+                tokenizer.stand_in,
+                dispatch,
+                covered,
             )
             found = [d for d in seen if d.span.path in here]
+            covered = [d for d in covered if d.span.path in here]
     from prefixlint.python.breakpoints import breakpoint_diagnostics
 
     found += breakpoint_diagnostics(path, index, evaluator, tokenizer.count)
@@ -126,6 +136,7 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     from prefixlint.runmemo import stamp
 
     result = SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
+    result.covered = sorted(covered, key=Diagnostic.sort_key)
     result.dependencies = [stamp(p) for p in project.read if p != os.path.abspath(path)]
     numbers = prefix_numbers(prompts, tokenizer.count) if options.python_numbers else None
     if numbers is not None:

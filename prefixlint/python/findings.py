@@ -9,6 +9,11 @@ request carries the conversation so far and the value changes on every turn, the
 it is recomputed on every turn too. Two values less than a cache block apart part the requests
 as one: the first is reported and both must move.
 
+A value costs only over the requests that agree on everything before it (the engine loses all from
+the first token where two requests differ): when an earlier value of the same request varies at
+least as often (prefixlint/python/frequency.py), the later one adds nothing and gets no finding; when
+the earlier one is known only by its name, the later one is kept at info and the message names it.
+
 The severity follows that loss in the chosen engine's aligned blocks (less than one is info),
 how sure we are that the text reaches a model (a candidate no modelled sink sends is at most
 info; a value known only by its name is at most `guess_severity`), and when the value is made
@@ -20,10 +25,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from prefixlint.model import Diagnostic, Severity, Span
+from prefixlint.python.frequency import varies_at_least_as_often
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
 from prefixlint.rules import RULES, TOKENIZER_DEPENDS_NOTE, loss_severity
@@ -83,6 +89,8 @@ class _Evidence:
     history: Hole | None = None  # the conversation so far follows
     more_follows: bool = True  # more of the request may be built elsewhere
     companions: list[Hole] = field(default_factory=list)  # values less than a block later
+    parted: Hole | None = None  # an earlier value, known by its name, that may part the requests first
+    covered: bool = False  # an earlier value seen at its source parts every request this one parts
 
 
 def _is_strong_input(seg: Segment) -> bool:
@@ -98,33 +106,52 @@ def _turn_role(before: tuple[Segment, ...]) -> str | None:
     return role if role in _TURN_ROLES or role == "unknown" else None
 
 
-def _after_request_input(before: tuple[Segment, ...], guessed: bool) -> bool:
-    """Whether a per-request input comes earlier in the prompt: one named so, or, for a value that
-    is itself only a guess from its name, any parameter of the prompt builder."""
-    return any(
-        isinstance(s, Hole) and s.provenance is Provenance.REQUEST and (guessed or not s.weak) for s in before
-    )
+def _parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole | None]:
+    """Whether an earlier value of the request already parts every request that `hole` parts (a
+    per-request input known as one, or, for a value that is itself only a guess from its name, any
+    parameter of the prompt builder; or a value seen at its source that varies at least as often),
+    and else the first earlier value known only by its name (or a parameter whose name says nothing)
+    that may (then `hole` is kept, at info)."""
+    guessed = hole.by_name and hole.provenance in _RECORD_KINDS
+    guess: Hole | None = None
+    for s in before:
+        if not isinstance(s, Hole):
+            continue
+        if hole.param is not None and s.param == hole.param and s.label == hole.label:
+            return True, None  # the same parameter read again: its value is the one already written
+        if s.provenance is Provenance.REQUEST and not s.history:
+            if guessed or not s.weak:
+                return True, None
+            guess = guess or s  # a parameter whose name says nothing: per request if callers pass one
+        elif varies_at_least_as_often(s, hole):
+            if not s.by_name:
+                return True, None
+            guess = guess or s
+    return False, guess
 
 
-def _evidence(prompt: Prompt, count: Callable[[str], int], block: int) -> list[_Evidence]:
+def _evidence(prompt: Prompt, count: Callable[[str], int], block: int, covered: bool) -> list[_Evidence]:
     """The request-dependent values of each form the prompt may take (one per combination of
-    branches), with what follows each."""
+    branches), with what follows each; with `covered`, also those an earlier value already parts
+    the requests for (marked so: what a fix that moves the earlier one uncovers)."""
     out = []
     for segments in expand(prompt.value):
         merged: set[int] = set()  # values already named as a companion of an earlier one
         for i, seg in enumerate(segments):
             if not (isinstance(seg, Hole) and seg.provenance.volatile) or i in merged:
                 continue
-            guess = seg.by_name and seg.provenance in _RECORD_KINDS
-            if _after_request_input(segments[:i], guessed=guess):
-                break  # the prompt already differs per request there: nothing after it is lost to this
+            parted, maybe = _parted_before(segments[:i], seg)
+            if parted and not covered:
+                continue  # the requests already differ there: nothing after it is lost to this value
             turn = _turn_role(segments[:i])
-            if turn is not None and guess:
+            if turn is not None and seg.by_name and seg.provenance in _RECORD_KINDS:
                 continue  # a name is a guess, and a date or id in a conversation turn a cheap one
-            found = _follows(prompt, segments, i, turn, count, block)
-            merged.update(found[1])
-            if found[0] is not None:
-                out.append(found[0])
+            found, companions = _follows(prompt, segments, i, turn, count, block)
+            if not parted:
+                merged.update(companions)
+            if found is not None:
+                found.parted, found.covered = maybe, parted
+                out.append(found)
     return out
 
 
@@ -175,8 +202,8 @@ def _follows(
             # Less than a block apart, the requests part at the first and both must move (a guess
             # does not stand for a value seen at its source, which gets a finding of its own).
             if close and not (hole.by_name and not seg.by_name):
-                if (seg.path, seg.line, seg.column) != (hole.path, hole.line, hole.column):
-                    companions.append(seg)  # not the same value read twice (an item's two fields)
+                if seg.label != hole.label and all(c.label != seg.label for c in companions):
+                    companions.append(seg)  # named once, however often it is written
                 merged.add(k)
                 since_last = []
     static = "".join(after)
@@ -211,9 +238,12 @@ def _place(path: str, hole: Hole) -> str:
     return hole.path if relative.startswith("..") else relative
 
 
-def _rank(ev: _Evidence) -> tuple[bool, bool, int]:
-    """Stronger evidence first: a request a modelled sink sends, then the history, then more text."""
-    return (ev.prompt.reached, ev.history is not None, len(ev.after))
+def _rank(ev: _Evidence) -> tuple[bool, bool, bool, bool, int]:
+    """Stronger evidence first: a request a modelled sink sends (where an earlier value parts its
+    requests already, that is what the value costs, whatever a candidate text says), then a form
+    where no earlier value parts the requests, then one no earlier value may part, then the history,
+    then more text."""
+    return (ev.prompt.reached, not ev.covered, ev.parted is None, ev.history is not None, len(ev.after))
 
 
 def _lower(severity: Severity) -> Severity:
@@ -228,15 +258,18 @@ def diagnostics(
     guess_severity: Severity = Severity.INFO,
     stand_in: Callable[[], bool] = lambda: False,
     dispatch: str | None = None,
+    covered: list[Diagnostic] | None = None,
 ) -> list[Diagnostic]:
     """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches.
     `stand_in()`: the tokens are counted with the embedded stand-in tokenizer, whose block
     boundaries are not the model's. `dispatch`: where the project picks code at run time
-    (prefixlint/python/dispatch.py), so a prompt no sink is seen to send may still be sent."""
+    (prefixlint/python/dispatch.py), so a prompt no sink is seen to send may still be sent.
+    `covered` (when given) gets, unreported, the findings of values whose requests an earlier value
+    already parts: a fix that moves the earlier value uncovers them, it does not add them."""
     block = max(engine.block_size if engine is not None else 1, 1)
     best: dict[tuple[str, str, int, int], _Evidence] = {}
     for prompt in prompts:
-        for ev in _evidence(prompt, count_tokens, block):
+        for ev in _evidence(prompt, count_tokens, block, covered is not None):
             key = (_place(path, ev.hole), ev.hole.provenance.value, ev.hole.line, ev.hole.column)
             kept = best.get(key)
             if kept is None or _rank(ev) > _rank(kept):
@@ -244,12 +277,27 @@ def diagnostics(
     out = []
     for (place, code, line, column), ev in sorted(best.items()):
         found = _diagnostic(ev, code, count_tokens, engine, guess_severity, stand_in(), dispatch)
-        if found is not None:
-            out.append(
-                Diagnostic(
-                    code, Span(place, line, column), found[0], found[1], hint=_HINT[ev.hole.provenance]
-                )
+        if found is None:
+            continue
+        diagnostic = Diagnostic(
+            code,
+            Span(place, line, column),
+            found[0],
+            found[1],
+            hint=_HINT[ev.hole.provenance],
+            static_tokens=_tokens(ev.after, count_tokens),
+        )
+        if not ev.covered:
+            out.append(diagnostic)
+        elif covered is not None:
+            covered.append(diagnostic)
+        if ev.parted is not None and not ev.covered and covered is not None:
+            # kept at info for an earlier name guess: a move of that one uncovers its own severity
+            alone = _diagnostic(
+                replace(ev, parted=None), code, count_tokens, engine, guess_severity, stand_in(), dispatch
             )
+            if alone is not None:
+                covered.append(replace(diagnostic, message=alone[0], severity=alone[1]))
     return out
 
 
@@ -323,6 +371,16 @@ def _diagnostic(
         severity = _lower(severity)
     if hole.by_name:  # a name is a guess, not a source seen
         severity = min(severity, Severity.INFO if hole.weak else guess_severity)
+    if ev.parted is not None:
+        earlier = ev.parted
+        named = (
+            "a per-request input if its callers pass one" if earlier.weak else _NAMED_LIKE[earlier.provenance]
+        )
+        message += (
+            f"; `{earlier.label}` before it, {named}, may already part the requests, and then this "
+            "value costs nothing more"
+        )
+        severity = Severity.INFO
     if not ev.prompt.reached and dispatch is not None:
         message += (
             "; the call that sends it to a model could not be resolved statically: the project picks "

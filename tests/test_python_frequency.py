@@ -1,0 +1,157 @@
+"""Which request-dependent values vary at least as often as others (prefixlint/python/frequency.py),
+and what that leaves of the findings: a later value costs only what an earlier one does not lose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prefixlint.api import Options
+from prefixlint.model import Severity
+from prefixlint.python import analyze_python
+from prefixlint.python.frequency import COVERS, Frequency, frequency, varies_at_least_as_often
+from prefixlint.python.segments import Hole, Provenance
+
+
+def hole(provenance: Provenance = Provenance.CLOCK, **kw: object) -> Hole:
+    return Hole(provenance, 1, 1, "v", **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "want"),
+    [
+        (hole(), Frequency.CALL),
+        (hole(Provenance.ID), Frequency.CALL),
+        (hole(Provenance.REQUEST), Frequency.CALL),
+        (hole(daily=True), Frequency.DAY),
+        (hole(timing="import"), Frequency.PROCESS),
+        (hole(Provenance.ID, timing="construction"), Frequency.OBJECT),
+        (hole(Provenance.ENVIRONMENT), Frequency.PROCESS),  # a machine value, read per call or not
+        (hole(Provenance.UNORDERED), Frequency.PROCESS),
+        (hole(Provenance.UNKNOWN, history=True), Frequency.CONVERSATION),
+        (hole(Provenance.UNKNOWN), None),
+    ],
+)
+def test_frequency_of_a_value(value: Hole, want: Frequency | None) -> None:
+    assert frequency(value) is want
+
+
+def test_the_order_is_reflexive_and_per_call_covers_everything() -> None:
+    assert all(f in COVERS[f] for f in Frequency)
+    assert COVERS[Frequency.CALL] == frozenset(Frequency)
+    assert all(Frequency.CALL not in COVERS[f] for f in Frequency if f is not Frequency.CALL)
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later", "want"),
+    [
+        (hole(), hole(Provenance.ID), True),  # per call before per call
+        (hole(Provenance.REQUEST), hole(timing="import"), True),
+        (hole(timing="import"), hole(), False),  # per process before per call: both cost
+        (hole(Provenance.ENVIRONMENT), hole(Provenance.RANDOM), False),
+        (hole(daily=True), hole(Provenance.ENVIRONMENT), False),  # a day and a process: unordered
+        (hole(Provenance.ENVIRONMENT), hole(daily=True), False),
+        (hole(Provenance.UNKNOWN, history=True), hole(timing="construction"), True),
+        (hole(Provenance.UNKNOWN, history=True), hole(), False),
+        (hole(timing="construction"), hole(timing="import"), True),
+        (hole(timing="import"), hole(timing="construction"), False),
+        (hole(Provenance.UNKNOWN), hole(timing="import"), False),  # unknown is not request-dependent
+    ],
+)
+def test_varies_at_least_as_often(earlier: Hole, later: Hole, want: bool) -> None:
+    assert varies_at_least_as_often(earlier, later) is want
+
+
+FILLER = " ".join(
+    f"Rule {i}: answer the question precisely and cite the sources you used." for i in range(25)
+)
+
+
+def module(first: str, second: str, head: str = "", params: str = "question: str") -> str:
+    """A system prompt with two values, each ahead of ~375 static tokens, sent with the question."""
+    return (
+        "import datetime\nimport os\nimport uuid\nfrom openai import OpenAI\n\n"
+        f"client = OpenAI()\n{head}\n\n"
+        f"def answer({params}) -> str:\n"
+        "    system = (\n"
+        f'        f"First: {{{first}}}\\n"\n'
+        f'        "{FILLER}\\n"\n'
+        f'        f"Then: {{{second}}}\\n"\n'
+        f'        "{FILLER}"\n'
+        "    )\n"
+        "    return client.chat.completions.create(\n"
+        '        model="m",\n'
+        '        messages=[{"role": "system", "content": system}, {"role": "user", "content": question}],\n'
+        "    )\n"
+    )
+
+
+def findings(tmp_path: Path, source: str) -> list[tuple[str, int, Severity, str]]:
+    path = tmp_path / "m.py"
+    path.write_text(source, encoding="utf-8")
+    result = analyze_python(str(path), source, Options())
+    return [(d.code, d.span.line, d.severity, d.message) for d in result.diagnostics]
+
+
+def test_a_per_request_input_then_a_clock_is_one_finding_at_the_input(tmp_path: Path) -> None:
+    found = findings(tmp_path, module("query", "datetime.datetime.now()", params="question: str, query: str"))
+    assert [(code, line) for code, line, _, _ in found] == [("PFX105", 11)]
+
+
+def test_a_clock_then_an_id_is_one_finding_at_the_clock(tmp_path: Path) -> None:
+    found = findings(tmp_path, module("datetime.datetime.now()", "uuid.uuid4()"))
+    assert [(code, line, severity) for code, line, severity, _ in found] == [("PFX101", 11, Severity.ERROR)]
+
+
+def test_a_clock_then_an_import_time_value_is_one_finding(tmp_path: Path) -> None:
+    found = findings(tmp_path, module("datetime.datetime.now()", "HOST", head='HOST = os.environ["HOST"]'))
+    assert [(code, line) for code, line, _, _ in found] == [("PFX101", 11)]
+
+
+def test_an_import_time_value_then_a_per_call_clock_are_both_reported(tmp_path: Path) -> None:
+    found = findings(tmp_path, module("HOST", "datetime.datetime.now()", head='HOST = os.environ["HOST"]'))
+    assert [(code, line) for code, line, _, _ in found] == [("PFX104", 7), ("PFX101", 13)]
+    assert found[1][2] is Severity.ERROR and "may already part" not in found[1][3]
+
+
+def test_a_clock_after_a_name_guess_is_kept_at_info_and_says_which(tmp_path: Path) -> None:
+    found = findings(
+        tmp_path, module("session_id", "datetime.datetime.now()", params="question: str, session_id: str")
+    )
+    assert [(code, line) for code, line, _, _ in found] == [("PFX102", 11), ("PFX101", 13)]
+    _, _, severity, message = found[1]
+    assert severity is Severity.INFO
+    assert "`session_id` before it, named like an identifier, may already part the requests" in message
+
+
+def test_a_parameter_written_twice_costs_once(tmp_path: Path) -> None:
+    """The second `{task}` is the value already written: requests that agree on the first agree on
+    it, so it parts none (whatever its name says)."""
+    source = (
+        "from openai import OpenAI\n\nclient = OpenAI()\n\n\n"
+        "def answer(task, notes) -> str:\n"
+        f'    system = f"Task: {{task}}\\n{FILLER}\\nAgain: {{task}}\\n{FILLER}"\n'
+        "    return client.chat.completions.create(\n"
+        '        model="m", messages=[{"role": "system", "content": system}]\n'
+        "    )\n"
+    )
+    found = findings(tmp_path, source)
+    assert [(code, line) for code, line, _, _ in found] == [("PFX105", 7)]
+
+
+def test_a_candidate_text_does_not_outrank_the_request_that_sends_it(tmp_path: Path) -> None:
+    """`USER_PROMPT` alone opens with the id, but the request that sends it opens with the clock,
+    which parts every request first: what the id costs is what it costs there, nothing."""
+    source = (
+        "import datetime\nimport uuid\n\nfrom openai import OpenAI\n\nclient = OpenAI()\n"
+        f'RULES = "{FILLER}"\n'
+        'USER_PROMPT = f"Deployment {uuid.uuid4()}\\n" + RULES\n\n\n'
+        "def answer(question: str) -> str:\n"
+        '    system = f"Now: {datetime.datetime.now()}\\n" + RULES\n'
+        '    user = {"role": "user", "content": USER_PROMPT + question}\n'
+        '    messages = [{"role": "system", "content": system}, user]\n'
+        '    return client.chat.completions.create(model="m", messages=messages)\n'
+    )
+    found = findings(tmp_path, source)
+    assert [(code, line) for code, line, _, _ in found] == [("PFX101", 12)]
