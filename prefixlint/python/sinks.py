@@ -94,12 +94,16 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
     return None
 
 
-def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env) -> dict[str, Value]:
+def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env, hops: int = 0) -> dict[str, Value]:
     """The entries of a dict passed as `**mapping`: a dict display, or a name bound to one here
-    (and its entries set afterwards, `kwargs["tools"] = tools`), each entry's value evaluated."""
+    (and its entries set afterwards, `kwargs["tools"] = tools`), each entry's value evaluated; or
+    what a project helper called for it returns (`**self._build_request(messages)`), read the same
+    way in the helper with what the call passes."""
     from prefixlint.python.prompt_files import entries_set_after, last_assignment
 
     shown = last_assignment(ev, node) if isinstance(node, cst.Name) else node
+    if isinstance(shown, cst.Call) and hops < 2:
+        return _returned_mapping(ev, shown, env, hops)
     out: dict[str, Value] = {}
     if isinstance(shown, cst.Dict):
         for el in shown.elements:
@@ -110,6 +114,22 @@ def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env) -> dict[str, Val
     if isinstance(node, cst.Name):
         out.update({k: v for k, v in entries_set_after(ev, node, env).items() if isinstance(v, tuple)})
     return out
+
+
+def _returned_mapping(ev: Evaluator, call: cst.Call, env: Env, hops: int) -> dict[str, Value]:
+    """The entries of the dicts a project helper returns, with what `call` passes for its parameters
+    (one per key: where its returns disagree, the key's options)."""
+    found = ev.resolve_callable(call.func, call)
+    if found is None or env.depth > 8:
+        return {}
+    callee, fn = found
+    inner = Env(args={**env.args, fn: ev.bind_arguments(fn, call, env)}, depth=env.depth + 1)
+    options: dict[str, list[Value]] = {}
+    for ret in callee.index.bodies[fn].returns:
+        if ret.value is not None:
+            for key, value in _mapping(callee, ret.value, inner, hops + 1).items():
+                options.setdefault(key, []).append(value if callee is ev else ev.anchor(value, call))
+    return {key: choice(values) for key, values in options.items()}
 
 
 def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:
@@ -244,9 +264,15 @@ class _SinkFinder:
                 return  # a client constructor: configuration only
             from prefixlint.python.summaries import requests_at_call
 
-            for name, template in requests_at_call(self.ev, node, Env()):
+            wrapped = requests_at_call(self.ev, node, Env())
+            for name, template in wrapped:
                 what = f"the request `{name}()` sends ({template.what})"
                 self._add(node, template.value, what, template.whole)
+            if not wrapped:  # a sink passed or bound as a value, or a callable parameter
+                from prefixlint.python.valuecalls import value_requests
+
+                for _, template in value_requests(self.ev, node, Env()):
+                    self._add(node, template.value, f"the request of {template.what}", template.whole)
         except RecursionError:  # pathologically deep code: skip this request, not the file
             return
 

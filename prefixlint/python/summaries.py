@@ -76,16 +76,22 @@ def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[T
             if value:
                 out.append(Template(value, f"`{ev.label(call.func)}()` ({row.name})", row.whole_request))
         elif row is None and depth < MAX_WRAPPER_DEPTH:
-            out += [template for _, template in requests_at_call(ev, call, env, depth + 1)]
+            from prefixlint.python.valuecalls import value_requests
+
+            found = requests_at_call(ev, call, env, depth + 1) or value_requests(ev, call, env, depth + 1)
+            out += [template for _, template in found]
     memo[key] = out
     return out
 
 
-def requests_at_call(ev: Evaluator, call: cst.Call, env: Env, depth: int = 0) -> list[tuple[str, Template]]:
+def requests_at_call(
+    ev: Evaluator, call: cst.Call, env: Env, depth: int = 0, callees: list[Callee] | None = None
+) -> list[tuple[str, Template]]:
     """What a call of a project function or class that wraps a sink sends: (the wrapper's name, the
-    request with what the call passes in place, described by the modelled API it ends in)."""
+    request with what the call passes in place, described by the modelled API it ends in).
+    `callees`: what the call runs, when it is known otherwise (a callable parameter's callers)."""
     out = []
-    for callee_ev, fn, owner in _callees(ev, call):  # for a class, `fn` is its constructor
+    for callee_ev, fn, owner in _callees(ev, call) if callees is None else callees:  # a class: its `__init__`
         bound = None  # what the call passes, evaluated once for all the templates that read it
         for template in _templates(callee_ev, fn, owner, depth):
             if not _reads_parameters(template.value, fn):
