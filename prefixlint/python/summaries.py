@@ -133,6 +133,11 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
         receiver = receiver_class(ev, call.func.value, call)
         # the class's method or an override in a project subclass (an abstract `Model.generate`)
         methods = dispatch(receiver[0], receiver[1], call.func.attr.value) if receiver is not None else []
+        if receiver is None:  # an object made from a registry look-up: any registered class's method
+            from prefixlint.python.registries import registered_classes
+
+            for cls_ev, cls in registered_classes(ev, call.func.value):
+                methods += [m for m in dispatch(cls_ev, cls, call.func.attr.value) if m not in methods]
         if methods:
             return [(m_ev, fn, None) for m_ev, fn in methods]
     found = ev.resolve_callable(call.func, call)
