@@ -30,7 +30,9 @@ from prefixlint.python.frameworks import SinkModel
 from prefixlint.python.project import Project, python_sources, read_text
 from prefixlint.python.summaries import MAX_WRAPPER_DEPTH, Template, calls_in, requests_at_call
 
-MAX_HOPS = 3  # names, partials, factories and callers followed for one callable
+# Names, partials, factories and callers followed for one callable (a closure made by a factory,
+# assigned to a name, passed through two methods to the one that calls it is five).
+MAX_HOPS = 5
 MAX_CALLER_MODULES = 4  # other modules parsed for the callers of one function
 
 
@@ -304,8 +306,12 @@ def callers(ev: Evaluator, fn: cst.FunctionDef) -> list[tuple[Evaluator, cst.Cal
     out = [(ev, c) for c in ev.calls_named(name) if _calls(ev, c, fn, method)]
     pattern = (r"\." if method else r"(?<![\w.])") + re.escape(name) + r"\("
     found = 0
-    for path in _texts_calling(ev.project, name, pattern):
-        if os.path.abspath(path) == ev.path or found >= MAX_CALLER_MODULES:
+    here = os.path.abspath(ev.path)
+    nearest = sorted(  # the modules beside it first (a package calls its own code), then by path
+        _texts_calling(ev.project, name, pattern), key=lambda p: (-len(os.path.commonpath([p, here])), p)
+    )
+    for path in nearest:
+        if os.path.abspath(path) == here or found >= MAX_CALLER_MODULES:
             continue
         other = ev.project.evaluator(path)
         if other is None:
