@@ -283,3 +283,38 @@ def test_keywords_a_helper_builds_by_assignments_are_the_request(tmp_path: Path)
     clock = next(n for n, line in enumerate(PAYLOADS.splitlines(), 1) if "datetime.now()" in line)
     assert [(code, line) for code, line, _, _ in found] == [("PFX101", clock)]
     assert found[0][2] >= Severity.WARNING and "Anthropic messages" in found[0][3]
+
+
+CLOSURE = f'''from datetime import datetime
+
+from openai import OpenAI
+
+RULES = "{RULES}"
+
+
+class Client:
+    def __init__(self):
+        self.client = OpenAI()
+
+    def ask(self, messages):
+        def _call():
+            return self.client.chat.completions.create(model="m", messages=messages)
+
+        return self._execute_with_retry(_call)
+
+    def _execute_with_retry(self, func):
+        return func()
+
+
+def respond(question):
+    system = {{"role": "system", "content": f"Now: {{datetime.now()}}\\n{{RULES}}"}}
+    return Client().ask([system, {{"role": "user", "content": question}}])
+'''
+
+
+def test_a_closure_reads_the_parameters_of_the_function_around_it(tmp_path: Path) -> None:
+    # `_call` sends `messages`, a parameter of `ask`: a call of `ask` sends what it passes.
+    found = _findings(_write(tmp_path, {"app.py": CLOSURE}), "app.py")
+    clock = next(n for n, line in enumerate(CLOSURE.splitlines(), 1) if "datetime.now()" in line)
+    assert [(code, line) for code, line, _, _ in found] == [("PFX101", clock)]
+    assert found[0][2] >= Severity.WARNING and NOT_FOUND not in found[0][3]

@@ -170,7 +170,11 @@ def receiver_class(
         for binding in reversed(scope.bindings.get(node.value, ())):
             if binding.kind == "assign" and isinstance(binding.expr, cst.Call):
                 return ev.find_class(binding.expr.func)
-        return _parameter_class(ev, node)
+        found = _parameter_class(ev, node)
+        outer = ev.index.enclosing_function(scope.node)
+        if found is None and outer is not None and node.value not in scope.params:
+            found = _scope_class(ev, outer, node.value)  # a closure's name, of the function around it
+        return found
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
         cls = ev.index.scope_for(at).cls
         if cls is None:
@@ -215,6 +219,25 @@ def _field_class(
             if found is not None:
                 return found
     return None
+
+
+def _scope_class(ev: Evaluator, fn: cst.FunctionDef, name: str) -> tuple[Evaluator, cst.ClassDef] | None:
+    """The class of `name` in function `fn`: what it was last assigned by a class call, else the
+    class its parameter stands for."""
+    scope = ev.index.scopes.get(fn)
+    if scope is None:
+        return None
+    for binding in reversed(scope.bindings.get(name, ())):
+        if binding.kind == "assign" and isinstance(binding.expr, cst.Call):
+            return ev.find_class(binding.expr.func)
+    if name not in scope.params:
+        return None
+    default = _default_of(fn, name)
+    if isinstance(default, (cst.Name, cst.Attribute)):
+        found = ev.find_class(default)
+        if found is not None:
+            return found
+    return _annotated_class(ev, fn, name)
 
 
 def _parameter_class(ev: Evaluator, node: cst.BaseExpression) -> tuple[Evaluator, cst.ClassDef] | None:
