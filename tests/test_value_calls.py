@@ -318,3 +318,28 @@ def test_a_closure_reads_the_parameters_of_the_function_around_it(tmp_path: Path
     clock = next(n for n, line in enumerate(CLOSURE.splitlines(), 1) if "datetime.now()" in line)
     assert [(code, line) for code, line, _, _ in found] == [("PFX101", clock)]
     assert found[0][2] >= Severity.WARNING and NOT_FOUND not in found[0][3]
+
+
+PARTIAL_THEN_POSITIONAL = f'''from datetime import datetime
+from functools import partial
+
+from anthropic import Anthropic
+
+client = Anthropic()
+RULES = "{RULES}"
+
+
+def respond(question):
+    system = f"Now: {{datetime.now()}}\\n{{RULES}}"
+    send = partial(client.messages.create, system=system, max_tokens=512)
+    return send("claude", messages=[{{"role": "user", "content": question}}])
+'''
+
+
+def test_a_partials_keywords_and_the_calls_positionals_make_one_call(tmp_path: Path) -> None:
+    found = _findings(_write(tmp_path, {"app.py": PARTIAL_THEN_POSITIONAL}), "app.py")
+    clock = next(
+        n for n, line in enumerate(PARTIAL_THEN_POSITIONAL.splitlines(), 1) if "datetime.now()" in line
+    )
+    assert [(code, line) for code, line, _, _ in found] == [("PFX101", clock)]
+    assert found[0][2] >= Severity.WARNING and "Anthropic messages" in found[0][3]

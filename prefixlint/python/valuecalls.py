@@ -47,8 +47,12 @@ class Reference:
 
     def called_with(self, args: tuple[cst.Arg, ...] | list[cst.Arg]) -> cst.Call:
         """The call of the sink that passing these arguments amounts to (its nodes are the code's own,
-        so they evaluate where they are written)."""
-        return cst.Call(func=self.func, args=[*self.bound, *args])
+        so they evaluate where they are written): a partial's positionals, then the call's, then
+        the keywords, as `partial(f, *a, **k)(*b, **j)` is `f(*a, *b, **k, **j)`."""
+        given = [*self.bound, *args]
+        positional = [a for a in given if a.keyword is None and a.star != "**"]
+        named = [a for a in given if a.keyword is not None or a.star == "**"]
+        return cst.Call(func=self.func, args=[*positional, *named])
 
 
 def _is_partial(ev: Evaluator, call: cst.Call) -> bool:
