@@ -90,7 +90,7 @@ class ValueCall:
 def through_value(ev: Evaluator, call: cst.Call) -> ValueCall | None:
     """The sink call a call amounts to when what it calls, or a callable it is given, is a sink as
     a value; None otherwise. A `partial(...)` itself sends nothing: the call of what it makes does."""
-    if isinstance(call.func, cst.Call) and _is_partial(ev, call.func) or not isinstance(call.func, cst.Call):
+    if not isinstance(call.func, cst.Call) or _is_partial(ev, call.func):
         ref = sink_reference(ev, call.func)
         if ref is not None:
             return ValueCall(ref.row, ref.called_with(call.args), f"called as `{ev.label(call.func)}`")
