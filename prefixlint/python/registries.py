@@ -66,15 +66,30 @@ def looked_up(ev: Evaluator, node: cst.BaseExpression, hops: int = 0) -> list[Cl
 
 
 def registry_classes(ev: Evaluator, table: cst.BaseExpression) -> list[ClassRef]:
-    """The classes a registry holds: the values of the dict it is assigned, and the classes that a
-    decorator of this module, which stores into it, decorates."""
+    """The classes a registry holds that may send a request themselves (their module names a
+    modelled API, as hierarchy.overrides asks of a subclass): the values of the dict it is
+    assigned, and the classes that a decorator of this module, which stores into it, decorates.
+    Worked out once per registry and checked file."""
     if not isinstance(table, (cst.Name, cst.Attribute)):
         return []
+    key = (ev.path, ev.index.module.code_for_node(table))
+    memo = ev.project.registries
+    if key not in memo:
+        memo[key] = []  # a registry that names itself holds nothing more
+        memo[key] = _registry_classes(ev, table)
+    return memo[key]
+
+
+def _registry_classes(ev: Evaluator, table: cst.Name | cst.Attribute) -> list[ClassRef]:
     out: list[ClassRef] = []
     owner, shown = _defined(ev, table)
     if isinstance(shown, cst.Dict):
         for el in shown.elements:
-            if isinstance(el, cst.DictElement) and isinstance(el.value, (cst.Name, cst.Attribute)):
+            if (
+                isinstance(el, cst.DictElement)
+                and isinstance(el.value, (cst.Name, cst.Attribute))
+                and _may_send(owner, el.value)
+            ):
                 found = owner.find_class(el.value, reexported=True)
                 if found is not None:
                     out.append(found)
@@ -82,6 +97,19 @@ def registry_classes(ev: Evaluator, table: cst.BaseExpression) -> list[ClassRef]
     for decorator in _storing(owner, name):
         out += [c for c in decorated(ev.project, decorator) if c not in out]
     return out[:MAX_REGISTERED]
+
+
+def _may_send(ev: Evaluator, node: cst.Name | cst.Attribute) -> bool:
+    """Whether the module that defines the class `node` names a modelled API, read from its text
+    (a registry of git hosts or of commands is not parsed for it)."""
+    needles = ev.project.frameworks.needles
+    if isinstance(node, cst.Name) and node.value in ev.index.classes:
+        return needles.search(read_text(ev.path) or "") is not None
+    for qualified in sorted(ev.index.qualified_names(node, ev.index.module_scope)):
+        path = ev.project.module_path(qualified.rsplit(".", 1)[0], ev.path) if "." in qualified else None
+        if path is not None and needles.search(read_text(path) or "") is not None:
+            return True
+    return False
 
 
 def _defined(ev: Evaluator, table: cst.Name | cst.Attribute) -> tuple[Evaluator, cst.BaseExpression | None]:
@@ -132,6 +160,8 @@ def decorated(project: Project, decorator: str) -> list[ClassRef]:
         ]
     out: list[ClassRef] = []
     for path in _DECORATED[key][:MAX_DECORATED_MODULES]:
+        if not project.frameworks.needles.search(read_text(path) or ""):
+            continue  # it sends no request itself (as for a registry's dict)
         other = project.evaluator(path)
         if other is None:
             continue
