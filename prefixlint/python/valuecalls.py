@@ -99,7 +99,9 @@ def through_value(ev: Evaluator, call: cst.Call) -> ValueCall | None:
     for i, arg in enumerate(call.args):
         if arg.keyword is not None or arg.star:
             break
-        ref = sink_reference(ev, arg.value)
+        # an argument is followed through one name at most (`p = partial(...)`, then `submit(p)`):
+        # every positional argument of every call is asked
+        ref = sink_reference(ev, arg.value, hops=MAX_HOPS - 2)
         if ref is not None:  # `i` is its position: keywords and stars come after the positionals
             if not _forwards(ev, call, i):
                 return None
