@@ -514,6 +514,10 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         sys.modules["prefixlint.python.dispatch"].forget()
     if "prefixlint.python.hierarchy" in sys.modules:  # classes may have been added since
         sys.modules["prefixlint.python.hierarchy"].forget()
+    if "prefixlint.python.valuecalls" in sys.modules:  # callers may have been added since
+        sys.modules["prefixlint.python.valuecalls"].forget()
+    if "prefixlint.python.registries" in sys.modules:  # registered classes may have been added since
+        sys.modules["prefixlint.python.registries"].forget()
     if "prefixlint.jinja.reach" in sys.modules:  # which templates the code names may have changed
         sys.modules["prefixlint.jinja.reach"].forget()
     cache = None

@@ -950,3 +950,166 @@ def cases() -> list[Case]:
         turns[row.name], variants[way] = turn + 1, variant + 1
         out.append(Writer(row, source, way, position, turn, variant).write())
     return out
+
+
+# --- requests sent through values (issue 28, point 2) -------------------------------------------
+# A sink of the table reached where it is not the called expression: passed to a retrier, a thread
+# or an executor, bound by `functools.partial` or to a name, handed to a project forwarder or to a
+# callable parameter, its keywords built by a helper, or a method of a class picked from a
+# registry. Each mechanism sends `text` (a clock ahead of RULES) over several rows of the table: a
+# finding at the clock's line, warning or above. The same text passed through the same mechanism to
+# a logger is no request: silence, or info for the message literals that are candidates only.
+@dataclass(frozen=True)
+class Mechanism:
+    """How `respond()` reaches the callable: `lines(called, arguments)` writes the statements after
+    `text = ...` in `respond` (its last a `return`), `prelude` the module code before it, and
+    `inside`: the text is built in `think()` (a callable parameter), not in `respond()`."""
+
+    name: str
+    imports: tuple[str, ...]
+    prelude: tuple[str, ...]
+    lines: Callable[[str, list[str]], list[str]]
+    keywords_only: bool = False  # the arguments become a dict's keys
+    inside: bool = False
+
+
+def _args(arguments: list[str]) -> str:
+    return ", ".join(arguments)
+
+
+def _as_dict(arguments: list[str]) -> str:
+    return "{" + ", ".join('"{}": {}'.format(*a.split("=", 1)) for a in arguments) + "}"
+
+
+MECHANISMS = [
+    Mechanism(
+        "library-retrier",
+        ("from retrying_helpers import retry_call",),
+        (),
+        lambda sink, a: [f"return retry_call({sink}, {_args(a)})"],
+    ),
+    Mechanism(
+        "project-forwarder",
+        (),
+        ("def with_retry(fn, *args, **kwargs):", "    return fn(*args, **kwargs)", ""),
+        lambda sink, a: [f"return with_retry({sink}, {_args(a)})"],
+    ),
+    Mechanism(
+        "to-thread",
+        ("import asyncio",),
+        (),
+        lambda sink, a: [f"return asyncio.to_thread({sink}, {_args(a)})"],
+    ),
+    Mechanism(
+        "partial-called",
+        ("import functools",),
+        (),
+        lambda sink, a: [f"return functools.partial({sink}, {_args(a)})()"],
+    ),
+    Mechanism(
+        "executor-partial",
+        ("import asyncio", "from functools import partial"),
+        (),
+        lambda sink, a: [
+            "loop = asyncio.get_running_loop()",
+            f"return loop.run_in_executor(None, partial({sink}, {_args(a)}))",
+        ],
+    ),
+    Mechanism("bound-name", (), (), lambda sink, a: [f"send = {sink}", f"return send({_args(a)})"]),
+    Mechanism(
+        "kwargs-helper",
+        (),
+        (),
+        lambda sink, a: [f"return {sink}(**build_request(question, text))"],
+        keywords_only=True,
+    ),
+    Mechanism(
+        "callable-parameter",
+        (),
+        (),
+        lambda sink, a: [f"return think({sink}, question)"],
+        inside=True,
+    ),
+    Mechanism(
+        "registry",
+        (),
+        (),
+        lambda sink, a: ["return PROVIDERS[kind]().execute(question, text)"],
+    ),
+]
+ROWS_PER_MECHANISM = 6
+
+
+def _value_rows() -> list[SinkModel]:
+    """The rows a request can be sent to through a value: called by a method chain (`.a.b`), the
+    text where the system text or the messages go, a whole request."""
+    return [
+        r
+        for r in builtin().sinks
+        if not r.decorators
+        and not r.bases
+        and r.whole_request
+        and any(c.startswith(".") for c in r.calls)
+        and _primary(r) in ("system", "messages")
+    ]
+
+
+def value_call_cases() -> list[Case]:
+    """Each mechanism over ROWS_PER_MECHANISM rows (in turn, so that together they take every row),
+    to a sink (a finding) and, for two of them, to a logger (no request)."""
+    rows = _value_rows()
+    out = []
+    for k, mechanism in enumerate(MECHANISMS):
+        for j in range(ROWS_PER_MECHANISM):
+            row = rows[(k * ROWS_PER_MECHANISM + j) % len(rows)]
+            out.append(_value_case(mechanism, row, sink=True))
+            if j < 2:
+                out.append(_value_case(mechanism, row, sink=False))
+    return out
+
+
+def _value_case(mechanism: Mechanism, row: SinkModel, sink: bool) -> Case:
+    writer = Writer(row, SOURCES[0], "f-string", POSITIONS[0], turn=0, variant=0)
+    arguments = writer.arguments()
+    pattern = next(c for c in row.calls if c.startswith("."))
+    made = callee(pattern, row.imports)
+    main = Module(needles={"value": SOURCES[0].expr})
+    main.need([*SOURCES[0].imports, *made.imports, *mechanism.imports, *writer.main.imports])
+    called = f"{made.expr}" if sink else "logger.info"
+    if not sink:
+        main.need(["import logging"])
+    main.constants(["RULES"])
+    main.add()
+    for line in made.setup:
+        main.add(line)
+    if not sink:
+        main.add("logger = logging.getLogger(__name__)")
+    main.add()
+    for line in mechanism.prelude:
+        main.add(line)
+    value = ('text = f"{datetime.now()}\\n{RULES}"', frozenset({"value"}))
+    if mechanism.keywords_only:
+        main.add("def build_request(question, text):")
+        main.add(f"return {_as_dict(arguments)}", depth=1)
+        main.add()
+    if mechanism.inside:
+        main.add("def think(invoker, question):")
+        main.add(*value, depth=1)
+        main.add(f"return invoker({_args(arguments)})", depth=1)
+        main.add()
+    if mechanism.name == "registry":
+        main.add("class Provider:")
+        main.add("def execute(self, question, text):", depth=1)
+        main.add(f"return {called}({_args(arguments)})", depth=2)
+        main.add()
+        main.add('PROVIDERS = {"main": Provider}')
+        main.add()
+    params = "question, kind" if mechanism.name == "registry" else "question"
+    main.add(f"def respond({params}):")
+    if not mechanism.inside:
+        main.add(*value, depth=1)
+    for line in mechanism.lines(called, arguments):
+        main.add(line, depth=1)
+    expected = {("PFX101", main.line_of("value")): "warning+"} if sink else {}
+    name = f"through/{mechanism.name}/{slug(row.name)}/{'sink' if sink else 'logger'}"
+    return Case(name, {CHECKED: main.text()}, expected)

@@ -11,15 +11,18 @@ from pathlib import Path
 import pytest
 from generalisation_cases import (
     CONSTANTS,
+    MECHANISMS,
     POSITIONS,
     SOURCES,
     WAYS,
     Case,
     Cover,
+    _value_rows,
     all_pairs,
     cases,
     slug,
     valid,
+    value_call_cases,
 )
 
 from prefixlint.python import analyze_python
@@ -28,6 +31,7 @@ from prefixlint.settings import Options
 from prefixlint.tokens import load_tokenizer
 
 CASES = cases()
+VALUE_CASES = value_call_cases()
 OWNED = ("PFX0", "PFX1", "PFX2")  # PFX003: a generated file that does not parse
 
 
@@ -107,3 +111,25 @@ def test_the_static_texts_a_finding_rests_on_are_more_than_a_block() -> None:
 def test_findings_and_silences_are_both_expected() -> None:
     assert sum(bool(c.expected) for c in CASES) >= 200
     assert sum(not c.expected for c in CASES) >= 200
+
+
+@pytest.mark.parametrize("case", VALUE_CASES, ids=[c.id for c in VALUE_CASES])
+def test_request_through_a_value(case: Case, tmp_path: Path) -> None:
+    """A clock ahead of RULES sent through the mechanism is a finding at its line, warning or above;
+    sent to a logger the same way, nothing above info."""
+    found = findings(case, tmp_path)
+    if case.expected:
+        ((code, line),) = case.expected
+        assert set(found) == {(code, line)}, f"{case.id}\n{case.source()}"
+        assert found[(code, line)] in ("warning", "error"), f"{case.id}\n{case.source()}"
+    else:
+        assert set(found.values()) <= {"info"}, f"{case.id}\n{case.source()}"
+
+
+def test_every_mechanism_reaches_several_rows_and_together_every_row() -> None:
+    ids = [c.id.split("/") for c in VALUE_CASES]
+    for mechanism in MECHANISMS:
+        rows = {i[2] for i in ids if i[1] == mechanism.name and i[3] == "sink"}
+        assert len(rows) >= 5, mechanism.name
+        assert any(i[1] == mechanism.name and i[3] == "logger" for i in ids)
+    assert {i[2] for i in ids} == {slug(r.name) for r in _value_rows()}

@@ -1,5 +1,6 @@
 """Calls that pick the project's code they run at run time: `importlib.import_module(f".{kind}",
-pkg)`, `import_module(f"myapp.request.{kind}")`, `getattr(project_module, name)`.
+pkg)`, `import_module(f"myapp.request.{kind}")`, `getattr(project_module, name)`, a registry looked
+up by a key made at run time (`REGISTRY[name]`, `ProviderRegistry.get_provider(kind)`).
 
 A project that makes one may send a prompt through code that no static reading of it finds
 (XAgent picks its request module by a config value). There "no call sends it to a model" cannot
@@ -20,6 +21,9 @@ _LITERAL = re.compile(r"[rbu]*([\"'])[\w.]*\1")
 _STATIC_HEAD = re.compile(r"[rbuf]*[\"']([\w.]*)")
 # `getattr(name, <not a literal>)`, dynamic when `name` is a module of the project imported here.
 _GETATTR = re.compile(r"\bgetattr\(\s*(\w+)\s*,\s*(?![\"'\s])")
+# A registry looked up by a key made at run time (`REGISTRY[name]`, `ProviderRegistry.get_provider(
+# kind)`, `self._registry.get(key)`): which registered class runs is decided then.
+_REGISTRY = re.compile(r"\b\w*(?:registry|Registry|REGISTRY)\w*(?:\.get\w*\(|\[)\s*(?=[A-Za-z_])")
 _FOUND: dict[str, list[str]] = {}
 
 
@@ -54,6 +58,7 @@ def _first_in(text: str, tops: set[str]) -> int | None:
         if package or (head is not None and _of_project(head.group(1), tops)):
             found.append(m.start())
     found += [m.start() for m in _GETATTR.finditer(text) if _imports(text, m.group(1), tops)]
+    found += [m.start() for m in _REGISTRY.finditer(text)]
     return min(found) if found else None
 
 

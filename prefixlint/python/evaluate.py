@@ -966,6 +966,11 @@ class Evaluator:
             if default is not None:
                 return self.value(default, Env(args=env.args, depth=env.depth + 1))
             return self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+        outer = self.index.enclosing_function(scope.node)
+        outer_scope = self.index.scopes.get(outer) if outer is not None else None
+        if outer_scope is not None and (name in outer_scope.params or name in outer_scope.bindings):
+            # a closure reads the names of the function it is defined in (`def _call(): return f(messages)`)
+            return self.scoped_value(name, outer_scope, self.index.pos(scope.node), scope.node, env)
         if scope.parent is not None:
             module = scope.parent
             bindings = module.bindings.get(name, ())

@@ -172,17 +172,23 @@ class Frameworks:
             memo[key] = self._match_call(index, call)
         return memo[key]
 
-    def _match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
+    def match_callable(self, index: ModuleIndex, func: cst.BaseExpression) -> SinkModel | ConfigModel | None:
+        """The row an expression is, as the called thing of a call (`client.chat.completions.create`
+        written as a value, passed to a retrier or a thread), if any."""
         import libcst as cst
 
-        found = _match(self._calls, index, call.func)
+        found = _match(self._calls, index, func)
         if (
             found is None
             and self._called
-            and isinstance(call.func, (cst.Name, cst.Attribute))
+            and isinstance(func, (cst.Name, cst.Attribute))
             and any(fnmatch.filter(imported_packages(index), p) for p in self._called)
         ):
-            found = _match_instance(self._calls[_CALL], index, call.func)
+            found = _match_instance(self._calls[_CALL], index, func)
+        return found
+
+    def _match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
+        found = self.match_callable(index, call.func)
         if found is not None or not self._named_like:
             return found
         last = written_chain(call.func).rsplit(".", 1)[-1]

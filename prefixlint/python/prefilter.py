@@ -167,6 +167,8 @@ class _Shapes(ast.NodeVisitor):
         if any(k.arg in _PROMPT_KEYWORDS for k in node.keywords):
             raise _Found
         positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+        if any(_table_match(self.frameworks._calls, a) for a in positional):
+            raise _Found  # a sink passed as a value (`asyncio.to_thread(client.messages.create, ...)`)
         if isinstance(func, ast.Attribute):
             if name in _FORMAT_METHODS:
                 owner = _dotted(func.value)

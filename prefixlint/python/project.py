@@ -74,6 +74,8 @@ class Project:
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
     frameworks: Frameworks = field(default_factory=builtin)  # the models table (and python.sinks)
     summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
+    passed: dict[tuple[int, str], list] = field(default_factory=dict)  # what a callable parameter gets
+    registries: dict[tuple[str, str], list] = field(default_factory=dict)  # classes a registry holds
     # Modules read and counted against the budget whose parse waits until a name is looked up in them.
     unparsed: dict[str, str] = field(default_factory=dict)
     _resolved: dict[tuple[str, str], tuple[Evaluator, str] | None] = field(default_factory=dict)

@@ -85,6 +85,23 @@ class ModuleIndex:
     star_imports: list[str] = field(default_factory=list)  # the modules of `from m import *`
     _qualified: dict[tuple[cst.CSTNode, int], frozenset[str]] = field(default_factory=dict, repr=False)
     matched: dict[tuple[object, cst.CSTNode], object] = field(default_factory=dict, repr=False)  # frameworks
+    _enclosing: dict[cst.FunctionDef, cst.FunctionDef] | None = field(default=None, repr=False)
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The function a nested function is defined in (whose names it reads as a closure), or None;
+        the table is made from the recorded events on first need."""
+        if self._enclosing is None:
+            self._enclosing = {}
+            stack: list[cst.FunctionDef] = []
+            for entering, event in self.events:
+                if type(event) is cst.FunctionDef:
+                    if entering:
+                        if stack:
+                            self._enclosing[event] = stack[-1]
+                        stack.append(event)
+                    else:
+                        stack.pop()
+        return self._enclosing.get(node) if isinstance(node, cst.FunctionDef) else None
 
     def pos(self, node: cst.CSTNode) -> Pos:
         p = self.positions.get(node)

@@ -29,10 +29,16 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     inner = env.deeper(template=row.templates)
     for arg in call.args:
         if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
-            for key, item in _mapping(ev, arg.value, env).items():
+            nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] = {}
+            for key, item in _mapping(ev, arg.value, env, nodes=nodes).items():
                 part = row.part_of(key, -1)
                 if part is not None:
                     found.append((part, row.rank(key if key in row.arguments else "*"), item))
+                nested = row.fields_of(key, -1)
+                if nested and key in nodes:  # `**{"body": {"system": ...}}`: the fields the row names
+                    owner, node, at = nodes[key]
+                    for part, rank, value in field_values(owner, row, key, node, nested, at):
+                        found.append((part, rank, value if owner is ev else ev.anchor(value, arg.value)))
             continue
         if arg.star:
             continue
@@ -94,12 +100,23 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
     return None
 
 
-def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env) -> dict[str, Value]:
+def _mapping(
+    ev: Evaluator,
+    node: cst.BaseExpression,
+    env: Env,
+    hops: int = 0,
+    nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
+) -> dict[str, Value]:
     """The entries of a dict passed as `**mapping`: a dict display, or a name bound to one here
-    (and its entries set afterwards, `kwargs["tools"] = tools`), each entry's value evaluated."""
+    (and its entries set afterwards, `kwargs["tools"] = tools`), each entry's value evaluated; or
+    what a project helper called for it returns (`**self._build_request(messages)`), read the same
+    way in the helper with what the call passes. `nodes` gets each displayed entry's expression
+    (where its evaluator reads it), for the fields a row names inside one."""
     from prefixlint.python.prompt_files import entries_set_after, last_assignment
 
     shown = last_assignment(ev, node) if isinstance(node, cst.Name) else node
+    if isinstance(shown, cst.Call) and hops < 2:
+        return _returned_mapping(ev, shown, env, hops, nodes)
     out: dict[str, Value] = {}
     if isinstance(shown, cst.Dict):
         for el in shown.elements:
@@ -107,9 +124,33 @@ def _mapping(ev: Evaluator, node: cst.BaseExpression, env: Env) -> dict[str, Val
                 key = string_value(el.key)
                 if isinstance(key, str):
                     out[key] = ev.value(el.value, env.deeper())
+                    if nodes is not None:
+                        nodes[key] = (ev, el.value, env.deeper())
     if isinstance(node, cst.Name):
         out.update({k: v for k, v in entries_set_after(ev, node, env).items() if isinstance(v, tuple)})
     return out
+
+
+def _returned_mapping(
+    ev: Evaluator,
+    call: cst.Call,
+    env: Env,
+    hops: int,
+    nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
+) -> dict[str, Value]:
+    """The entries of the dicts a project helper returns, with what `call` passes for its parameters
+    (one per key: where its returns disagree, the key's options)."""
+    found = ev.resolve_callable(call.func, call)
+    if found is None or env.depth > 8:
+        return {}
+    callee, fn = found
+    inner = Env(args={**env.args, fn: ev.bind_arguments(fn, call, env)}, depth=env.depth + 1)
+    options: dict[str, list[Value]] = {}
+    for ret in callee.index.bodies[fn].returns:
+        if ret.value is not None:
+            for key, value in _mapping(callee, ret.value, inner, hops + 1, nodes).items():
+                options.setdefault(key, []).append(value if callee is ev else ev.anchor(value, call))
+    return {key: choice(values) for key, values in options.items()}
 
 
 def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:
@@ -244,9 +285,15 @@ class _SinkFinder:
                 return  # a client constructor: configuration only
             from prefixlint.python.summaries import requests_at_call
 
-            for name, template in requests_at_call(self.ev, node, Env()):
+            wrapped = requests_at_call(self.ev, node, Env())
+            for name, template in wrapped:
                 what = f"the request `{name}()` sends ({template.what})"
                 self._add(node, template.value, what, template.whole)
+            if not wrapped:  # a sink passed or bound as a value, or a callable parameter
+                from prefixlint.python.valuecalls import value_requests
+
+                for _, template in value_requests(self.ev, node, Env()):
+                    self._add(node, template.value, f"the request of {template.what}", template.whole)
         except RecursionError:  # pathologically deep code: skip this request, not the file
             return
 

@@ -76,16 +76,22 @@ def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[T
             if value:
                 out.append(Template(value, f"`{ev.label(call.func)}()` ({row.name})", row.whole_request))
         elif row is None and depth < MAX_WRAPPER_DEPTH:
-            out += [template for _, template in requests_at_call(ev, call, env, depth + 1)]
+            from prefixlint.python.valuecalls import value_requests
+
+            found = requests_at_call(ev, call, env, depth + 1) or value_requests(ev, call, env, depth + 1)
+            out += [template for _, template in found]
     memo[key] = out
     return out
 
 
-def requests_at_call(ev: Evaluator, call: cst.Call, env: Env, depth: int = 0) -> list[tuple[str, Template]]:
+def requests_at_call(
+    ev: Evaluator, call: cst.Call, env: Env, depth: int = 0, callees: list[Callee] | None = None
+) -> list[tuple[str, Template]]:
     """What a call of a project function or class that wraps a sink sends: (the wrapper's name, the
-    request with what the call passes in place, described by the modelled API it ends in)."""
+    request with what the call passes in place, described by the modelled API it ends in).
+    `callees`: what the call runs, when it is known otherwise (a callable parameter's callers)."""
     out = []
-    for callee_ev, fn, owner in _callees(ev, call):  # for a class, `fn` is its constructor
+    for callee_ev, fn, owner in _callees(ev, call) if callees is None else callees:  # a class: its `__init__`
         bound = None  # what the call passes, evaluated once for all the templates that read it
         for template in _templates(callee_ev, fn, owner, depth):
             if not _reads_parameters(template.value, fn):
@@ -127,6 +133,11 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
         receiver = receiver_class(ev, call.func.value, call)
         # the class's method or an override in a project subclass (an abstract `Model.generate`)
         methods = dispatch(receiver[0], receiver[1], call.func.attr.value) if receiver is not None else []
+        if receiver is None:  # an object made from a registry look-up: any registered class's method
+            from prefixlint.python.registries import registered_classes
+
+            for cls_ev, cls in registered_classes(ev, call.func.value):
+                methods += [m for m in dispatch(cls_ev, cls, call.func.attr.value) if m not in methods]
         if methods:
             return [(m_ev, fn, None) for m_ev, fn in methods]
     found = ev.resolve_callable(call.func, call)
@@ -159,7 +170,11 @@ def receiver_class(
         for binding in reversed(scope.bindings.get(node.value, ())):
             if binding.kind == "assign" and isinstance(binding.expr, cst.Call):
                 return ev.find_class(binding.expr.func)
-        return _parameter_class(ev, node)
+        found = _parameter_class(ev, node)
+        outer = ev.index.enclosing_function(scope.node)
+        if found is None and outer is not None and node.value not in scope.params:
+            found = _scope_class(ev, outer, node.value)  # a closure's name, of the function around it
+        return found
     if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
         cls = ev.index.scope_for(at).cls
         if cls is None:
@@ -204,6 +219,25 @@ def _field_class(
             if found is not None:
                 return found
     return None
+
+
+def _scope_class(ev: Evaluator, fn: cst.FunctionDef, name: str) -> tuple[Evaluator, cst.ClassDef] | None:
+    """The class of `name` in function `fn`: what it was last assigned by a class call, else the
+    class its parameter stands for."""
+    scope = ev.index.scopes.get(fn)
+    if scope is None:
+        return None
+    for binding in reversed(scope.bindings.get(name, ())):
+        if binding.kind == "assign" and isinstance(binding.expr, cst.Call):
+            return ev.find_class(binding.expr.func)
+    if name not in scope.params:
+        return None
+    default = _default_of(fn, name)
+    if isinstance(default, (cst.Name, cst.Attribute)):
+        found = ev.find_class(default)
+        if found is not None:
+            return found
+    return _annotated_class(ev, fn, name)
 
 
 def _parameter_class(ev: Evaluator, node: cst.BaseExpression) -> tuple[Evaluator, cst.ClassDef] | None:
