@@ -117,6 +117,9 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
                 path, prompts + elsewhere, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch
             )
             found = [d for d in seen if d.span.path in here]
+    from prefixlint.python.history import history_diagnostics
+
+    found += history_diagnostics(path, text, index, evaluator)
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, options)
