@@ -84,6 +84,36 @@ def test_each_head_drop_on_a_kept_history(tmp_path: Path, drop: str, line: int) 
     assert findings(tmp_path, body) == [("PFX401", line, "warning")]
 
 
+@pytest.mark.parametrize(
+    ("cut", "found"),
+    [
+        ("        if len(self.history) > 40:\n            self.history = self.history[-20:]\n", []),
+        (
+            "        if len(self.history) > LIMIT:\n            self.history = self.history[-(LIMIT // 2) :]\n",
+            [],
+        ),
+        (
+            "        if len(self.history) > 20:\n            self.history = self.history[-20:]\n",
+            [("PFX401", 5, "warning")],
+        ),
+    ],
+    ids=["halved", "halved-by-name", "one-per-turn"],
+)
+def test_cutting_in_large_steps_is_the_fix_not_a_finding(tmp_path: Path, cut: str, found: list) -> None:
+    """Halving a full history keeps the prefix on most turns (the hint's fix); cutting it back to
+    the limit drops one message on every turn once full."""
+    body = (
+        "LIMIT = 40\n\n\nclass Agent:\n"
+        "    def turn(self, question: str) -> str:\n"
+        '        self.history.append({"role": "user", "content": question})\n'
+        f"{cut}"
+        '        reply = client.chat.completions.create(model="gpt-4o", messages=self.history)\n'
+        "        return reply.choices[0].message.content\n"
+    )
+    shifted = [(code, line + 3, severity) for code, line, severity in found]
+    assert findings(tmp_path, body) == shifted
+
+
 def test_deque_with_maxlen_is_reported_where_it_is_made(tmp_path: Path) -> None:
     body = """\
 history = deque(maxlen=20)
@@ -305,7 +335,7 @@ class Agent:
     path.write_text(HEADER + body, encoding="utf-8")
     found = [d for d in lint_paths([str(path)], Options()).diagnostics if d.code == "PFX401"]
     assert [(d.span.line - START + 1, d.severity.label) for d in found] == [(6, "info")]
-    assert "summarises" in found[0].message
+    assert "summary" in found[0].message and "as the code means them to" in found[0].message
 
 
 ENV_BLOCK = """\

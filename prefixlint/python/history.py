@@ -51,6 +51,7 @@ class _Site:
     node: cst.CSTNode
     fn: cst.FunctionDef | None
     loops: tuple[cst.CSTNode, ...]
+    tests: tuple[cst.BaseExpression, ...] = ()  # the `if` tests around it, in its function
 
 
 @dataclass
@@ -95,9 +96,11 @@ class _Walk(cst.CSTVisitor):
         self.facts = _Facts()
         self.fns: list[cst.FunctionDef] = []
         self.loops: list[cst.CSTNode] = []
+        self.tests: list[cst.BaseExpression] = []
+        self.saved: list[tuple[list[cst.CSTNode], list[cst.BaseExpression]]] = []  # outer functions'
 
     def site(self, node: cst.CSTNode) -> _Site:
-        found = _Site(node, self.fns[-1] if self.fns else None, tuple(self.loops))
+        found = _Site(node, self.fns[-1] if self.fns else None, tuple(self.loops), tuple(self.tests))
         self.facts.sites[id(node)] = found
         return found
 
@@ -107,13 +110,12 @@ class _Walk(cst.CSTVisitor):
     # scopes and loops
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.fns.append(node)
-        self.saved = getattr(self, "saved", [])
-        self.saved.append(self.loops)
-        self.loops = []
+        self.saved.append((self.loops, self.tests))
+        self.loops, self.tests = [], []
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.fns.pop()
-        self.loops = self.saved.pop()
+        self.loops, self.tests = self.saved.pop()
 
     def visit_For(self, node: cst.For) -> None:
         self.loops.append(node)
@@ -122,6 +124,12 @@ class _Walk(cst.CSTVisitor):
 
     def leave_For(self, node: cst.For) -> None:
         self.loops.pop()
+
+    def visit_If(self, node: cst.If) -> None:
+        self.tests.append(node.test)
+
+    def leave_If(self, node: cst.If) -> None:
+        self.tests.pop()
 
     def visit_While(self, node: cst.While) -> None:
         self.loops.append(node)
@@ -213,7 +221,8 @@ class _Walk(cst.CSTVisitor):
         if self._in_init():
             return  # set up once, before any turn
         for sl in head_slices(self.index, value, key):
-            self._op("head", key, node, f"`{_code(sl)}` keeps only the newest messages")
+            if not stepped(self.index, sl, key, tuple(self.tests)) or _summarising(self.site(node)):
+                self._op("head", key, node, f"`{_code(sl)}` keeps only the newest messages")
         for comp in role_filters(self.index, value, key):
             self._op("filter", key, node, f"`{_code(comp)}` drops messages by role")
 
@@ -254,7 +263,7 @@ class _Walk(cst.CSTVisitor):
                 key = self.key(func.value) if func.attr.value in _APPENDS else None
                 if key is not None and key[0] == "name" and key[1] != id(self.index.module_scope.node):
                     key = None  # a list this loop fills (a transcript), not a history kept across turns
-                if key is None and _STORES.match(func.attr.value) and not isinstance(func.value, cst.Call):
+                if key is None and self._stores(func):
                     key = ("stored", _code(func))
                 if key is not None:
                     self._op(
@@ -262,6 +271,17 @@ class _Walk(cst.CSTVisitor):
                     )
                     return
             return
+
+    def _stores(self, func: cst.Attribute) -> bool:
+        """`node.append_input(m)`, `self.memory.add(m)`: a method that keeps what it is given on an
+        object that outlives the loop (a parameter or an attribute), not a set or list made here."""
+        method, receiver = func.attr.value, func.value
+        if not _STORES.match(method) or not (isinstance(receiver, cst.Attribute) or "_" in method):
+            return False
+        if isinstance(receiver, cst.Name):
+            scope = self.index.scope_for(receiver)
+            return receiver.value in scope.params
+        return isinstance(receiver, cst.Attribute)
 
     def _moving(self, target: cst.BaseExpression, node: cst.CSTNode) -> None:
         """`messages[-1]["content"] += env` / `messages[-1] = {...}`: the last message, written."""
@@ -348,6 +368,31 @@ def head_slices(index: ModuleIndex, node: cst.BaseExpression, key: Key) -> list[
         if literal is None or literal < 0:  # `[1:]` skips the same system message every turn
             out.append(sub)
     return out
+
+
+def stepped(index: ModuleIndex, sub: cst.Subscript, key: Key, tests: tuple[cst.BaseExpression, ...]) -> bool:
+    """`if len(h) > LIMIT: h = h[-(LIMIT // 2):]`: the history is cut in one large step when it is
+    full and grows append-only until the next cut, so most turns keep the prefix (the fix the
+    hint gives). Told by a length test around it and a kept part of at most half the limit."""
+    lower = sub.slice[0].slice.lower  # type: ignore[union-attr]
+    for test in tests:
+        if not any(
+            isinstance(c.func, cst.Name)
+            and c.func.value == "len"
+            and c.args
+            and key_of(index, c.args[0].value) == key
+            for c in _nodes(test, cst.Call)
+        ):
+            continue
+        if any(
+            isinstance(op, (cst.FloorDivide, cst.Divide))
+            for op in _nodes(lower, (cst.FloorDivide, cst.Divide))
+        ):
+            return True
+        kept, limits = _int(lower), [_int(n) for n in _nodes(test, cst.Integer)]
+        if kept is not None and any(limit is not None and -kept * 2 <= limit for limit in limits):
+            return True
+    return False
 
 
 def role_filters(index: ModuleIndex, node: cst.BaseExpression, key: Key) -> list[cst.BaseExpression]:
@@ -487,6 +532,8 @@ def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _S
         site = facts.sites.get(id(sub))
         if inner is not None and site is not None:
             for sl in head_slices(index, sub, inner):
+                if stepped(index, sl, inner, site.tests) and not _summarising(site):
+                    continue
                 out.ops.append(
                     _Op("head", inner, site, f"`{_code(sl)}` keeps only the newest messages", True)
                 )
@@ -627,8 +674,9 @@ _HINT = (
 )
 _MOVING_HINT = "put the per-turn block in the new user message itself and keep it in the history as sent"
 _SUMMARY = (
-    "; it summarises the dropped messages, which the code means to do, but the new head still costs "
-    "the cached prefix each time it changes"
+    "{what}: the oldest messages give way to a summary, as the code means them to; each time the "
+    "summary is made or changes, the request diverges at it and everything after it is recomputed "
+    "(once per summary, not every turn, while the summary is kept fixed)"
 )
 _UNREACHED = " (no call that sends this history to a model was found in this module)"
 
@@ -686,7 +734,7 @@ def _diagnostic(path: str, index: ModuleIndex, facts: _Facts, sent: _Sent, op: _
     message = (_HEAD if op.kind == "head" else _FILTER).format(what=op.what)
     severity = Severity.WARNING if reached else Severity.INFO
     if op.kind == "head" and _summarising(op.site):
-        message, severity = message + _SUMMARY, Severity.INFO
+        message, severity = _SUMMARY.format(what=op.what), Severity.INFO
     if not reached:
         message += _UNREACHED
     return Diagnostic("PFX401", Span(path, line, column), message, severity, hint=_HINT)
