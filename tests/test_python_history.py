@@ -338,6 +338,27 @@ class Agent:
     assert "summary" in found[0].message and "as the code means them to" in found[0].message
 
 
+def test_emptying_a_field_of_earlier_steps_is_a_rewrite(tmp_path: Path) -> None:
+    """smolagents' screenshot callback: images of steps before the last two are set to None."""
+    body = """\
+def save_screenshot(memory_step, agent) -> None:
+    for previous in agent.memory.steps:
+        if previous.step_number <= memory_step.step_number - 2:
+            previous.observations_images = None
+"""
+    assert findings(tmp_path, body) == [("PFX401", 4, "info")]
+
+
+def test_emptying_a_field_of_a_cache_is_silent(tmp_path: Path) -> None:
+    body = """\
+def evict(store, now: float) -> None:
+    for entry in store.entries:
+        if entry.expires < now:
+            entry.value = None
+"""
+    assert findings(tmp_path, body) == []
+
+
 ENV_BLOCK = """\
 class Agent:
     def turn(self, question: str, env: str) -> str:

@@ -32,7 +32,7 @@ from prefixlint.python.scopes import ModuleIndex, string_value
 # Text one of the shapes needs: a module without any of it costs no walk.
 _NEEDLES = re.compile(
     r"\.pop\(\s*\d|\.popleft\(|maxlen|\bdel\s+[\w.]+\[|\[\s*-\s*[\w(]|\[\s*[A-Za-z_][\w.()]*\s*:\s*\]"
-    r"|\brole\b|\[-1\]"
+    r"|\brole\b|\[-1\]|\bfor\s+\w+\s+in\s+[\w.]*\.(?:steps|history|messages|conversation|turns)\b"
 )
 _SENT_PARTS = ("messages", "prompt")
 # A wrapper's argument that carries the conversation (positional ones always may).
@@ -121,6 +121,7 @@ class _Walk(cst.CSTVisitor):
         self.loops.append(node)
         self._counter_skip(node)
         self._role_skip(node)
+        self._clears(node)
 
     def leave_For(self, node: cst.For) -> None:
         self.loops.pop()
@@ -272,6 +273,27 @@ class _Walk(cst.CSTVisitor):
                     return
             return
 
+    def _clears(self, node: cst.For) -> None:
+        """`for step in self.memory.steps: if step.number <= now - 2: step.images = None`: a field
+        of some earlier entries of a kept history is emptied, so what was sent with them is gone
+        from the next request."""
+        key = self.key(node.iter)
+        if key is None or key[0] != "attr":
+            return
+        names = {n.value for n in _nodes(node.target, cst.Name)}
+        for stmt in _statements(node.body, deep=True):
+            if not isinstance(stmt, cst.If):
+                continue
+            for inner in _statements(stmt.body):
+                targets = [t.target for t in inner.targets] if isinstance(inner, cst.Assign) else []
+                if not (isinstance(inner, cst.Assign) and _empty(inner.value)):
+                    continue
+                for target in targets:
+                    owner = target.value if isinstance(target, (cst.Attribute, cst.Subscript)) else None
+                    if isinstance(owner, cst.Name) and owner.value in names:
+                        self._op("clear", key, inner, f"`{_code(inner)}` empties a field of earlier entries")
+                        return
+
     def _stores(self, func: cst.Attribute) -> bool:
         """`node.append_input(m)`, `self.memory.add(m)`: a method that keeps what it is given on an
         object that outlives the loop (a parameter or an attribute), not a set or list made here."""
@@ -349,6 +371,13 @@ def key_of(index: ModuleIndex, node: cst.BaseExpression) -> Key | None:
             return ("name", id(scope.node), name)
         scope = scope.parent
     return ("name", id(index.module_scope.node), name)
+
+
+def _empty(node: cst.BaseExpression) -> bool:
+    """`None`, `[]`, `""`, `{}`: what a cleared field is set to."""
+    if isinstance(node, (cst.List, cst.Dict)) and not node.elements:
+        return True
+    return _is_none(node) or (isinstance(node, cst.SimpleString) and string_value(node) in ("", b""))
 
 
 def _is_none(node: cst.BaseExpression) -> bool:
@@ -663,6 +692,10 @@ _FILTER = (
     "history the next turn sends, so the request diverges at the first one dropped and everything "
     "after it is recomputed every turn"
 )
+_CLEAR = (
+    "{what}: the earlier requests sent those entries with it, the next one sends them without, so "
+    "the request diverges at the first entry changed and everything after it is recomputed"
+)
 _MOVING = (
     "{what} writes a per-turn block into the last message of a copy of the history: on the next turn "
     "that message is history without the block, so the request diverges there and everything after "
@@ -726,12 +759,14 @@ def _diagnostic(path: str, index: ModuleIndex, facts: _Facts, sent: _Sent, op: _
             Severity.WARNING,
             hint=_MOVING_HINT,
         )
-    if op.key[0] != "stored" and not _kept(facts, op.key, op.site):
+    if op.kind == "clear" and _MESSAGE_WORDS.search(op.key[1]) is None:
+        return None  # an entry of a list that is not a conversation (a cache, a queue of jobs)
+    if op.key[0] != "stored" and op.kind != "clear" and not _kept(facts, op.key, op.site):
         return None
     reached = op.at_send or op.key in sent.keys
     if not reached and not _message_like(index, facts, op.key):
         return None
-    message = (_HEAD if op.kind == "head" else _FILTER).format(what=op.what)
+    message = {"head": _HEAD, "filter": _FILTER, "clear": _CLEAR}[op.kind].format(what=op.what)
     severity = Severity.WARNING if reached else Severity.INFO
     if op.kind == "head" and _summarising(op.site):
         message, severity = _SUMMARY.format(what=op.what), Severity.INFO
@@ -740,12 +775,19 @@ def _diagnostic(path: str, index: ModuleIndex, facts: _Facts, sent: _Sent, op: _
     return Diagnostic("PFX401", Span(path, line, column), message, severity, hint=_HINT)
 
 
+# Attribute names of conversation histories, for those appended to in another module.
+_MESSAGE_WORDS = re.compile(r"^(?:steps|history|messages|conversation|turns)$")  # as in _NEEDLES
+
+
 def _message_like(index: ModuleIndex, facts: _Facts, key: Key) -> bool:
     """A history no sink here was seen to send is still reported (at info) when it holds messages:
     it is annotated as a list of messages, or what is appended to it is a message (a dict with a
     role, a `...Message(...)`, a parameter annotated as one); its name alone is not enough (a
     deque of message hashes is called `history` too)."""
     if key[0] == "stored" or (key[0] == "attr" and key[1] in facts.typed):
+        return True
+    if key[0] == "attr" and _MESSAGE_WORDS.search(key[1]) and not facts.appends.get(key):
+        # appended elsewhere (an agent's `memory.steps`): its name is what there is to go by
         return True
     for site in facts.appends.get(key, ()):
         if isinstance(site.node, cst.Call) and any(_is_message(a.value, site) for a in site.node.args):
