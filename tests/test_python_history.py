@@ -89,7 +89,8 @@ def test_each_head_drop_on_a_kept_history(tmp_path: Path, drop: str, line: int) 
     [
         ("        if len(self.history) > 40:\n            self.history = self.history[-20:]\n", []),
         (
-            "        if len(self.history) > LIMIT:\n            self.history = self.history[-(LIMIT // 2) :]\n",
+            "        if len(self.history) > LIMIT:\n"
+            "            self.history = self.history[-(LIMIT // 2) :]\n",
             [],
         ),
         (
@@ -171,6 +172,37 @@ class Agent:
     def turn(self, question: str) -> str:
         self.history.append({"role": "user", "content": question})
         reply = client.chat.completions.create(model="gpt-4o", messages=[SYSTEM, *self.history[1:]])
+        return reply.choices[0].message.content
+"""
+    assert findings(tmp_path, body) == []
+
+
+def test_a_slice_that_only_feeds_a_query_is_silent(tmp_path: Path) -> None:
+    """AutoGPT's chat loop: the last nine messages are a memory query; what the query returns is
+    text in a system message, not the messages sent."""
+    body = """\
+def chat(history: list, memory) -> None:
+    while True:
+        relevant = memory.get_relevant(str(history[-9:]), 10)
+        context = [SYSTEM, {"role": "system", "content": relevant}]
+        reply = client.chat.completions.create(model="gpt-4o", messages=context)
+        history.append({"role": "assistant", "content": reply.choices[0].message.content})
+"""
+    assert findings(tmp_path, body) == []
+
+
+def test_deleting_from_a_computed_start_is_not_taken_for_the_head(tmp_path: Path) -> None:
+    """langroid's `clear_history(start=-2)`: by default it deletes the last two messages."""
+    body = """\
+class Agent:
+    def clear_history(self, start: int = -2) -> None:
+        n = len(self.message_history)
+        start = max(0, n + start) if start < 0 else start
+        del self.message_history[start:n]
+
+    def turn(self, question: str) -> str:
+        self.message_history.append({"role": "user", "content": question})
+        reply = client.chat.completions.create(model="gpt-4o", messages=self.message_history)
         return reply.choices[0].message.content
 """
     assert findings(tmp_path, body) == []

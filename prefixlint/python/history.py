@@ -181,7 +181,7 @@ class _Walk(cst.CSTVisitor):
             sl = target.slice[0].slice
             head = (
                 isinstance(sl, cst.Index) and (_int(sl.value) or 0) >= 0 and _int(sl.value) is not None
-            ) or (isinstance(sl, cst.Slice) and (sl.upper is not None and (_int(sl.upper) or 1) > 0))
+            ) or (isinstance(sl, cst.Slice) and _from_head(sl))
             if key is not None and head:
                 self._op("head", key, node, f"`{_code(node)}` drops messages from the head")
 
@@ -373,6 +373,13 @@ def key_of(index: ModuleIndex, node: cst.BaseExpression) -> Key | None:
     return ("name", id(index.module_scope.node), name)
 
 
+def _from_head(sl: cst.Slice) -> bool:
+    """`del h[:k]`, `del h[1:k]`: a slice that starts at a fixed place near the head and ends
+    before the tail (a computed start may as well be the tail: `del h[start:]` in a rewind)."""
+    lower = _int(sl.lower) if sl.lower is not None else 0
+    return lower is not None and lower >= 0 and sl.upper is not None and (_int(sl.upper) or 1) > 0
+
+
 def _empty(node: cst.BaseExpression) -> bool:
     """`None`, `[]`, `""`, `{}`: what a cleared field is set to."""
     if isinstance(node, (cst.List, cst.Dict)) and not node.elements:
@@ -556,23 +563,22 @@ def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _S
     filters on the way (each where it is written)."""
     if depth > _FOLLOW_DEPTH:
         return
-    for sub in _nodes(node, cst.Subscript):
-        inner = key_of(index, sub.value)
-        site = facts.sites.get(id(sub))
-        if inner is not None and site is not None:
-            for sl in head_slices(index, sub, inner):
-                if stepped(index, sl, inner, site.tests) and not _summarising(site):
-                    continue
-                out.ops.append(
-                    _Op("head", inner, site, f"`{_code(sl)}` keeps only the newest messages", True)
-                )
-    for comp in _nodes(node, (cst.ListComp, cst.GeneratorExp)):
-        inner = key_of(index, comp.for_in.iter)
-        site = facts.sites.get(id(comp))
-        if inner is not None and site is not None:
-            for f in role_filters(index, comp, inner):
-                out.ops.append(_Op("filter", inner, site, f"`{_code(f)}` drops messages by role", True))
     for root in _roots(node):
+        if isinstance(root, cst.Subscript):
+            inner = key_of(index, root.value)
+            site = facts.sites.get(id(root))
+            for sl in head_slices(index, root, inner) if inner is not None and site is not None else ():
+                if not stepped(index, sl, inner, site.tests) or _summarising(site):
+                    out.ops.append(
+                        _Op("head", inner, site, f"`{_code(sl)}` keeps only the newest messages", True)
+                    )
+            continue
+        if isinstance(root, (cst.ListComp, cst.GeneratorExp)):
+            inner = key_of(index, root.for_in.iter)
+            site = facts.sites.get(id(root))
+            for f in role_filters(index, root, inner) if inner is not None and site is not None else ():
+                out.ops.append(_Op("filter", inner, site, f"`{_code(f)}` drops messages by role", True))
+            continue
         if isinstance(root, cst.Call):  # `self._window()`: what the method returns
             method = _method(index, root)
             body = index.bodies.get(method) if method is not None else None
@@ -590,15 +596,28 @@ def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _S
                 _follow(index, facts, expr, out, depth + 1)
 
 
+# Calls whose result holds the same messages as their argument (or receiver, for a method).
+_SAME_ITEMS = {"list", "tuple", "copy", "deepcopy", "copy.copy", "copy.deepcopy", "reversed"}
+_SAME_ITEMS_METHODS = {"copy", "model_copy"}
+
+
 def _roots(node: cst.CSTNode) -> list[cst.BaseExpression]:
-    """The values an expression is built from: whole names and attribute chains (`self.history`,
-    not `self`), receivers of method calls, and `self.method()` calls; lambdas are not looked in."""
+    """What a list of messages is made of, along the list itself (not into a message's content,
+    nor into what an arbitrary call is given): whole names and attribute chains (`self.history`,
+    not `self`), the subscripts and comprehensions on the way (each also followed to what it
+    reads), and `self.method()` calls."""
     out: list[cst.BaseExpression] = []
     stack: list[cst.CSTNode] = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, (cst.Name, cst.Attribute)):
             out.append(n)
+        elif isinstance(n, cst.Subscript):
+            out.append(n)
+            stack.append(n.value)
+        elif isinstance(n, (cst.ListComp, cst.GeneratorExp)):
+            out.append(n)
+            stack.append(n.for_in.iter)
         elif isinstance(n, cst.Call):
             func = n.func
             if (
@@ -607,15 +626,20 @@ def _roots(node: cst.CSTNode) -> list[cst.BaseExpression]:
                 and func.value.value == "self"
             ):
                 out.append(n)
-            elif isinstance(func, cst.Attribute):
+            elif isinstance(func, cst.Attribute) and func.attr.value in _SAME_ITEMS_METHODS:
                 stack.append(func.value)
-            stack.extend(a.value for a in n.args)
-        elif isinstance(n, cst.Subscript):
+            elif _code(func) in _SAME_ITEMS and n.args:
+                stack.append(n.args[0].value)
+        elif isinstance(n, (cst.List, cst.Tuple)):
+            stack.extend(e.value for e in n.elements)
+        elif isinstance(n, cst.StarredElement):
             stack.append(n.value)
-        elif isinstance(n, (cst.ListComp, cst.GeneratorExp)):
-            stack.append(n.for_in.iter)
-        elif not isinstance(n, cst.Lambda):
-            stack.extend(n.children)
+        elif isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.Add):
+            stack += [n.left, n.right]
+        elif isinstance(n, cst.IfExp):
+            stack += [n.body, n.orelse]
+        elif isinstance(n, cst.BooleanOperation):
+            stack += [n.left, n.right]
     return out
 
 
