@@ -19,6 +19,7 @@ through the function's own assignments and `self.method()` returns.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -31,8 +32,12 @@ from prefixlint.python.scopes import ModuleIndex, string_value
 
 # Text one of the shapes needs: a module without any of it costs no walk.
 _NEEDLES = re.compile(
-    r"\.pop\(\s*\d|\.popleft\(|maxlen|\bdel\s+[\w.]+\[|\[\s*-\s*[\w(]|\[\s*[A-Za-z_][\w.()]*\s*:\s*\]"
-    r"|\brole\b|\[-1\]|\bfor\s+\w+\s+in\s+[\w.]*\.(?:steps|history|messages|conversation|turns)\b"
+    r"\.pop\(\s*\d|\.popleft\(|maxlen\s*=|\bdel\s+[\w.]+\["  # pop(0), deque(maxlen=), del h[0]
+    r"|\[\s*-[^\]\[:]*:\s*\]|\[\s*[A-Za-z_][\w.()+\- ]*:\s*\]"  # h[-N:], h[k:]
+    r"|role[\"')\]]*\s*(?:not\s+in|in|==|!=)\s|isinstance\(\s*\w+\s*,\s*\(?\w*Message"  # role filters
+    r"|\[-1\]\s*(?:\[[^\]]+\]|\.\w+)?\s*\+?=(?!=)"  # h[-1]["content"] += ...
+    r"|\bfor\s+\w+\s+in\s+[\w.]*\.(?:steps|history|messages|conversation|turns)\b"  # entries emptied
+    r"|-=\s*1\s*\n\s*continue\b"  # a counter that skips the oldest
 )
 _SENT_PARTS = ("messages", "prompt")
 # A wrapper's argument that carries the conversation (positional ones always may).
@@ -88,7 +93,7 @@ def _int(node: cst.BaseExpression | None) -> int | None:
     return None
 
 
-class _Walk(cst.CSTVisitor):
+class _Walk:
     """Collects, in one pass over the module, the appends, head drops, filters and sinks."""
 
     def __init__(self, index: ModuleIndex, ev: Evaluator) -> None:
@@ -97,7 +102,6 @@ class _Walk(cst.CSTVisitor):
         self.fns: list[cst.FunctionDef] = []
         self.loops: list[cst.CSTNode] = []
         self.tests: list[cst.BaseExpression] = []
-        self.saved: list[tuple[list[cst.CSTNode], list[cst.BaseExpression]]] = []  # outer functions'
 
     def site(self, node: cst.CSTNode) -> _Site:
         found = _Site(node, self.fns[-1] if self.fns else None, tuple(self.loops), tuple(self.tests))
@@ -107,36 +111,34 @@ class _Walk(cst.CSTVisitor):
     def key(self, node: cst.BaseExpression) -> Key | None:
         return key_of(self.index, node)
 
-    # scopes and loops
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.fns.append(node)
-        self.saved.append((self.loops, self.tests))
-        self.loops, self.tests = [], []
-
-    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.fns.pop()
-        self.loops, self.tests = self.saved.pop()
+    def run(self, module: cst.Module) -> None:
+        """Each node once, with the function, loops and `if` tests around it (the handlers are
+        named as a libcst visitor's; libcst's own visit rebuilds every node, ten times slower)."""
+        stack: list[tuple[cst.CSTNode, cst.FunctionDef | None, tuple, tuple]] = [(module, None, (), ())]
+        while stack:
+            node, fn, loops, tests = stack.pop()
+            self.fns = [fn] if fn is not None else []
+            self.loops, self.tests = list(loops), list(tests)
+            kind = type(node)
+            handler = _HANDLERS.get(kind)
+            if handler is not None:
+                handler(self, node)
+            if kind is cst.FunctionDef:
+                fn, loops, tests = node, (), ()
+            elif kind is cst.For or kind is cst.While:
+                loops = (*loops, node)
+            elif kind is cst.If:
+                stack.append((node.test, fn, loops, tests))
+                stack.append((node.body, fn, loops, (*tests, node.test)))
+                if node.orelse is not None:
+                    stack.append((node.orelse, fn, loops, tests))
+                continue
+            stack.extend((child, fn, loops, tests) for child in reversed(_kids(node)))
 
     def visit_For(self, node: cst.For) -> None:
-        self.loops.append(node)
         self._counter_skip(node)
         self._role_skip(node)
         self._clears(node)
-
-    def leave_For(self, node: cst.For) -> None:
-        self.loops.pop()
-
-    def visit_If(self, node: cst.If) -> None:
-        self.tests.append(node.test)
-
-    def leave_If(self, node: cst.If) -> None:
-        self.tests.pop()
-
-    def visit_While(self, node: cst.While) -> None:
-        self.loops.append(node)
-
-    def leave_While(self, node: cst.While) -> None:
-        self.loops.pop()
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         self.site(node)
@@ -315,6 +317,19 @@ class _Walk(cst.CSTVisitor):
         )
 
 
+_HANDLERS = {
+    cst.For: _Walk.visit_For,
+    cst.Subscript: _Walk.visit_Subscript,
+    cst.ListComp: _Walk.visit_ListComp,
+    cst.GeneratorExp: _Walk.visit_GeneratorExp,
+    cst.Call: _Walk.visit_Call,
+    cst.Del: _Walk.visit_Del,
+    cst.Assign: _Walk.visit_Assign,
+    cst.AnnAssign: _Walk.visit_AnnAssign,
+    cst.AugAssign: _Walk.visit_AugAssign,
+}
+
+
 def _sent_args(ev: Evaluator, index: ModuleIndex, node: cst.Call) -> list[cst.BaseExpression]:
     """The arguments of a call that carry the conversation to a model: a modelled sink's messages,
     or what is passed to a project function that reaches one."""
@@ -470,14 +485,50 @@ def _words(node: cst.CSTNode) -> list[str]:
 
 
 def _nodes(node: cst.CSTNode, kinds: type | tuple[type, ...]) -> list:
+    """The nodes of those kinds in a subtree, itself included."""
     out = []
     stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, kinds):
             out.append(n)
-        stack.extend(reversed(n.children))
+        stack.extend(reversed(_kids(n)))
     return out
+
+
+# A node type's fields that may hold nodes a shape is made of (not whitespace, commas, brackets).
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_PUNCTUATION = re.compile(
+    r"whitespace|^(?:comma|lpar|rpar|lbracket|rbracket|lbrace|rbrace|leading_lines|lines_after_decorators"
+    r"|semicolon|colon|equal|dot|default_indicator|header|footer|newline|indent)$"
+)
+_IS_NODE: dict[type, bool] = {}
+
+
+def _kids(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """A node's children read from its fields (libcst's `children` runs a visitor per call)."""
+    names = _FIELDS.get(type(node))
+    if names is None:
+        fields = dataclasses.fields(node)  # type: ignore[arg-type]
+        names = _FIELDS[type(node)] = tuple(f.name for f in fields if not _PUNCTUATION.search(f.name))
+    out: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if type(value) in (list, tuple):
+            out += [v for v in value if _node(v)]
+        elif _node(value):
+            out.append(value)
+    return out
+
+
+def _node(value: object) -> bool:
+    kind = type(value)
+    found = _IS_NODE.get(kind)
+    if found is None:
+        found = _IS_NODE[kind] = isinstance(value, cst.CSTNode) and not isinstance(
+            value, (cst.BaseParenthesizableWhitespace, cst.Comma, cst.EmptyLine)
+        )
+    return found
 
 
 def _statements(body: cst.BaseSuite, deep: bool = False) -> list[cst.CSTNode]:
@@ -745,7 +796,7 @@ def history_diagnostics(path: str, text: str, index: ModuleIndex, ev: Evaluator)
         return []
     walk = _Walk(index, ev)
     try:
-        index.module.visit(walk)
+        walk.run(index.module)
     except RecursionError:
         return []
     facts = walk.facts
