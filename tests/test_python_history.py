@@ -141,6 +141,21 @@ def chat(questions: list[str]) -> None:
     assert findings(tmp_path, body) == [("PFX401", 5, "warning")]
 
 
+@pytest.mark.parametrize("build", ["fitted = [SYSTEM, *msg]", "fitted, error = fit(msg)"])
+def test_a_list_built_anew_on_each_pass_is_not_kept(tmp_path: Path, build: str) -> None:
+    """ragflow's structured-output retries: the messages are fitted again at the top of each
+    pass, so dropping the system message after the call rewrites nothing the next pass sends."""
+    body = f"""\
+def ask(msg: list[dict], retries: int) -> None:
+    for _ in range(retries):
+        {build}
+        reply = client.chat.completions.create(model="gpt-4o", messages=fitted)
+        fitted.pop(0)
+        fitted.append({"role": "user", "content": "That was not JSON."})
+"""
+    assert findings(tmp_path, body) == []
+
+
 def test_append_only_loop_is_silent(tmp_path: Path) -> None:
     body = """\
 def chat(questions: list[str]) -> None:

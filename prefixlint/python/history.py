@@ -734,15 +734,22 @@ def _note_copies(index: ModuleIndex, local: Key, expr: cst.BaseExpression, out: 
 # Findings.
 
 
-def _kept(facts: _Facts, key: Key, site: _Site) -> bool:
+def _kept(index: ModuleIndex, facts: _Facts, key: Key, site: _Site) -> bool:
     """Whether the history outlives one request: appended to on a per-turn path (in a function
-    other than the constructor; for a function's local list, in a loop around `site`)."""
+    other than the constructor; for a function's local list, in a loop around `site` that does
+    not build the list anew on each pass)."""
+    rebuilt: set[int] = set()
+    if key[0] == "name" and site.fn is not None and key[1] == id(site.fn):
+        scope = index.scopes.get(site.fn)
+        for binding in scope.bindings.get(key[2], ()) if scope is not None else ():
+            if binding.kind in ("assign", "unknown"):  # `x = ...`, `x, err = ...`
+                rebuilt |= {loop for loop, _ in binding.branch}
     for append in facts.appends.get(key, ()):
         fn = append.fn
         if fn is None or fn.name.value in ("__init__", "__post_init__"):
             continue
         if key[0] == "name" and site.fn is not None and key[1] == id(site.fn):
-            shared = [loop for loop in site.loops if loop in append.loops]
+            shared = [loop for loop in site.loops if loop in append.loops and id(loop) not in rebuilt]
             if not shared:
                 continue
         return True
@@ -822,10 +829,10 @@ def _diagnostic(path: str, index: ModuleIndex, facts: _Facts, sent: _Sent, op: _
     if op.kind == "moving":
         whole = op.key[1]
         local = key_of(index, op.base) if op.base is not None else None
-        if local is None or local not in sent.keys or _kept(facts, local, op.site):
+        if local is None or local not in sent.keys or _kept(index, facts, local, op.site):
             return None
         copied = sent.copies.get(local, set()) | (sent.shallow.get(local, set()) if whole else set())
-        if not any(_kept(facts, k, op.site) for k in copied):
+        if not any(_kept(index, facts, k, op.site) for k in copied):
             return None
         return Diagnostic(
             "PFX402",
@@ -836,7 +843,7 @@ def _diagnostic(path: str, index: ModuleIndex, facts: _Facts, sent: _Sent, op: _
         )
     if op.kind == "clear" and _MESSAGE_WORDS.search(op.key[1]) is None:
         return None  # an entry of a list that is not a conversation (a cache, a queue of jobs)
-    if op.key[0] != "stored" and op.kind != "clear" and not _kept(facts, op.key, op.site):
+    if op.key[0] != "stored" and op.kind != "clear" and not _kept(index, facts, op.key, op.site):
         return None
     reached = op.at_send or op.key in sent.keys
     if not reached and not _message_like(index, facts, op.key):
