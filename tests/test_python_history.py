@@ -145,15 +145,15 @@ def chat(questions: list[str]) -> None:
 def test_a_list_built_anew_on_each_pass_is_not_kept(tmp_path: Path, build: str) -> None:
     """ragflow's structured-output retries: the messages are fitted again at the top of each
     pass, so dropping the system message after the call rewrites nothing the next pass sends."""
-    body = f"""\
+    body = """\
 def ask(msg: list[dict], retries: int) -> None:
     for _ in range(retries):
-        {build}
+        BUILD
         reply = client.chat.completions.create(model="gpt-4o", messages=fitted)
         fitted.pop(0)
         fitted.append({"role": "user", "content": "That was not JSON."})
 """
-    assert findings(tmp_path, body) == []
+    assert findings(tmp_path, body.replace("BUILD", build)) == []
 
 
 def test_append_only_loop_is_silent(tmp_path: Path) -> None:
