@@ -1,5 +1,6 @@
 """The Python frontend on its fixtures: every `# expect: CODE` marker is reported at its line, and
-nothing else from the families the frontend owns (PFX0xx, PFX1xx, PFX2xx)."""
+nothing else from the families the frontend owns (PFX0xx, PFX1xx, PFX2xx, and PFX401/PFX402
+for histories kept across turns)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from prefixlint.python import analyze_python
 
 PY_FIXTURES = sorted((FIXTURES / "python").glob("*.py"))
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
-OWNED = ("PFX0", "PFX1", "PFX2")
+OWNED = ("PFX0", "PFX1", "PFX2", "PFX401", "PFX402")
 
 
 def expected(path: Path) -> set[tuple[str, int]]:

@@ -128,8 +128,10 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
             found = [d for d in seen if d.span.path in here]
             covered = [d for d in covered if d.span.path in here]
     from prefixlint.python.breakpoints import breakpoint_diagnostics
+    from prefixlint.python.history import history_diagnostics
 
     found += breakpoint_diagnostics(path, index, evaluator, tokenizer.count)
+    found += history_diagnostics(path, text, index, evaluator)
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, options)

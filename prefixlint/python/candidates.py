@@ -36,7 +36,7 @@ PROMPT_METHODS = {
 MIN_RENDERED_TEXT = 80
 
 
-def _is_message_literal(node: cst.BaseExpression) -> bool:
+def is_message_literal(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Dict):
         return any(
             isinstance(e, cst.DictElement)
@@ -201,11 +201,11 @@ class _CandidateFinder:
         return any(says_prompt_attribute(attr) for attr in kept)
 
     def visit_List(self, node: cst.List) -> None:
-        if any(_is_message_literal(e.value) for e in node.elements):
+        if any(is_message_literal(e.value) for e in node.elements):
             self.add(node, self.value(node), "the message list")
 
     def visit_Dict(self, node: cst.Dict) -> None:
-        if _is_message_literal(node):
+        if is_message_literal(node):
             self.add(node, self.value(node), "the message")
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -264,8 +264,8 @@ def _decorator_name(node: cst.BaseExpression) -> str:
 
 def _holds_message(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.List, cst.Tuple)):
-        return any(_is_message_literal(e.value) for e in node.elements)
-    return _is_message_literal(node)
+        return any(is_message_literal(e.value) for e in node.elements)
+    return is_message_literal(node)
 
 
 def find_candidates(index: ModuleIndex, evaluator: Evaluator, declared: tuple[str, ...] = ()) -> list[Prompt]:
