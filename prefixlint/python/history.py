@@ -742,7 +742,7 @@ def _kept(index: ModuleIndex, facts: _Facts, key: Key, site: _Site) -> bool:
     if key[0] == "name" and site.fn is not None and key[1] == id(site.fn):
         scope = index.scopes.get(site.fn)
         for binding in scope.bindings.get(key[2], ()) if scope is not None else ():
-            if binding.kind in ("assign", "unknown"):  # `x = ...`, `x, err = ...`
+            if binding.kind in ("assign", "unpack", "unknown"):  # `x = ...`, `x, err = ...`
                 rebuilt |= {loop for loop, _ in binding.branch}
     for append in facts.appends.get(key, ()):
         fn = append.fn
