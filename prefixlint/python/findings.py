@@ -345,10 +345,8 @@ def _diagnostic(
             else:
                 severity = Severity.INFO  # less than one cache block here, but more follows
     elif per_turn:
-        message = (
-            f"{what} goes into {where}, ahead of the conversation history (`{ev.history.label}`): the "
-            "prompt is rebuilt on every turn, so every turn recomputes the whole conversation"
-        )
+        message = f"{what} goes into {where}, ahead of the conversation history (`{ev.history.label}`)"
+        message += _every_turn(hole)
     else:
         message = (
             f"{what} goes into {where}, and what follows it is built elsewhere: any static text "
@@ -356,10 +354,7 @@ def _diagnostic(
         )
         severity = min(severity, Severity.WARNING)
     if per_turn and (ev.after or ev.unseen):
-        message += (
-            f", nor can the conversation history after it (`{ev.history.label}`): the prompt is rebuilt "
-            "on every turn, so every turn recomputes the whole conversation"
-        )
+        message += f", nor can the conversation history after it (`{ev.history.label}`)" + _every_turn(hole)
     if ev.companions:
         names = ", ".join(f"`{c.label}`" for c in ev.companions)
         message += f"; {names} right after it parts the requests too: both must move"
@@ -395,6 +390,14 @@ def _diagnostic(
         )
         severity = Severity.INFO
     return message, severity
+
+
+def _every_turn(hole: Hole) -> str:
+    """Why the history after a per-turn value is lost: said as a condition for a value known only
+    by its name (an input that may well be the same on every turn of a conversation)."""
+    if hole.by_name:
+        return ": if it changes between the turns of a conversation, every turn recomputes all of it"
+    return ": the prompt is rebuilt on every turn, so every turn recomputes the whole conversation"
 
 
 def _costs_a_block(before: int, after: int, engine: Engine | None, any_alignment: bool) -> bool:
