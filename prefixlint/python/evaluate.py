@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
 from prefixlint.python.frameworks import ConfigModel
 from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope, string_value
@@ -194,7 +195,15 @@ class Evaluator:
 
     # --- helpers -------------------------------------------------------------------------------
     def label(self, node: cst.CSTNode) -> str:
-        code = self.index.module.code_for_node(node).strip().splitlines()[0]
+        """The first line of the node's code, at most 60 characters."""
+        module = self.index.module
+        state = _FirstLine(default_indent=module.default_indent, default_newline=module.default_newline)
+        try:  # only the first line is shown: a big node (a class, a long dict) is not generated whole
+            node._codegen(state)
+            code = "".join(state.tokens).strip()
+        except _Enough:
+            code = "".join(state.tokens).lstrip()
+        code = code.splitlines()[0] if code else ""
         return code if len(code) <= 60 else code[:57] + "..."
 
     def hole(
@@ -1681,6 +1690,21 @@ def _declares_without_value(cls: cst.ClassDef, attr: str) -> bool:
             ):
                 return small.value is None or _field_without_default(small.value)
     return False
+
+
+class _Enough(Exception):
+    """Raised by _FirstLine once the label's text is there."""
+
+
+class _FirstLine(CodegenState):
+    """libcst's code generation, stopped once the first line (or more than a label's 60
+    characters of it) is generated."""
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        shown = "".join(self.tokens).lstrip()
+        if "\n" in shown or "\r" in shown or len(shown) > 60:
+            raise _Enough
 
 
 def _tuple_element(node: cst.BaseExpression, element: int) -> cst.BaseExpression | None:
