@@ -176,22 +176,16 @@ def _elements(index: ModuleIndex, node: cst.BaseExpression) -> list[cst.BaseExpr
 
 def _marker(index: ModuleIndex, node: cst.BaseExpression) -> cst.CSTNode | None:
     """The `"cache_control"` entry of a block written as a dict, if it has one."""
-    shown = _resolved(index, node)
-    if not isinstance(shown, cst.Dict):
-        return None
-    return next(
-        (
-            e
-            for e in shown.elements
-            if isinstance(e, cst.DictElement)
-            and isinstance(e.key, cst.SimpleString)
-            and string_value(e.key) == "cache_control"
-        ),
-        None,
-    )
+    return _element(index, node, "cache_control")
 
 
 def _entry(index: ModuleIndex, node: cst.BaseExpression, key: str) -> cst.BaseExpression | None:
+    """The value of a dict's `key` entry, when the dict is written here."""
+    element = _element(index, node, key)
+    return element.value if element is not None else None
+
+
+def _element(index: ModuleIndex, node: cst.BaseExpression, key: str) -> cst.DictElement | None:
     shown = _resolved(index, node)
     if not isinstance(shown, cst.Dict):
         return None
@@ -201,7 +195,7 @@ def _entry(index: ModuleIndex, node: cst.BaseExpression, key: str) -> cst.BaseEx
             and isinstance(e.key, cst.SimpleString)
             and string_value(e.key) == key
         ):
-            return e.value
+            return e
     return None
 
 
