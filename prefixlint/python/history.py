@@ -27,7 +27,9 @@ import libcst as cst
 
 from prefixlint.model import Diagnostic, Severity, Span
 from prefixlint.python.evaluate import Env, Evaluator
-from prefixlint.python.frameworks import SinkModel
+from prefixlint.python.frameworks import Frameworks, SinkModel
+from prefixlint.python.memories import Reach, passed_in, per_turn, read_of
+from prefixlint.python.memories import diagnostic as memory_diagnostic
 from prefixlint.python.scopes import ModuleIndex, string_value
 
 # Text one of the shapes needs: a module without any of it costs no walk.
@@ -77,6 +79,9 @@ class _Facts:
     sites: dict[int, _Site] = field(default_factory=dict)  # id(node) -> where it is
     typed: set[str] = field(default_factory=set)  # attributes annotated as lists of messages
     shapes: bool = False  # a head slice or a role filter is written somewhere (it may be sent)
+    frameworks: Frameworks | None = None  # whose `[[memory]]` rows say which memories rewrite
+    memories: list[tuple[Reach, _Site]] = field(default_factory=list)  # memories given to a call
+    built: dict[int, Key] = field(default_factory=dict)  # id(call) -> what its result is assigned to
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -98,7 +103,7 @@ class _Walk:
 
     def __init__(self, index: ModuleIndex, ev: Evaluator) -> None:
         self.index, self.ev = index, ev
-        self.facts = _Facts()
+        self.facts = _Facts(frameworks=ev.project.frameworks)
         self.fns: list[cst.FunctionDef] = []
         self.loops: list[cst.CSTNode] = []
         self.tests: list[cst.BaseExpression] = []
@@ -171,7 +176,12 @@ class _Walk:
                     self._op("head", key, node, f"`{_code(node)}` drops a message from the head")
             elif key is not None and method == "popleft":
                 self._op("head", key, node, f"`{_code(node)}` drops the oldest message")
-        self.facts.calls.append((node, self.site(node)))
+        site = self.site(node)
+        self.facts.calls.append((node, site))
+        if node.args and self.facts.frameworks is not None:
+            reach = passed_in(self.index, self.facts.frameworks, node)
+            if reach is not None:
+                self.facts.memories.append((reach, site))
 
     def visit_Del(self, node: cst.Del) -> None:
         targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
@@ -190,6 +200,9 @@ class _Walk:
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._assigned(target.target, node.value, node)
+        key = self.key(node.targets[-1].target)
+        if isinstance(node.value, cst.Call) and key is not None:
+            self.facts.built[id(node.value)] = key
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if (
@@ -607,14 +620,30 @@ class _Sent:
     ops: list[_Op] = field(default_factory=list)  # head slices and role filters met on the way
     copies: dict[Key, set[Key]] = field(default_factory=dict)  # local -> the histories it copies
     shallow: dict[Key, set[Key]] = field(default_factory=dict)
+    memories: list[tuple[Reach, _Site]] = field(default_factory=list)  # memories read into it
 
 
-def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _Sent, depth: int = 0) -> None:
+def _follow(
+    index: ModuleIndex,
+    facts: _Facts,
+    node: cst.BaseExpression,
+    out: _Sent,
+    depth: int = 0,
+    at: _Site | None = None,
+) -> None:
     """The histories an expression sent to a model is made of, and the head slices and role
-    filters on the way (each where it is written)."""
+    filters on the way (each where it is written); the framework memories read into it, each with
+    where it is read (else `at`, where it is sent)."""
     if depth > _FOLLOW_DEPTH:
         return
     for root in _roots(node):
+        if facts.frameworks is not None and isinstance(root, (cst.Call, cst.Attribute)):
+            reach = read_of(index, facts.frameworks, root)
+            if reach is not None:
+                site = facts.sites.get(id(root), at)
+                if site is not None:
+                    out.memories.append((reach, site))
+                continue
         if isinstance(root, cst.Subscript):
             inner = key_of(index, root.value)
             site = facts.sites.get(id(root))
@@ -635,7 +664,7 @@ def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _S
             body = index.bodies.get(method) if method is not None else None
             for ret in body.returns if body is not None else ():
                 if ret.value is not None:
-                    _follow(index, facts, ret.value, out, depth + 1)
+                    _follow(index, facts, ret.value, out, depth + 1, at)
             continue
         key = key_of(index, root)
         if key is None or key in out.keys:
@@ -644,7 +673,7 @@ def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _S
         if isinstance(root, cst.Name) and key[0] == "name":
             for expr in _bound_exprs(index, root):
                 _note_copies(index, key, expr, out)
-                _follow(index, facts, expr, out, depth + 1)
+                _follow(index, facts, expr, out, depth + 1, at)
 
 
 # Calls whose result holds the same messages as their argument (or receiver, for a method).
@@ -681,6 +710,10 @@ def _roots(node: cst.CSTNode) -> list[cst.BaseExpression]:
                 stack.append(func.value)
             elif _code(func) in _SAME_ITEMS and n.args:
                 stack.append(n.args[0].value)
+            else:
+                out.append(n)  # what it returns may be a framework memory's messages (memories.py)
+        elif isinstance(n, cst.Await):
+            stack.append(n.expression)
         elif isinstance(n, (cst.List, cst.Tuple)):
             stack.extend(e.value for e in n.elements)
         elif isinstance(n, cst.StarredElement):
@@ -799,7 +832,8 @@ _UNREACHED = " (no call that sends this history to a model was found in this mod
 def history_diagnostics(path: str, text: str, index: ModuleIndex, ev: Evaluator) -> list[Diagnostic]:
     """PFX401/PFX402 for the histories the module keeps and rewrites; [] fast for a module
     without any of the shapes' text."""
-    if _NEEDLES.search(text) is None:
+    memories = ev.project.frameworks.memory_needles.search(text) is not None
+    if _NEEDLES.search(text) is None and not memories:
         return []
     walk = _Walk(index, ev)
     try:
@@ -807,13 +841,13 @@ def history_diagnostics(path: str, text: str, index: ModuleIndex, ev: Evaluator)
     except RecursionError:
         return []
     facts = walk.facts
-    if not facts.ops and not facts.shapes:
+    if not facts.ops and not facts.shapes and not memories:
         return []
     sent = _Sent()
-    for call, _ in facts.calls:
+    for call, site in facts.calls:
         for arg in _sent_args(ev, index, call):
             try:
-                _follow(index, facts, arg, sent)
+                _follow(index, facts, arg, sent, at=site)
             except RecursionError:
                 continue
     found: dict[tuple[int, str], Diagnostic] = {}
@@ -821,7 +855,44 @@ def history_diagnostics(path: str, text: str, index: ModuleIndex, ev: Evaluator)
         diag = _diagnostic(path, index, facts, sent, op)
         if diag is not None:
             found.setdefault((diag.span.line, diag.code), diag)
+    for reach, site in [*sent.memories, *facts.memories]:
+        if not _runs_per_turn(index, facts, reach, site):
+            continue
+        diag = memory_diagnostic(path, index, reach, _processors_cut(index, reach))
+        if diag is not None:
+            found.setdefault((diag.span.line, diag.code), diag)
     return list(found.values())
+
+
+def _runs_per_turn(index: ModuleIndex, facts: _Facts, reach: Reach, site: _Site) -> bool:
+    """A memory read, or given to what runs the conversation, on a per-turn path: the read or the
+    call is made on each turn, or (a chain built once) the object it built is called on one."""
+    if per_turn(site.fn, site.loops):
+        return True
+    if isinstance(reach.node, cst.Arg):  # `ConversationChain(memory=...)`: is the chain run per turn?
+        owner = facts.built.get(id(site.node))
+        return owner is not None and any(
+            isinstance(c.func, cst.Attribute)
+            and key_of(index, c.func.value) == owner
+            and per_turn(s.fn, s.loops)
+            for c, s in facts.calls
+        )
+    return False
+
+
+def _processors_cut(index: ModuleIndex, reach: Reach) -> bool:
+    """Whether a history processor passed (`history_processors=[keep_recent]`) is a function of
+    this module that returns its messages sliced from the head (`messages[-5:]`)."""
+    if reach.row.rewrites != "processors" or not isinstance(reach.node, cst.Arg):
+        return False
+    for name in _nodes(reach.node.value, cst.Name):
+        fn = index.functions.get(name.value)
+        body = index.bodies.get(fn) if fn is not None else None
+        params = [p.name for p in fn.params.params] if fn is not None else []
+        for ret in body.returns if body is not None else ():
+            if ret.value is not None and params and head_slices(index, ret.value, key_of(index, params[0])):
+                return True
+    return False
 
 
 def _diagnostic(path: str, index: ModuleIndex, facts: _Facts, sent: _Sent, op: _Op) -> Diagnostic | None:

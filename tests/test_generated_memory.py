@@ -1,0 +1,164 @@
+"""The framework memories of the models table (`[[memory]]` rows), generated: each row x each way
+it is reached (each of its reads, each keyword it is passed by, its rewriting keyword, its
+function) x where that happens (in a turn handler, in a module-level loop, once at module level)
+-> PFX401 at the line of the read or the argument, with its severity, or silence (an append-only
+row, or a memory read once). Modules are written with the generalisation suite's builders
+(tests/generalisation_cases.py) and analysed, never run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from generalisation_cases import Module, callee, slug
+
+from prefixlint.python import analyze_python
+from prefixlint.python.frameworks import MemoryModel, builtin
+from prefixlint.settings import Options
+
+# Reads that are methods, and how each is called (the rest are attributes: `memory.buffer`).
+_METHODS = {
+    "load_memory_variables": '.load_memory_variables({})["history"]',
+    "get": ".get()",
+    "aget": ".aget()",
+    "get_messages": ".get_messages()",
+    "get_items": ".get_items()",
+}
+_ASYNC = {"aget", "get_messages", "get_items"}
+PLACES = ("handler", "loop", "once")  # a turn handler, a module-level chat loop, module level once
+_SYSTEM = '{"role": "system", "content": "You are a careful assistant. Answer briefly, cite sources."}'
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    source: str
+    expected: dict[tuple[str, int], str]
+
+
+def _built(row: MemoryModel, module: Module) -> str:
+    """The expression that builds the row's memory, its trigger arguments given."""
+    made = callee(row.calls[0], row.imports)
+    module.need(made.imports)
+    arguments = ", ".join(f"{t}=4000" for t in row.trigger)
+    if row.function or row.reads == ("messages",):
+        arguments = ", ".join(["history", *(f"{t}=4000" for t in row.trigger)])
+    return f"{made.expr}({arguments})"
+
+
+def _turn(module: Module, place: str, body: list[str], mark: int, asynchronous: bool) -> int:
+    """Writes `body` where `place` says; the line of `body[mark]`, 1-based, imports counted."""
+    if place == "handler":
+        module.add(f"{'async ' if asynchronous else ''}def turn(question: str):")
+        depth = 1
+    elif place == "loop":
+        module.add("while True:")
+        module.add('question = input("> ")', depth=1)
+        depth = 1
+    else:
+        module.add('question = "Say hello."')
+        depth = 0
+    first = len(module.lines)
+    for line in body:
+        module.add(line, depth=depth)
+    return len(module.imports) + 2 + first + mark
+
+
+def _send(what: str, wait: bool) -> str:
+    call = f'client.chat.completions.create(model="gpt-4o", messages=[{_SYSTEM}, *{what}])'
+    return f"reply = {'await ' if wait else ''}{call}"
+
+
+def _read_case(row: MemoryModel, read: str, place: str) -> Case:
+    module = Module()
+    module.need(("from openai import OpenAI", "from openai import AsyncOpenAI"))
+    asynchronous = read in _ASYNC
+    module.add(f"client = {'AsyncOpenAI' if asynchronous else 'OpenAI'}()")
+    module.add("history = []")
+    per_call = row.function or row.reads == ("messages",)  # made from the history on each turn
+    built = _built(row, module)
+    if not per_call:
+        module.add(f"memory = {built}")
+    body = [] if not per_call else [f"memory = {built}"]
+    access = _METHODS.get(read, f".{read}")
+    wait = "await " if read in _ASYNC else ""
+    body += [f"kept = {wait}memory{access}" if not row.function else f"kept = {built}"]
+    if row.function:
+        body = body[1:]
+    body += [_send("kept", asynchronous), "history.append(reply)"]
+    if place != "handler" and asynchronous:
+        place_id = place  # top-level `await` does not parse outside a coroutine: handler only
+        return Case(f"{slug(row.name)}/{read}/{place_id}", "", {})
+    line = _turn(module, place, body, len(body) - 3, asynchronous)
+    expected = {} if place == "once" or row.keeps_prefix else {("PFX401", line): _severity(row)}
+    return Case(f"{slug(row.name)}/{read}/{place}", module.text(), expected)
+
+
+def _passed_case(row: MemoryModel, keyword: str, place: str) -> Case:
+    module = Module()
+    module.need(("from chains import Chain",))
+    module.add(f"memory = {_built(row, module)}")
+    module.add("chain = Chain(")
+    module.add(f"{keyword}=memory,", depth=1)
+    line = len(module.imports) + 2 + len(module.lines) - 1
+    module.add(")")
+    _turn(module, place, ["answer = chain.run(question)"], 0, False)
+    expected = {} if place == "once" or row.keeps_prefix else {("PFX401", line): _severity(row)}
+    return Case(f"{slug(row.name)}/{keyword}=/{place}", module.text(), expected)
+
+
+def _keyword_case(row: MemoryModel, place: str) -> Case:
+    module = Module()
+    made = callee(row.calls[0], row.imports)
+    module.need(made.imports)
+    module.add("def keep_recent(messages: list) -> list:")
+    module.add("return messages[-6:]", depth=1)
+    module.add(f"agent = {made.expr}(")
+    module.add(f"{row.keyword}=[keep_recent],", depth=1)
+    line = len(module.imports) + 2 + len(module.lines) - 1
+    module.add(")")
+    _turn(module, place, ["answer = agent.run_sync(question)"], 0, False)
+    expected = {} if place == "once" or row.keeps_prefix else {("PFX401", line): _severity(row)}
+    return Case(f"{slug(row.name)}/{row.keyword}=/{place}", module.text(), expected)
+
+
+def _severity(row: MemoryModel) -> str:
+    return "info" if row.rewrites == "chunked" else "warning"  # a processor here slices its messages
+
+
+def cases() -> list[Case]:
+    out: list[Case] = []
+    for row in builtin().memories:
+        for place in PLACES:
+            out += [_read_case(row, read, place) for read in row.reads]
+            if row.function:
+                out.append(_read_case(row, "call", place))
+            out += [_passed_case(row, keyword, place) for keyword in row.passed]
+            if row.keyword:
+                out.append(_keyword_case(row, place))
+    return [c for c in out if c.source]
+
+
+CASES = cases()
+
+
+def findings(case: Case, root: Path) -> dict[tuple[str, int], str]:
+    path = root / "turns.py"
+    path.write_text(case.source, encoding="utf-8")
+    result = analyze_python(str(path), case.source, Options(project_root=str(root)))
+    return {(d.code, d.span.line): d.severity.label for d in result.diagnostics if d.code.startswith("PFX4")}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case(case: Case, tmp_path: Path) -> None:
+    assert findings(case, tmp_path) == case.expected, f"{case.id}\n{case.source}"
+
+
+def test_every_row_is_generated_each_way_it_is_reached() -> None:
+    ids = {c.id.split("/")[0] for c in CASES}
+    assert ids == {slug(r.name) for r in builtin().memories}
+    assert any(c.expected for c in CASES) and any(not c.expected for c in CASES)
+    for row in builtin().memories:
+        reported = [c for c in CASES if c.id.startswith(slug(row.name) + "/") and c.expected]
+        assert bool(reported) != row.keeps_prefix, row.name  # an append-only row is never reported
