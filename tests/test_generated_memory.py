@@ -162,3 +162,81 @@ def test_every_row_is_generated_each_way_it_is_reached() -> None:
     for row in builtin().memories:
         reported = [c for c in CASES if c.id.startswith(slug(row.name) + "/") and c.expected]
         assert bool(reported) != row.keeps_prefix, row.name  # an append-only row is never reported
+
+
+# --- the framework's own code: the memory class is defined in the project (llama_index itself) ------
+_BUFFER = """\
+import asyncio
+
+
+class ChatMemoryBuffer:
+    def __init__(self, token_limit: int = 3000) -> None:
+        self.token_limit = token_limit
+        self.messages = []
+
+    @classmethod
+    def from_defaults(cls, token_limit: int = 3000) -> "ChatMemoryBuffer":
+        return cls(token_limit)
+
+    def put(self, message) -> None:
+        self.messages.append(message)
+
+    def get(self, initial_token_count: int = 0) -> list:
+        chat_history = self.messages
+        message_count = len(chat_history)
+        while message_count > 1 and {count} > self.token_limit:
+            message_count -= 1
+        return chat_history[-message_count:]
+
+    async def aget(self) -> list:
+        return await asyncio.to_thread(self.get)
+"""
+_AGENT = """\
+from llama_index.core.llms import ChatMessage
+from llama_index.core.memory import ChatMemoryBuffer
+
+
+class Agent:
+    def __init__(self, llm) -> None:
+        self.llm = llm
+        self._memory = ChatMemoryBuffer.from_defaults(token_limit=2000)
+
+    async def turn(self, question: str) -> str:
+        self._memory.put(ChatMessage(role="user", content=question))
+        messages = await self._memory.aget()
+        reply = await self.llm.achat(messages)
+        self._memory.put(reply.message)
+        return reply.message.content
+"""
+
+
+def _framework(root: Path, count: str) -> Path:
+    memory = root / "llama_index" / "core" / "memory"
+    memory.mkdir(parents=True)
+    (root / "llama_index" / "__init__.py").write_text("", encoding="utf-8")
+    (root / "llama_index" / "core" / "__init__.py").write_text("", encoding="utf-8")
+    (memory / "__init__.py").write_text(
+        "from llama_index.core.memory.chat_memory_buffer import ChatMemoryBuffer\n", encoding="utf-8"
+    )
+    (memory / "chat_memory_buffer.py").write_text(_BUFFER.format(count=count), encoding="utf-8")
+    agent = root / "llama_index" / "core" / "agent.py"
+    agent.write_text(_AGENT, encoding="utf-8")
+    return agent
+
+
+def test_the_projects_own_memory_class_is_reported_where_its_get_cuts_the_history(tmp_path: Path) -> None:
+    agent = _framework(tmp_path, "message_count * 40")
+    result = analyze_python(str(agent), agent.read_text(), Options(project_root=str(tmp_path)))
+    (found,) = [d for d in result.diagnostics if d.code == "PFX401"]
+    assert found.span.path.endswith("chat_memory_buffer.py") and found.span.line == 21
+    assert "`chat_history[-message_count:]`" in found.message
+    assert "`ChatMemoryBuffer.get`" in found.message and f"{agent}:12" in found.message
+    assert found.severity.label == "warning"
+
+
+def test_a_read_made_once_of_the_projects_own_memory_is_silent(tmp_path: Path) -> None:
+    agent = _framework(tmp_path, "message_count * 40")
+    source = agent.read_text().replace("    async def turn", "    async def __post_init__")
+    agent.write_text(source, encoding="utf-8")
+    result = analyze_python(str(agent), source, Options(project_root=str(tmp_path)))
+    assert [d for d in result.diagnostics if d.code == "PFX401"] == []

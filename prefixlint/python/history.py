@@ -20,6 +20,7 @@ through the function's own assignments and `self.method()` returns.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -858,10 +859,80 @@ def history_diagnostics(path: str, text: str, index: ModuleIndex, ev: Evaluator)
     for reach, site in [*sent.memories, *facts.memories]:
         if not _runs_per_turn(index, facts, reach, site):
             continue
+        own = _in_own_class(ev, path, index, reach)
+        if own:  # the memory is the project's own class: the finding goes where it cuts the history
+            found.update({(id(d), d.code): d for d in own})
+            continue
         diag = memory_diagnostic(path, index, reach, _processors_cut(index, reach))
         if diag is not None:
             found.setdefault((diag.span.line, diag.code), diag)
     return list(found.values())
+
+
+def _as_given(checked: str, other: str) -> str:
+    """Another module's path written as the checked one is (relative to the working folder when
+    that one is), so that a finding made from two modules is one finding."""
+    return other if os.path.isabs(checked) else os.path.relpath(other)
+
+
+def _in_own_class(ev: Evaluator, path: str, index: ModuleIndex, reach: Reach) -> list[Diagnostic]:
+    """A memory read (`memory.aget()`) whose class the project defines itself (llama_index's own
+    `ChatMemoryBuffer`): this module's detection applied to that method (and to the methods of
+    its class it hands the work to: `asyncio.to_thread(self.get)`), each slice from the head of
+    what it returns reported there, with the read that sends it."""
+    if not isinstance(reach.node, cst.Call) or not isinstance(reach.node.func, cst.Attribute):
+        return []
+    func = reach.built.func
+    named = func.value if isinstance(func, cst.Attribute) and func.attr.value.startswith("from_") else func
+    cls_ref = ev.find_class(named, reexported=True)
+    if cls_ref is None:
+        return []
+    owner, cls = cls_ref
+    line, _ = index.pos(reach.node)
+    where = f"{path}:{line}"
+    out: list[Diagnostic] = []
+    names, done = [reach.node.func.attr.value], set()
+    while names:
+        name = names.pop()
+        found = owner.method(cls, name) if name not in done else None
+        done.add(name)
+        if found is None:
+            continue
+        method_ev, fn = found
+        method_index = method_ev.index
+        walk = _Walk(method_index, method_ev)
+        try:
+            walk.run(method_index.module)
+        except RecursionError:
+            continue
+        body = method_index.bodies.get(fn)
+        sent = _Sent()
+        for ret in body.returns if body is not None else ():
+            if ret.value is None:
+                continue
+            _follow(method_index, walk.facts, ret.value, sent)
+            names += [
+                a.attr.value
+                for a in _nodes(ret.value, cst.Attribute)
+                if isinstance(a.value, cst.Name) and a.value.value == "self"
+            ]
+        for op in sent.ops:
+            if op.kind != "head" or op.site.fn is not fn:
+                continue
+            at_line, column = method_index.pos(op.site.node)
+            message = _HEAD.format(what=op.what) + (
+                f" (`{cls.name.value}.{fn.name.value}`, the history `{_code(reach.node)}` sends at {where})"
+            )
+            out.append(
+                Diagnostic(
+                    "PFX401",
+                    Span(_as_given(path, method_ev.path), at_line, column),
+                    message,
+                    Severity.WARNING,
+                    hint=_HINT,
+                )
+            )
+    return out
 
 
 def _runs_per_turn(index: ModuleIndex, facts: _Facts, reach: Reach, site: _Site) -> bool:

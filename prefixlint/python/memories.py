@@ -48,15 +48,56 @@ def per_turn(fn: cst.FunctionDef | None, loops: tuple[cst.CSTNode, ...]) -> bool
     return bool(loops) or (fn is not None and fn.name.value not in _ONCE)
 
 
-def built_by(index: ModuleIndex, frameworks: Frameworks, node: cst.BaseExpression) -> cst.Call | None:
+def built_by(
+    index: ModuleIndex, frameworks: Frameworks, node: cst.BaseExpression, depth: int = 0
+) -> cst.Call | None:
     """The call of a memory row that built the object `node` names (itself, a name or `self.x`
-    assigned it), if any."""
+    assigned it, either side of `given or default`, what a keyed store was given under the key it
+    is read by: `ctx.store.get("memory")` after `ctx.store.set("memory", m)`), if any."""
     value = node if isinstance(node, cst.Call) else index.assigned(node)
     if isinstance(value, cst.Await):
         value = value.expression
-    if isinstance(value, cst.Call) and frameworks.match_memory(index, value) is not None:
+    if value is None or depth > 3:
+        return None
+    if isinstance(value, cst.BooleanOperation):
+        return built_by(index, frameworks, value.left, depth + 1) or built_by(
+            index, frameworks, value.right, depth + 1
+        )
+    if not isinstance(value, cst.Call):
+        return built_by(index, frameworks, value, depth + 1) if isinstance(value, cst.Name) else None
+    if frameworks.match_memory(index, value) is not None:
         return value
+    for stored in _stored_under(index, value):
+        found = built_by(index, frameworks, stored, depth + 1)
+        if found is not None:
+            return found
     return None
+
+
+def _stored_under(index: ModuleIndex, read: cst.Call) -> list[cst.BaseExpression]:
+    """`store.get("key")`: what this module gives `store.set("key", value)` (the same receiver as
+    written, the same literal key)."""
+    from prefixlint.python.scopes import string_value
+
+    func = read.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "get" and read.args):
+        return []
+    key = read.args[0].value
+    if not isinstance(key, cst.SimpleString):
+        return []
+    owner, wanted = written_chain(func.value), string_value(key)
+    out = []
+    for call in _set_calls(index):
+        f = call.func
+        if (
+            isinstance(f, cst.Attribute)
+            and len(call.args) >= 2
+            and written_chain(f.value) == owner
+            and isinstance(call.args[0].value, cst.SimpleString)
+            and string_value(call.args[0].value) == wanted
+        ):
+            out.append(call.args[1].value)
+    return out
 
 
 def read_of(index: ModuleIndex, frameworks: Frameworks, node: cst.BaseExpression) -> Reach | None:
@@ -160,6 +201,30 @@ def _keeps(row: MemoryModel, call: cst.Call) -> bool:
             value = string_value(a.value) if isinstance(a.value, cst.SimpleString) else _code(a.value)
             passed.add(f"{a.keyword.value}={value}")
     return any(k in passed for k in row.keeps_when)
+
+
+_SETS: dict[int, tuple[ModuleIndex, list[cst.Call]]] = {}
+
+
+def _set_calls(index: ModuleIndex) -> list[cst.Call]:
+    """The module's `x.set(...)` calls, found once per module (only a keyed read asks)."""
+    found = _SETS.get(id(index))
+    if found is None or found[0] is not index:  # an id is reused once its index is gone
+        if len(_SETS) > 16:
+            _SETS.clear()
+        calls: list[cst.Call] = []
+        stack: list[cst.CSTNode] = [index.module]
+        while stack:
+            node = stack.pop()
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "set"
+            ):
+                calls.append(node)
+            stack.extend(node.children)
+        found = _SETS[id(index)] = (index, calls)
+    return found[1]
 
 
 def _code(node: cst.CSTNode) -> str:
