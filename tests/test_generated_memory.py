@@ -240,3 +240,37 @@ def test_a_read_made_once_of_the_projects_own_memory_is_silent(tmp_path: Path) -
     agent.write_text(source, encoding="utf-8")
     result = analyze_python(str(agent), source, Options(project_root=str(tmp_path)))
     assert [d for d in result.diagnostics if d.code == "PFX401"] == []
+
+
+_ENGINE = """\
+from llama_index.core.llms import ChatMessage
+from llama_index.core.memory import BaseMemory, Memory
+
+
+class Engine:
+    def __init__(self, llm, memory: BaseMemory) -> None:
+        self._llm = llm
+        self._memory = memory
+
+    @classmethod
+    def from_defaults(cls, llm, memory=None, memory_cls=Memory):
+        memory = memory or memory_cls.from_defaults(token_limit=4000)
+        return cls(llm=llm, memory=memory)
+
+    def chat(self, message: str) -> str:
+        self._memory.put(ChatMessage(role="user", content=message))
+        reply = self._llm.chat(self._memory.get())
+        self._memory.put(reply.message)
+        return str(reply.message.content)
+"""
+
+
+def test_a_memory_given_to_the_constructor_by_default_is_followed_to_its_row(tmp_path: Path) -> None:
+    """`self._memory = memory`, the `__init__` parameter that `from_defaults` fills with
+    `memory or memory_cls.from_defaults()` (`memory_cls=Memory`): LlamaIndex Memory, chunked,
+    info at the read; the factory that hands a new memory over is no turn of its own."""
+    path = tmp_path / "engine.py"
+    path.write_text(_ENGINE, encoding="utf-8")
+    result = analyze_python(str(path), _ENGINE, Options(project_root=str(tmp_path)))
+    found = {(d.code, d.span.line): d.severity.label for d in result.diagnostics if d.code.startswith("PFX4")}
+    assert found == {("PFX401", 17): "info"}

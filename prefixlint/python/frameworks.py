@@ -205,6 +205,11 @@ class Frameworks:
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
         return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries, self.memories)
 
+    def memory_class(self, index: ModuleIndex, node: cst.BaseExpression) -> MemoryModel | None:
+        """The `[[memory]]` row an expression names as a class (`Memory`, a parameter's default)."""
+        found = _match(self._memories, index, node)
+        return found if isinstance(found, MemoryModel) and not found.keyword else None
+
     def match_memory(self, index: ModuleIndex, call: cst.Call) -> MemoryModel | None:
         """The `[[memory]]` row a call builds (or, for a `function` row, is), if any; a `keyword`
         row only when the call passes that keyword."""

@@ -938,17 +938,28 @@ def _in_own_class(ev: Evaluator, path: str, index: ModuleIndex, reach: Reach) ->
 def _runs_per_turn(index: ModuleIndex, facts: _Facts, reach: Reach, site: _Site) -> bool:
     """A memory read, or given to what runs the conversation, on a per-turn path: the read or the
     call is made on each turn, or (a chain built once) the object it built is called on one."""
-    if per_turn(site.fn, site.loops):
+    fresh = isinstance(reach.node, cst.Arg) and _function_of(index, reach.built) is site.fn is not None
+    if per_turn(site.fn, site.loops) and not fresh:
         return True
     if isinstance(reach.node, cst.Arg):  # `ConversationChain(memory=...)`: is the chain run per turn?
+        # A memory made in the function that hands it over (a `from_defaults` factory) is new on
+        # each call of it: only a loop there that runs what it was given makes turns.
         owner = facts.built.get(id(site.node))
         return owner is not None and any(
             isinstance(c.func, cst.Attribute)
             and key_of(index, c.func.value) == owner
-            and per_turn(s.fn, s.loops)
+            and (bool(s.loops) if fresh else per_turn(s.fn, s.loops))
             for c, s in facts.calls
         )
     return False
+
+
+def _function_of(index: ModuleIndex, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The function a node is written in (None at module level or in a class body)."""
+    scope = index.scope_for(node)
+    while scope is not None and not isinstance(scope.node, cst.FunctionDef):
+        scope = scope.parent
+    return scope.node if scope is not None else None
 
 
 def _processors_cut(index: ModuleIndex, reach: Reach) -> bool:

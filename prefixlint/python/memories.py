@@ -57,7 +57,15 @@ def built_by(
     value = node if isinstance(node, cst.Call) else index.assigned(node)
     if isinstance(value, cst.Await):
         value = value.expression
-    if value is None or depth > 3:
+    if depth > 4:
+        return None
+    if value is None and isinstance(node, cst.Name):
+        for given in _given_as(index, node):  # `self._memory = memory`, a constructor's parameter
+            found = built_by(index, frameworks, given, depth + 1)
+            if found is not None:
+                return found
+        return None
+    if value is None:
         return None
     if isinstance(value, cst.BooleanOperation):
         return built_by(index, frameworks, value.left, depth + 1) or built_by(
@@ -65,12 +73,49 @@ def built_by(
         )
     if not isinstance(value, cst.Call):
         return built_by(index, frameworks, value, depth + 1) if isinstance(value, cst.Name) else None
-    if frameworks.match_memory(index, value) is not None:
+    if row_built(index, frameworks, value) is not None:
         return value
     for stored in _stored_under(index, value):
         found = built_by(index, frameworks, stored, depth + 1)
         if found is not None:
             return found
+    return None
+
+
+def _given_as(index: ModuleIndex, name: cst.Name) -> list[cst.BaseExpression]:
+    """A parameter of a constructor, `__init__(self, memory)`: what the class's own methods give
+    it (`cls(memory=memory)` in `from_defaults`), each read where it is given."""
+    scope = index.scope_for(name)
+    fn, cls = scope.node, scope.cls
+    if not (isinstance(fn, cst.FunctionDef) and fn.name.value == "__init__" and cls is not None):
+        return []
+    if name.value not in scope.params:
+        return []
+    from prefixlint.python.history import _nodes  # one walker for both (history imports this module)
+
+    out = []
+    for call in _nodes(cls.body, cst.Call):
+        if isinstance(call.func, cst.Name) and call.func.value in ("cls", cls.name.value):
+            out += [a.value for a in call.args if a.keyword is not None and a.keyword.value == name.value]
+    return [v for v in out if isinstance(v, cst.Name) and v.value == name.value or isinstance(v, cst.Call)]
+
+
+def row_built(index: ModuleIndex, frameworks: Frameworks, call: cst.Call) -> MemoryModel | None:
+    """The row a call builds: a row's call, or `memory_cls.from_defaults(...)` where
+    `memory_cls: Type[BaseMemory] = Memory` is a parameter (the row of its default)."""
+    found = frameworks.match_memory(index, call)
+    func = call.func
+    receiver = func.value if isinstance(func, cst.Attribute) else None
+    if found is not None or not isinstance(receiver, cst.Name):
+        return found
+    scope = index.scope_for(receiver)
+    fn = scope.node
+    if receiver.value not in scope.params or not isinstance(fn, cst.FunctionDef):
+        return None
+    p = fn.params
+    for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+        if param.name.value == receiver.value and param.default is not None:
+            return frameworks.memory_class(index, param.default)
     return None
 
 
@@ -117,7 +162,7 @@ def read_of(index: ModuleIndex, frameworks: Frameworks, node: cst.BaseExpression
         return None
     while True:  # `memory.chat_memory.messages`: try `messages`, then `chat_memory.messages`
         built = built_by(index, frameworks, receiver)
-        row = frameworks.match_memory(index, built) if built is not None else None
+        row = row_built(index, frameworks, built) if built is not None else None
         if row is not None and path in row.reads:
             return Reach(row, node, built, f"`{written_chain(receiver)}.{path}`")
         if not isinstance(receiver, cst.Attribute):
@@ -136,7 +181,7 @@ def passed_in(index: ModuleIndex, frameworks: Frameworks, call: cst.Call) -> Rea
         if arg.keyword is None or isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)) is False:
             continue
         built = built_by(index, frameworks, arg.value)
-        row = frameworks.match_memory(index, built) if built is not None else None
+        row = row_built(index, frameworks, built) if built is not None else None
         if row is not None and arg.keyword.value in row.passed:
             return Reach(row, arg, built, f"`{arg.keyword.value}={_code(arg.value)}`")
     return None
