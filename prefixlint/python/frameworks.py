@@ -171,7 +171,11 @@ class Frameworks:
             for text in memory.calls:
                 self._memories.setdefault(_last(text), []).append((_pattern(text), memory))
         # A module whose text names none of these builds no framework memory (history.py's prefilter).
-        memory_names = sorted({re.escape(_last(t)) for m in self.memories for t in m.calls})
+        # Only rows that rewrite can give a finding: an append-only one costs no module a look;
+        # a `keyword` row is told by its keyword (`history_processors`), not its class (`Agent`).
+        rewriting = [m for m in self.memories if not m.keeps_prefix]
+        self.memory_words = frozenset(m.keyword or _last(t) for m in rewriting for t in m.calls)
+        memory_names = sorted(re.escape(w) for w in self.memory_words)
         self.memory_needles = re.compile(
             r"\b(?:" + "|".join(memory_names) + ")" if memory_names else r"(?!x)x"
         )
