@@ -176,6 +176,9 @@ class Frameworks:
         rewriting = [m for m in self.memories if not m.keeps_prefix]
         self.memory_words = frozenset(m.keyword or _last(t) for m in rewriting for t in m.calls)
         memory_names = sorted(re.escape(w) for w in self.memory_words)
+        # What a read or a hand-over is spelt with: a call or attribute named otherwise is none.
+        self.memory_reads = frozenset(r.rsplit(".", 1)[-1] for m in rewriting for r in m.reads)
+        self.memory_passed = frozenset(k for m in rewriting for k in m.passed)
         self.memory_needles = re.compile(
             r"\b(?:" + "|".join(memory_names) + ")" if memory_names else r"(?!x)x"
         )

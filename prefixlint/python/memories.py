@@ -149,14 +149,16 @@ def read_of(index: ModuleIndex, frameworks: Frameworks, node: cst.BaseExpression
     """A read of a memory object that gives its messages (`memory.get()`, `memory.buffer`,
     `memory.chat_memory.messages`), or a call of a row's function (`trim_messages(...)`)."""
     if isinstance(node, cst.Call):
-        row = frameworks.match_memory(index, node)
-        if row is not None and row.function:
-            return Reach(row, node, node, f"`{_code(node.func)}()`")
         func = node.func
-        if not isinstance(func, cst.Attribute):
+        last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        if last in frameworks.memory_words:
+            row = frameworks.match_memory(index, node)
+            if row is not None and row.function:
+                return Reach(row, node, node, f"`{_code(node.func)}()`")
+        if not isinstance(func, cst.Attribute) or last not in frameworks.memory_reads:
             return None
         receiver, path = func.value, func.attr.value
-    elif isinstance(node, cst.Attribute):
+    elif isinstance(node, cst.Attribute) and node.attr.value in frameworks.memory_reads:
         receiver, path = node.value, node.attr.value
     else:
         return None
@@ -173,12 +175,15 @@ def read_of(index: ModuleIndex, frameworks: Frameworks, node: cst.BaseExpression
 def passed_in(index: ModuleIndex, frameworks: Frameworks, call: cst.Call) -> Reach | None:
     """A memory given to what runs the conversation (`ConversationChain(memory=m)`), or the call
     of a `keyword` row that passes its rewriting argument (`Agent(history_processors=[...])`)."""
+    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+    if not keywords & (frameworks.memory_passed | frameworks.memory_words):
+        return None
     row = frameworks.match_memory(index, call)
     if row is not None and row.keyword:
         arg = next(a for a in call.args if a.keyword is not None and a.keyword.value == row.keyword)
         return Reach(row, arg, call, f"`{row.keyword}=`")
     for arg in call.args:
-        if arg.keyword is None or isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)) is False:
+        if arg.keyword is None or arg.keyword.value not in frameworks.memory_passed:
             continue
         built = built_by(index, frameworks, arg.value)
         row = row_built(index, frameworks, built) if built is not None else None
@@ -257,17 +262,13 @@ def _set_calls(index: ModuleIndex) -> list[cst.Call]:
     if found is None or found[0] is not index:  # an id is reused once its index is gone
         if len(_SETS) > 16:
             _SETS.clear()
-        calls: list[cst.Call] = []
-        stack: list[cst.CSTNode] = [index.module]
-        while stack:
-            node = stack.pop()
-            if (
-                isinstance(node, cst.Call)
-                and isinstance(node.func, cst.Attribute)
-                and node.func.attr.value == "set"
-            ):
-                calls.append(node)
-            stack.extend(node.children)
+        from prefixlint.python.history import _nodes  # its walker: libcst's `children` is ~10x slower
+
+        calls = [
+            c
+            for c in _nodes(index.module, cst.Call)
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value == "set"
+        ]
         found = _SETS[id(index)] = (index, calls)
     return found[1]
 
