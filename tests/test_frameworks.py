@@ -74,6 +74,15 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
         ),
         ('[[sink]]\nname = "X"\ncalls = [".Llama.__call__"]\n', "a `.__call__` pattern names what builds"),
         ('[[sink]]\nname = "X"\ncalls = ["autogen.*Agent"]\n', "its last name is written out"),
+        (
+            '[[memory]]\nname = "M"\ncalls = ["a.M"]\nrewrites = "forget"\nreads = ["get"]\n',
+            "`rewrites` is one of",
+        ),
+        ('[[memory]]\nname = "M"\ncalls = ["a.M"]\nrewrites = "window"\n', "says how it is reached"),
+        (
+            '[[memory]]\nname = "M"\ncalls = ["a.M"]\nrewrites = "window"\nreads = ["get"]\nalways = false\n',
+            "only when told (`always = false`) names its `trigger`",
+        ),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:

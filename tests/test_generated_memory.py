@@ -274,3 +274,40 @@ def test_a_memory_given_to_the_constructor_by_default_is_followed_to_its_row(tmp
     result = analyze_python(str(path), _ENGINE, Options(project_root=str(tmp_path)))
     found = {(d.code, d.span.line): d.severity.label for d in result.diagnostics if d.code.startswith("PFX4")}
     assert found == {("PFX401", 17): "info"}
+
+
+_TABLE = """
+[[sink]]
+name = "chat"
+calls = [".chat.completions.create"]
+arguments = { messages = "messages" }
+
+[[memory]]
+name = "Acme window"
+calls = ["acme.Window"]
+rewrites = "window"
+trigger = ["limit"]
+always = false
+reads = ["recent"]
+"""
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [("", {}), ("limit=8", {("PFX401", 9): "warning"})])
+def test_a_row_that_rewrites_only_when_told_needs_its_trigger(
+    arguments: str, expected: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[type-arg]
+    from prefixlint.python import analyze
+    from prefixlint.python.frameworks import parse_table
+
+    table = parse_table(_TABLE, "test.toml")
+    monkeypatch.setattr(analyze, "for_project", lambda *declared: table)
+    source = (
+        "import acme\nfrom openai import OpenAI\n\nclient = OpenAI()\n"
+        f"memory = acme.Window({arguments})\n\n\n"
+        "def turn(question: str):\n"
+        "    kept = memory.recent()\n"
+        '    user = {"role": "user", "content": question}\n'
+        '    return client.chat.completions.create(model="m", messages=[*kept, user])\n'
+    )
+    case = Case("acme", source, expected)
+    assert findings(case, tmp_path) == expected
