@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from prefixlint.python import analyze_python
-from prefixlint.python.frameworks import TableError, builtin, parse_table
+from prefixlint.python.frameworks import MemoryModel, TableError, builtin, parse_table
 from prefixlint.settings import Options
 
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
@@ -24,29 +24,38 @@ def _expected(source: str, listed: list[str]) -> set[tuple[str, int]]:
     return out
 
 
-def _found(tmp_path: Path, source: str) -> set[tuple[str, int]]:
+def _found(tmp_path: Path, source: str, owned: tuple[str, ...] = OWNED) -> set[tuple[str, int]]:
     path = tmp_path / "example.py"
     path.write_text(source, encoding="utf-8")
     result = analyze_python(str(path), source, Options(project_root=str(tmp_path)))
-    return {(d.code, d.span.line) for d in result.diagnostics if d.code.startswith(OWNED)}
+    return {(d.code, d.span.line) for d in result.diagnostics if d.code.startswith(owned)}
 
 
-ROWS = [row for row in [*builtin().sinks, *builtin().configs, *builtin().entries] if row.examples]
+def _owned(row: object) -> tuple[str, ...]:
+    """A memory row's examples are about the history (PFX4xx) as well."""
+    return (*OWNED, "PFX4") if isinstance(row, MemoryModel) else OWNED
+
+
+ROWS = [
+    row
+    for row in [*builtin().sinks, *builtin().configs, *builtin().entries, *builtin().memories]
+    if row.examples
+]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
 def test_invalid_example_has_its_findings(row, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     source = row.examples.get("invalid")
     if source is None:
-        pytest.skip(f"{row.name}: a config row has only a valid example")
+        pytest.skip(f"{row.name}: a config row (or an append-only memory) has only a valid example")
     want = _expected(source, row.examples.get("expect", []))
     assert want, f"{row.name}: an invalid example marks at least one finding"
-    assert _found(tmp_path, source) == want
+    assert _found(tmp_path, source, _owned(row)) == want
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
 def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert _found(tmp_path, row.examples["valid"]) == set()
+    assert _found(tmp_path, row.examples["valid"], _owned(row)) == set()
 
 
 @pytest.mark.parametrize(
@@ -65,6 +74,15 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
         ),
         ('[[sink]]\nname = "X"\ncalls = [".Llama.__call__"]\n', "a `.__call__` pattern names what builds"),
         ('[[sink]]\nname = "X"\ncalls = ["autogen.*Agent"]\n', "its last name is written out"),
+        (
+            '[[memory]]\nname = "M"\ncalls = ["a.M"]\nrewrites = "forget"\nreads = ["get"]\n',
+            "`rewrites` is one of",
+        ),
+        ('[[memory]]\nname = "M"\ncalls = ["a.M"]\nrewrites = "window"\n', "says how it is reached"),
+        (
+            '[[memory]]\nname = "M"\ncalls = ["a.M"]\nrewrites = "window"\nreads = ["get"]\nalways = false\n',
+            "only when told (`always = false`) names its `trigger`",
+        ),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:
@@ -77,6 +95,12 @@ def test_every_row_has_both_examples() -> None:
     value passed to the constructor that is not."""
     missing = [f"{s.name}: {k}" for s in builtin().sinks for k in ("valid", "invalid") if k not in s.examples]
     missing += [f"{c.name}: valid" for c in builtin().configs if "valid" not in c.examples]
+    for m in builtin().memories:  # an append-only memory has no finding to show
+        missing += [
+            f"{m.name}: {k}"
+            for k in ("valid", "invalid")[: 1 if m.keeps_prefix else 2]
+            if k not in m.examples
+        ]
     assert missing == []
 
 

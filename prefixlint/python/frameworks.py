@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the t
 PARTS = ("tools", "system", "messages", "user", "prompt")
 # When a sink's arguments are evaluated: on every call, or once when the object is constructed.
 WHEN = ("request", "construction")
+# How a framework's memory rewrites the history it gives back (`[[memory]]` rows), and "append":
+# it gives back every message in order, so each turn's request extends the previous one.
+REWRITES = ("window", "token_window", "summary", "summary_buffer", "chunked", "processors", "append")
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,35 @@ class EntryModel:
     examples: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class MemoryModel:
+    """A framework's memory or history utility (`[[memory]]`): how the history it hands to the
+    model each turn is rewritten, and what makes it rewrite. Reached three ways: `calls` builds the
+    memory object and `reads` give its messages (`memory.load_memory_variables`,
+    `memory.chat_memory.messages`); `passed` names the keywords a chain, agent or runner takes it
+    by (`memory=`), so the framework reads it every turn; `keyword` instead names an argument of
+    the call itself that makes it rewrite (`Agent(history_processors=...)`); a `function` row's
+    call returns the rewritten messages (`trim_messages(messages, ...)`)."""
+
+    name: str
+    calls: tuple[str, ...]
+    rewrites: str
+    trigger: tuple[str, ...] = ()  # the arguments that set when it rewrites (`k`, `max_token_limit`)
+    always: bool = True  # it rewrites with its defaults; else only when a trigger is passed
+    reads: tuple[str, ...] = ()
+    passed: tuple[str, ...] = ()
+    keyword: str = ""
+    function: bool = False
+    keeps_when: tuple[str, ...] = ()  # `strategy=first`: passed so, it keeps the oldest messages instead
+    imports: tuple[str, ...] = ()
+    source: str = ""  # where the behaviour was read (the library's source or docs)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def keeps_prefix(self) -> bool:
+        return self.rewrites == "append"
+
+
 class TableError(ValueError):
     """A row of a models table that cannot be used (names the row)."""
 
@@ -127,11 +159,29 @@ class Frameworks:
         configs: list[ConfigModel],
         not_prompt: frozenset[str] = frozenset(),
         entries: list[EntryModel] | None = None,
+        memories: list[MemoryModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
         self.entries = entries or []
+        self.memories = memories or []
+        self._memories: dict[str, list[tuple[_Pattern, MemoryModel]]] = {}
+        for memory in self.memories:
+            for text in memory.calls:
+                self._memories.setdefault(_last(text), []).append((_pattern(text), memory))
+        # A module whose text names none of these builds no framework memory (history.py's prefilter).
+        # Only rows that rewrite can give a finding: an append-only one costs no module a look;
+        # a `keyword` row is told by its keyword (`history_processors`), not its class (`Agent`).
+        rewriting = [m for m in self.memories if not m.keeps_prefix]
+        self.memory_words = frozenset(m.keyword or _last(t) for m in rewriting for t in m.calls)
+        memory_names = sorted(re.escape(w) for w in self.memory_words)
+        # What a read or a hand-over is spelt with: a call or attribute named otherwise is none.
+        self.memory_reads = frozenset(r.rsplit(".", 1)[-1] for m in rewriting for r in m.reads)
+        self.memory_passed = frozenset(k for m in rewriting for k in m.passed)
+        self.memory_needles = re.compile(
+            r"\b(?:" + "|".join(memory_names) + ")" if memory_names else r"(?!x)x"
+        )
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
         self._bases: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
@@ -154,13 +204,31 @@ class Frameworks:
                 self._entries.setdefault(_last(text), []).append((_pattern(text), entry))
         # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
         self._called = {p.text.split(".")[0] for p, _ in self._calls.get(_CALL, ())}
-        names = sorted({re.escape(n) for s in sinks for n in _needles(s)})
-        # A module whose text names none of these cannot use a modelled API (python.may_hold_prompts);
-        # a prefix, as `langchain` is of `langchain_core`.
+        names = sorted({re.escape(n) for s in sinks for n in _needles(s)} | set(memory_names))
+        # A module whose text names none of these cannot use a modelled API (python.may_hold_prompts),
+        # nor build a modelled memory; a prefix, as `langchain` is of `langchain_core`.
         self.needles = re.compile(r"\b(?:" + "|".join(names) + ")") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
-        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries)
+        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries, self.memories)
+
+    def memory_class(self, index: ModuleIndex, node: cst.BaseExpression) -> MemoryModel | None:
+        """The `[[memory]]` row an expression names as a class (`Memory`, a parameter's default)."""
+        found = _match(self._memories, index, node)
+        return found if isinstance(found, MemoryModel) and not found.keyword else None
+
+    def match_memory(self, index: ModuleIndex, call: cst.Call) -> MemoryModel | None:
+        """The `[[memory]]` row a call builds (or, for a `function` row, is), if any; a `keyword`
+        row only when the call passes that keyword."""
+        import libcst as cst
+
+        found = _match(self._memories, index, call.func)
+        if found is None and isinstance(call.func, cst.Attribute):  # `ChatMemoryBuffer.from_defaults(...)`
+            found = _match(self._memories, index, call.func.value)
+        if isinstance(found, MemoryModel) and found.keyword:
+            keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+            return found if found.keyword in keywords else None
+        return found if isinstance(found, MemoryModel) else None
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any. A configuration object known only by its name
@@ -418,13 +486,60 @@ def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
     return EntryModel(name, decorators, _strings(row, "imports", where), dict(row.get("examples", {})))
 
 
+def memory_from_row(row: dict[str, Any], where: str) -> MemoryModel:
+    """A `[[memory]]` row as a MemoryModel; TableError naming the row and key when it is unusable."""
+    unknown = sorted(set(row) - {f.name for f in fields(MemoryModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    where = f"{where} ({name})"
+    calls = _strings(row, "calls", where)
+    if not calls:
+        raise TableError(f"{where}: a memory row needs `calls`")
+    rewrites = row.get("rewrites")
+    if rewrites not in REWRITES:
+        raise TableError(f"{where}: `rewrites` is one of {', '.join(REWRITES)}")
+    reads, passed = _strings(row, "reads", where), _strings(row, "passed", where)
+    keyword, function = str(row.get("keyword", "")), bool(row.get("function", False))
+    if not (reads or passed or keyword or function):
+        raise TableError(
+            f"{where}: a memory row says how it is reached (`reads`, `passed`, `keyword` or `function`)"
+        )
+    always = row.get("always", True)
+    if not isinstance(always, bool):
+        raise TableError(f"{where}: `always` is true or false")
+    trigger = _strings(row, "trigger", where)
+    if not always and not trigger:
+        raise TableError(
+            f"{where}: a row that rewrites only when told (`always = false`) names its `trigger`"
+        )
+    return MemoryModel(
+        name=name,
+        calls=calls,
+        rewrites=rewrites,
+        trigger=trigger,
+        always=always,
+        reads=reads,
+        passed=passed,
+        keyword=keyword,
+        function=function,
+        keeps_when=_strings(row, "keeps_when", where),
+        imports=_strings(row, "imports", where),
+        source=str(row.get("source", "")),
+        examples=dict(row.get("examples", {})),
+    )
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
     configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
     entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
+    memories = [memory_from_row(r, f"{where}: memory {i + 1}") for i, r in enumerate(data.get("memory", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return Frameworks(sinks, configs, frozenset(keywords), entries)
+    return Frameworks(sinks, configs, frozenset(keywords), entries, memories)
 
 
 @cache

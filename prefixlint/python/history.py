@@ -20,6 +20,7 @@ through the function's own assignments and `self.method()` returns.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -27,7 +28,9 @@ import libcst as cst
 
 from prefixlint.model import Diagnostic, Severity, Span
 from prefixlint.python.evaluate import Env, Evaluator
-from prefixlint.python.frameworks import SinkModel
+from prefixlint.python.frameworks import Frameworks, SinkModel
+from prefixlint.python.memories import Reach, passed_in, per_turn, read_of
+from prefixlint.python.memories import diagnostic as memory_diagnostic
 from prefixlint.python.scopes import ModuleIndex, string_value
 
 # Text one of the shapes needs: a module without any of it costs no walk.
@@ -77,6 +80,9 @@ class _Facts:
     sites: dict[int, _Site] = field(default_factory=dict)  # id(node) -> where it is
     typed: set[str] = field(default_factory=set)  # attributes annotated as lists of messages
     shapes: bool = False  # a head slice or a role filter is written somewhere (it may be sent)
+    frameworks: Frameworks | None = None  # whose `[[memory]]` rows say which memories rewrite
+    memories: list[tuple[Reach, _Site]] = field(default_factory=list)  # memories given to a call
+    built: dict[int, Key] = field(default_factory=dict)  # id(call) -> what its result is assigned to
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -98,7 +104,7 @@ class _Walk:
 
     def __init__(self, index: ModuleIndex, ev: Evaluator) -> None:
         self.index, self.ev = index, ev
-        self.facts = _Facts()
+        self.facts = _Facts(frameworks=ev.project.frameworks)
         self.fns: list[cst.FunctionDef] = []
         self.loops: list[cst.CSTNode] = []
         self.tests: list[cst.BaseExpression] = []
@@ -171,7 +177,12 @@ class _Walk:
                     self._op("head", key, node, f"`{_code(node)}` drops a message from the head")
             elif key is not None and method == "popleft":
                 self._op("head", key, node, f"`{_code(node)}` drops the oldest message")
-        self.facts.calls.append((node, self.site(node)))
+        site = self.site(node)
+        self.facts.calls.append((node, site))
+        if node.args and self.facts.frameworks is not None:
+            reach = passed_in(self.index, self.facts.frameworks, node)
+            if reach is not None:
+                self.facts.memories.append((reach, site))
 
     def visit_Del(self, node: cst.Del) -> None:
         targets = node.target.elements if isinstance(node.target, cst.Tuple) else [node.target]
@@ -190,6 +201,9 @@ class _Walk:
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             self._assigned(target.target, node.value, node)
+        key = self.key(node.targets[-1].target)
+        if isinstance(node.value, cst.Call) and key is not None:
+            self.facts.built[id(node.value)] = key
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if (
@@ -607,14 +621,30 @@ class _Sent:
     ops: list[_Op] = field(default_factory=list)  # head slices and role filters met on the way
     copies: dict[Key, set[Key]] = field(default_factory=dict)  # local -> the histories it copies
     shallow: dict[Key, set[Key]] = field(default_factory=dict)
+    memories: list[tuple[Reach, _Site]] = field(default_factory=list)  # memories read into it
 
 
-def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _Sent, depth: int = 0) -> None:
+def _follow(
+    index: ModuleIndex,
+    facts: _Facts,
+    node: cst.BaseExpression,
+    out: _Sent,
+    depth: int = 0,
+    at: _Site | None = None,
+) -> None:
     """The histories an expression sent to a model is made of, and the head slices and role
-    filters on the way (each where it is written)."""
+    filters on the way (each where it is written); the framework memories read into it, each with
+    where it is read (else `at`, where it is sent)."""
     if depth > _FOLLOW_DEPTH:
         return
     for root in _roots(node):
+        if facts.frameworks is not None and isinstance(root, (cst.Call, cst.Attribute)):
+            reach = read_of(index, facts.frameworks, root)
+            if reach is not None:
+                site = facts.sites.get(id(root), at)
+                if site is not None:
+                    out.memories.append((reach, site))
+                continue
         if isinstance(root, cst.Subscript):
             inner = key_of(index, root.value)
             site = facts.sites.get(id(root))
@@ -635,7 +665,7 @@ def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _S
             body = index.bodies.get(method) if method is not None else None
             for ret in body.returns if body is not None else ():
                 if ret.value is not None:
-                    _follow(index, facts, ret.value, out, depth + 1)
+                    _follow(index, facts, ret.value, out, depth + 1, at)
             continue
         key = key_of(index, root)
         if key is None or key in out.keys:
@@ -644,7 +674,7 @@ def _follow(index: ModuleIndex, facts: _Facts, node: cst.BaseExpression, out: _S
         if isinstance(root, cst.Name) and key[0] == "name":
             for expr in _bound_exprs(index, root):
                 _note_copies(index, key, expr, out)
-                _follow(index, facts, expr, out, depth + 1)
+                _follow(index, facts, expr, out, depth + 1, at)
 
 
 # Calls whose result holds the same messages as their argument (or receiver, for a method).
@@ -681,6 +711,10 @@ def _roots(node: cst.CSTNode) -> list[cst.BaseExpression]:
                 stack.append(func.value)
             elif _code(func) in _SAME_ITEMS and n.args:
                 stack.append(n.args[0].value)
+            else:
+                out.append(n)  # what it returns may be a framework memory's messages (memories.py)
+        elif isinstance(n, cst.Await):
+            stack.append(n.expression)
         elif isinstance(n, (cst.List, cst.Tuple)):
             stack.extend(e.value for e in n.elements)
         elif isinstance(n, cst.StarredElement):
@@ -799,7 +833,8 @@ _UNREACHED = " (no call that sends this history to a model was found in this mod
 def history_diagnostics(path: str, text: str, index: ModuleIndex, ev: Evaluator) -> list[Diagnostic]:
     """PFX401/PFX402 for the histories the module keeps and rewrites; [] fast for a module
     without any of the shapes' text."""
-    if _NEEDLES.search(text) is None:
+    memories = ev.project.frameworks.memory_needles.search(text) is not None
+    if _NEEDLES.search(text) is None and not memories:
         return []
     walk = _Walk(index, ev)
     try:
@@ -807,13 +842,13 @@ def history_diagnostics(path: str, text: str, index: ModuleIndex, ev: Evaluator)
     except RecursionError:
         return []
     facts = walk.facts
-    if not facts.ops and not facts.shapes:
+    if not facts.ops and not facts.shapes and not memories:
         return []
     sent = _Sent()
-    for call, _ in facts.calls:
+    for call, site in facts.calls:
         for arg in _sent_args(ev, index, call):
             try:
-                _follow(index, facts, arg, sent)
+                _follow(index, facts, arg, sent, at=site)
             except RecursionError:
                 continue
     found: dict[tuple[int, str], Diagnostic] = {}
@@ -821,7 +856,125 @@ def history_diagnostics(path: str, text: str, index: ModuleIndex, ev: Evaluator)
         diag = _diagnostic(path, index, facts, sent, op)
         if diag is not None:
             found.setdefault((diag.span.line, diag.code), diag)
+    for reach, site in [*sent.memories, *facts.memories]:
+        if not _runs_per_turn(index, facts, reach, site):
+            continue
+        own = _in_own_class(ev, path, index, reach)
+        if own:  # the memory is the project's own class: the finding goes where it cuts the history
+            found.update({(id(d), d.code): d for d in own})
+            continue
+        diag = memory_diagnostic(path, index, reach, _processors_cut(index, reach))
+        if diag is not None:
+            found.setdefault((diag.span.line, diag.code), diag)
     return list(found.values())
+
+
+def _as_given(checked: str, other: str) -> str:
+    """Another module's path written as the checked one is (relative to the working folder when
+    that one is), so that a finding made from two modules is one finding."""
+    return other if os.path.isabs(checked) else os.path.relpath(other)
+
+
+def _in_own_class(ev: Evaluator, path: str, index: ModuleIndex, reach: Reach) -> list[Diagnostic]:
+    """A memory read (`memory.aget()`) whose class the project defines itself (llama_index's own
+    `ChatMemoryBuffer`): this module's detection applied to that method (and to the methods of
+    its class it hands the work to: `asyncio.to_thread(self.get)`), each slice from the head of
+    what it returns reported there, with the read that sends it."""
+    if not isinstance(reach.node, cst.Call) or not isinstance(reach.node.func, cst.Attribute):
+        return []
+    func = reach.built.func
+    named = func.value if isinstance(func, cst.Attribute) and func.attr.value.startswith("from_") else func
+    cls_ref = ev.find_class(named, reexported=True)
+    if cls_ref is None:
+        return []
+    owner, cls = cls_ref
+    line, _ = index.pos(reach.node)
+    where = f"{path}:{line}"
+    out: list[Diagnostic] = []
+    names, done = [reach.node.func.attr.value], set()
+    while names:
+        name = names.pop()
+        found = owner.method(cls, name) if name not in done else None
+        done.add(name)
+        if found is None:
+            continue
+        method_ev, fn = found
+        method_index = method_ev.index
+        walk = _Walk(method_index, method_ev)
+        try:
+            walk.run(method_index.module)
+        except RecursionError:
+            continue
+        body = method_index.bodies.get(fn)
+        sent = _Sent()
+        for ret in body.returns if body is not None else ():
+            if ret.value is None:
+                continue
+            _follow(method_index, walk.facts, ret.value, sent)
+            names += [
+                a.attr.value
+                for a in _nodes(ret.value, cst.Attribute)
+                if isinstance(a.value, cst.Name) and a.value.value == "self"
+            ]
+        for op in sent.ops:
+            if op.kind != "head" or op.site.fn is not fn:
+                continue
+            at_line, column = method_index.pos(op.site.node)
+            message = _HEAD.format(what=op.what) + (
+                f" (`{cls.name.value}.{fn.name.value}`, the history `{_code(reach.node)}` sends at {where})"
+            )
+            out.append(
+                Diagnostic(
+                    "PFX401",
+                    Span(_as_given(path, method_ev.path), at_line, column),
+                    message,
+                    Severity.WARNING,
+                    hint=_HINT,
+                )
+            )
+    return out
+
+
+def _runs_per_turn(index: ModuleIndex, facts: _Facts, reach: Reach, site: _Site) -> bool:
+    """A memory read, or given to what runs the conversation, on a per-turn path: the read or the
+    call is made on each turn, or (a chain built once) the object it built is called on one."""
+    fresh = isinstance(reach.node, cst.Arg) and _function_of(index, reach.built) is site.fn is not None
+    if per_turn(site.fn, site.loops) and not fresh:
+        return True
+    if isinstance(reach.node, cst.Arg):  # `ConversationChain(memory=...)`: is the chain run per turn?
+        # A memory made in the function that hands it over (a `from_defaults` factory) is new on
+        # each call of it: only a loop there that runs what it was given makes turns.
+        owner = facts.built.get(id(site.node))
+        return owner is not None and any(
+            isinstance(c.func, cst.Attribute)
+            and key_of(index, c.func.value) == owner
+            and (bool(s.loops) if fresh else per_turn(s.fn, s.loops))
+            for c, s in facts.calls
+        )
+    return False
+
+
+def _function_of(index: ModuleIndex, node: cst.CSTNode) -> cst.FunctionDef | None:
+    """The function a node is written in (None at module level or in a class body)."""
+    scope = index.scope_for(node)
+    while scope is not None and not isinstance(scope.node, cst.FunctionDef):
+        scope = scope.parent
+    return scope.node if scope is not None else None
+
+
+def _processors_cut(index: ModuleIndex, reach: Reach) -> bool:
+    """Whether a history processor passed (`history_processors=[keep_recent]`) is a function of
+    this module that returns its messages sliced from the head (`messages[-5:]`)."""
+    if reach.row.rewrites != "processors" or not isinstance(reach.node, cst.Arg):
+        return False
+    for name in _nodes(reach.node.value, cst.Name):
+        fn = index.functions.get(name.value)
+        body = index.bodies.get(fn) if fn is not None else None
+        params = [p.name for p in fn.params.params] if fn is not None else []
+        for ret in body.returns if body is not None else ():
+            if ret.value is not None and params and head_slices(index, ret.value, key_of(index, params[0])):
+                return True
+    return False
 
 
 def _diagnostic(path: str, index: ModuleIndex, facts: _Facts, sent: _Sent, op: _Op) -> Diagnostic | None:

@@ -164,6 +164,8 @@ class _Shapes(ast.NodeVisitor):
         name = _name(func)
         if name in self.declared or _message_call(node, name) or _table_match(self.frameworks._calls, func):
             raise _Found
+        if _memory_named(self.frameworks, node):
+            raise _Found  # a framework memory that may rewrite a conversation's history (memories.py)
         if any(k.arg in _PROMPT_KEYWORDS for k in node.keywords):
             raise _Found
         positional = [a for a in node.args if not isinstance(a, ast.Starred)]
@@ -200,6 +202,15 @@ def _table_match(table: dict, func: ast.expr) -> bool:
         if not pattern.suffix or chain == pattern.text[1:] or chain.endswith(pattern.text):
             return True
     return False
+
+
+def _memory_named(frameworks: Frameworks, call: ast.Call) -> bool:
+    """A call of a rewriting `[[memory]]` row's last name (`ChatMemoryBuffer(...)`,
+    `X.from_defaults(...)`), or one that passes a row's rewriting keyword (`history_processors=`)."""
+    func = call.func
+    names = {_name(func)} | ({_name(func.value)} if isinstance(func, ast.Attribute) else set())
+    names |= {k.arg for k in call.keywords if k.arg}
+    return any(n in frameworks.memory_words for n in names if n)
 
 
 def _imports_any(tree: ast.Module, patterns: set[str]) -> bool:
