@@ -808,8 +808,18 @@ WAYS = [
 ]
 
 
+def appends_after(row: SinkModel) -> bool:
+    """Whether the library appends text after whatever a call of the row is given (an `[[appended]]`
+    row landing at the end, for every call): nothing it sends ends with the value, so it has no
+    tail; tests/test_generated_tail.py generates what follows there."""
+    calls = set(row.calls)
+    return any(a.lands == "end" and not a.keywords and calls & set(a.calls) for a in builtin().appended)
+
+
 def valid(row: SinkModel, source: Source, way: str, position: Position) -> bool:
     if position.needs and not _takes(row, position.needs):
+        return False
+    if not position.costs and appends_after(row):
         return False
     if (row.decorators or row.bases) and way in IN_CLASS:
         return False  # the decorated function or the class is the request: no class around it

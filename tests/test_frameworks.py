@@ -31,7 +31,11 @@ def _found(tmp_path: Path, source: str) -> set[tuple[str, int]]:
     return {(d.code, d.span.line) for d in result.diagnostics if d.code.startswith(OWNED)}
 
 
-ROWS = [row for row in [*builtin().sinks, *builtin().configs, *builtin().entries] if row.examples]
+ROWS = [
+    row
+    for row in [*builtin().sinks, *builtin().configs, *builtin().entries, *builtin().appended]
+    if row.examples
+]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)

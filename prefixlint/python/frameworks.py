@@ -37,6 +37,9 @@ if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the t
 PARTS = ("tools", "system", "messages", "user", "prompt")
 # When a sink's arguments are evaluated: on every call, or once when the object is constructed.
 WHEN = ("request", "construction")
+# Where text a library adds lands (`[[appended]]`): after the last text the call is given ("end"),
+# as what the call returns ("value"), or ahead of the messages ("system", "tools").
+LANDS = ("end", "value", "system", "tools")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,9 @@ class SinkModel:
     when: str = "request"
     # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
     templates: bool = False
+    # Its keyword arguments (those `arguments` does not name) fill the placeholders of the template
+    # it is given (LlamaIndex `llm.structured_predict(Schema, prompt, **prompt_args)`).
+    fills: bool = False
     # The call sends a whole request (nothing else follows what it is given), as an API call does;
     # a message or template object is one piece of a request assembled elsewhere.
     whole_request: bool = True
@@ -103,6 +109,20 @@ class EntryModel:
     examples: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class AppendedModel:
+    """Text a library adds to a request beside what the call is given (format instructions, an
+    output schema): static per app, of a length the code does not show, at least `tokens`."""
+
+    name: str
+    calls: tuple[str, ...]
+    keywords: tuple[str, ...] = ()  # the call adds it only when given one of these; () = always
+    lands: str = "end"
+    tokens: int = 0  # the shortest text the library writes there (the default tokenizer's count)
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
 class TableError(ValueError):
     """A row of a models table that cannot be used (names the row)."""
 
@@ -127,11 +147,17 @@ class Frameworks:
         configs: list[ConfigModel],
         not_prompt: frozenset[str] = frozenset(),
         entries: list[EntryModel] | None = None,
+        appended: list[AppendedModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
         self.entries = entries or []
+        self.appended = appended or []
+        self._appended: dict[str, list[tuple[_Pattern, AppendedModel]]] = {}
+        for row in self.appended:
+            for text in row.calls:
+                self._appended.setdefault(_last(text), []).append((_pattern(text), row))
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
         self._bases: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
@@ -160,7 +186,27 @@ class Frameworks:
         self.needles = re.compile(r"\b(?:" + "|".join(names) + ")") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
-        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries)
+        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries, self.appended)
+
+    def match_appended(
+        self, index: ModuleIndex, call: cst.Call, later: frozenset[str] = frozenset()
+    ) -> list[AppendedModel]:
+        """The `[[appended]]` rows a call is an instance of and given the keyword of (in the call,
+        or among `later`: attributes set on the object it builds)."""
+        chain = written_chain(call.func)
+        rows = self._appended.get(chain.rsplit(".", 1)[-1]) if chain else None
+        if not rows:
+            return []
+        imported = imported_packages(index)
+        qualified = index.qualified_names(call.func)
+        given = {a.keyword.value for a in call.args if a.keyword is not None} | later
+        return [
+            row
+            for pattern, row in rows
+            if not (row.imports and not any(fnmatch.filter(imported, p) for p in row.imports))
+            and (not row.keywords or given & set(row.keywords))
+            and pattern.matches(chain, qualified)
+        ]
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any. A configuration object known only by its name
@@ -385,6 +431,7 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
         returns=row.get("returns", ""),
         when=when,
         templates=bool(row.get("templates", False)),
+        fills=bool(row.get("fills", False)),
         whole_request=bool(row.get("whole_request", True)),
         breakpoints=str(row.get("breakpoints", "")),
         examples=dict(row.get("examples", {})),
@@ -418,13 +465,44 @@ def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
     return EntryModel(name, decorators, _strings(row, "imports", where), dict(row.get("examples", {})))
 
 
+def appended_from_row(row: dict[str, Any], where: str) -> AppendedModel:
+    unknown = sorted(set(row) - {f.name for f in fields(AppendedModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    where = f"{where} ({name})"
+    calls = _strings(row, "calls", where)
+    if not calls:
+        raise TableError(f"{where}: an appended row needs `calls`")
+    lands = row.get("lands", "end")
+    if lands not in LANDS:
+        raise TableError(f"{where}: `lands` is one of {', '.join(LANDS)}")
+    tokens = row.get("tokens", 0)
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+        raise TableError(f"{where}: `tokens` is a count (the least the library writes)")
+    return AppendedModel(
+        name,
+        calls,
+        _strings(row, "keywords", where),
+        lands,
+        tokens,
+        _strings(row, "imports", where),
+        dict(row.get("examples", {})),
+    )
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
     configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
     entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
+    appended = [
+        appended_from_row(r, f"{where}: appended {i + 1}") for i, r in enumerate(data.get("appended", []))
+    ]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return Frameworks(sinks, configs, frozenset(keywords), entries)
+    return Frameworks(sinks, configs, frozenset(keywords), entries, appended)
 
 
 @cache
