@@ -1269,6 +1269,8 @@ class Evaluator:
                 # A parameter a method stores on the object (`self.summary = summary`) is the
                 # object's state, not an input of the request that reads it later.
                 options.append(_as_state(self.value(binding.expr, env.deeper())))
+        for expr in self._given_to_super(cls, attr):  # a pydantic model's field set by its constructor
+            options.append(_as_state(self.value(expr, env.deeper())))
         if options:
             return choice(options)
         for evaluator, base in self.base_classes(cls):
@@ -1285,6 +1287,23 @@ class Evaluator:
             if options:
                 return choice(options)
         return None
+
+    def _given_to_super(self, cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
+        """`attr=...` of the `super().__init__(...)` call in the class's own `__init__` (pydantic
+        models set their fields so: `prompt = prompt or DEFAULT_PROMPT; super().__init__(prompt=prompt)`)."""
+        init = self.index.methods.get((cls.name.value, "__init__"))
+        if init is None:
+            return []
+        return [
+            arg.value
+            for call in self.calls_named("__init__")
+            if isinstance(call.func, cst.Attribute)
+            and isinstance(call.func.value, cst.Call)
+            and func_name(call.func.value.func) == "super"
+            and _inside(self.index, call, init)
+            for arg in call.args
+            if arg.keyword is not None and arg.keyword.value == attr
+        ]
 
     def base_classes(self, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.ClassDef]]:
         out: list[tuple[Evaluator, cst.ClassDef]] = []

@@ -108,7 +108,7 @@ def _turn_role(before: tuple[Segment, ...]) -> str | None:
     return role if role in _TURN_ROLES or role == "unknown" else None
 
 
-def _parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole | None]:
+def parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole | None]:
     """Whether an earlier value of the request already parts every request that `hole` parts (a
     per-request input known as one, or, for a value that is itself only a guess from its name, any
     parameter of the prompt builder; or a value seen at its source that varies at least as often),
@@ -142,7 +142,7 @@ def _evidence(prompt: Prompt, count: Callable[[str], int], block: int, covered: 
         for i, seg in enumerate(segments):
             if not (isinstance(seg, Hole) and seg.provenance.volatile) or i in merged:
                 continue
-            parted, maybe = _parted_before(segments[:i], seg)
+            parted, maybe = parted_before(segments[:i], seg)
             if parted and not covered:
                 continue  # the requests already differ there: nothing after it is lost to this value
             turn = _turn_role(segments[:i])
