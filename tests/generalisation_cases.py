@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 from prefixlint.model import Severity
 from prefixlint.python.frameworks import PARTS, SinkModel, builtin
@@ -371,6 +372,22 @@ TIMING = {
     "constructor-attribute": "construction",
 }
 IN_CLASS = {"self-method", "constructor-attribute"}  # the request is sent from a method
+
+
+OWNED = ("PFX0", "PFX1", "PFX2")  # PFX003: a generated file that does not parse
+
+
+def findings(case: Case, root: Path) -> dict[tuple[str, int], str]:
+    """The findings of the analysed file of a case written to `root`: (code, line) -> severity."""
+    from prefixlint.python import analyze_python
+    from prefixlint.settings import Options
+
+    for name, content in case.files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(content, encoding="utf-8")
+    path = root / case.checked
+    result = analyze_python(str(path), case.files[case.checked], Options(project_root=str(root)))
+    return {(d.code, d.span.line): d.severity.label for d in result.diagnostics if d.code.startswith(OWNED)}
 
 
 @dataclass
