@@ -111,7 +111,7 @@ KINDS = [
         "    prompt_template_str=<T>,\n"
         ")",
         True,
-        "LlamaIndex text-completion program output schema",
+        "LlamaIndex text-completion program output schema (an LLM without function calling)",
     ),
     Kind(
         "llamaindex-plain-template",  # the control: no parser, nothing after the tail
