@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 from prefixlint.model import Severity
 from prefixlint.python.frameworks import PARTS, SinkModel, builtin
@@ -371,6 +372,22 @@ TIMING = {
     "constructor-attribute": "construction",
 }
 IN_CLASS = {"self-method", "constructor-attribute"}  # the request is sent from a method
+
+
+OWNED = ("PFX0", "PFX1", "PFX2")  # PFX003: a generated file that does not parse
+
+
+def findings(case: Case, root: Path) -> dict[tuple[str, int], str]:
+    """The findings of the analysed file of a case written to `root`: (code, line) -> severity."""
+    from prefixlint.python import analyze_python
+    from prefixlint.settings import Options
+
+    for name, content in case.files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(content, encoding="utf-8")
+    path = root / case.checked
+    result = analyze_python(str(path), case.files[case.checked], Options(project_root=str(root)))
+    return {(d.code, d.span.line): d.severity.label for d in result.diagnostics if d.code.startswith(OWNED)}
 
 
 @dataclass
@@ -808,8 +825,18 @@ WAYS = [
 ]
 
 
+def appends_after(row: SinkModel) -> bool:
+    """Whether the library appends text after whatever a call of the row is given (an `[[appended]]`
+    row landing at the end, for every call): nothing it sends ends with the value, so it has no
+    tail; tests/test_generated_tail.py generates what follows there."""
+    calls = set(row.calls)
+    return any(a.lands == "end" and not a.keywords and calls & set(a.calls) for a in builtin().appended)
+
+
 def valid(row: SinkModel, source: Source, way: str, position: Position) -> bool:
     if position.needs and not _takes(row, position.needs):
+        return False
+    if not position.costs and appends_after(row):
         return False
     if (row.decorators or row.bases) and way in IN_CLASS:
         return False  # the decorated function or the class is the request: no class around it

@@ -38,7 +38,13 @@ def _owned(row: object) -> tuple[str, ...]:
 
 ROWS = [
     row
-    for row in [*builtin().sinks, *builtin().configs, *builtin().entries, *builtin().memories]
+    for row in [
+        *builtin().sinks,
+        *builtin().configs,
+        *builtin().entries,
+        *builtin().memories,
+        *builtin().appended,
+    ]
     if row.examples
 ]
 

@@ -20,28 +20,17 @@ from generalisation_cases import (
     _value_rows,
     all_pairs,
     cases,
+    findings,
     slug,
     valid,
     value_call_cases,
 )
 
-from prefixlint.python import analyze_python
 from prefixlint.python.frameworks import builtin
-from prefixlint.settings import Options
 from prefixlint.tokens import load_tokenizer
 
 CASES = cases()
 VALUE_CASES = value_call_cases()
-OWNED = ("PFX0", "PFX1", "PFX2")  # PFX003: a generated file that does not parse
-
-
-def findings(case: Case, root: Path) -> dict[tuple[str, int], str]:
-    for name, content in case.files.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(content, encoding="utf-8")
-    path = root / case.checked
-    result = analyze_python(str(path), case.files[case.checked], Options(project_root=str(root)))
-    return {(d.code, d.span.line): d.severity.label for d in result.diagnostics if d.code.startswith(OWNED)}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

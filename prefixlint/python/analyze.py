@@ -107,6 +107,16 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
             project.read.append(os.path.join(project.root, dispatch.rsplit(":", 1)[0]))
     covered: list[Diagnostic] = []
     found = diagnostics(path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch, covered)
+    flagged = {(d.span.line, d.span.column) for d in found if d.span.path == path}
+    if flagged and any(p.open_tail for p in prompts):
+        from prefixlint.python.landing import judged_where_landed
+
+        judged = judged_where_landed(prompts, project, path, flagged)
+        if judged is not prompts:  # a template placeholder is judged where the template lands
+            prompts, covered = judged, []
+            found = diagnostics(
+                path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch, covered
+            )
     if _sent_elsewhere(prompts, os.path.abspath(path)):
         # Its text reaches no sink here: the modules that import it may send it.
         from prefixlint.python.consumers import consumer_requests

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from prefixlint.python import appended
 from prefixlint.python.frameworks import ConfigModel
 from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope, string_value
 from prefixlint.python.segments import (
@@ -546,6 +547,8 @@ class Evaluator:
             return found
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
             return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
+        if (written := appended.made(self, node)) is not None:
+            return written  # `parser.get_format_instructions()`: text the library writes
         name = func_name(node.func)
         deeper = env.deeper(template=False)  # a call's arguments are not the template
         args = [a for a in node.args if a.keyword is None and not a.star]
@@ -605,7 +608,7 @@ class Evaluator:
             # text, formatted later
             source = kwargs.get("template") or kwargs.get("source") or (args[0].value if args else None)
             if source is not None:
-                return self._template_source(source, env)
+                return appended.template_call(self, node, self._template_source(source, env), env)
         if isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             if (prov := self.receiver_provenance(node.func.value)) is not None:
@@ -632,7 +635,8 @@ class Evaluator:
             if method in _TEMPLATE_FACTORIES:
                 source = args[0].value if args else kwargs.get(_TEMPLATE_FACTORIES[method])
                 if source is not None:
-                    return self.value(source, env.deeper(template=env.template))
+                    value = self.value(source, env.deeper(template=env.template))
+                    return appended.template_call(self, node, value, env)
             if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
                 return self.propagate(node, [receiver])
             clock = first_volatile(receiver)
@@ -1264,10 +1268,9 @@ class Evaluator:
             if binding.expr is not None:
                 # A parameter a method stores on the object (`self.summary = summary`) is the
                 # object's state, not an input of the request that reads it later.
-                stored = self.value(binding.expr, env.deeper())
-                options.append(
-                    map_holes(stored, lambda h: replace(h, provenance=Provenance.UNKNOWN) if h.weak else h)
-                )
+                options.append(_as_state(self.value(binding.expr, env.deeper())))
+        for expr in self._given_to_super(cls, attr):  # a pydantic model's field set by its constructor
+            options.append(_as_state(self.value(expr, env.deeper())))
         if options:
             return choice(options)
         for evaluator, base in self.base_classes(cls):
@@ -1284,6 +1287,23 @@ class Evaluator:
             if options:
                 return choice(options)
         return None
+
+    def _given_to_super(self, cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
+        """`attr=...` of the `super().__init__(...)` call in the class's own `__init__` (pydantic
+        models set their fields so: `prompt = prompt or DEFAULT_PROMPT; super().__init__(prompt=prompt)`)."""
+        init = self.index.methods.get((cls.name.value, "__init__"))
+        if init is None:
+            return []
+        return [
+            arg.value
+            for call in self.calls_named("__init__")
+            if isinstance(call.func, cst.Attribute)
+            and isinstance(call.func.value, cst.Call)
+            and func_name(call.func.value.func) == "super"
+            and _inside(self.index, call, init)
+            for arg in call.args
+            if arg.keyword is not None and arg.keyword.value == attr
+        ]
 
     def base_classes(self, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.ClassDef]]:
         out: list[tuple[Evaluator, cst.ClassDef]] = []
@@ -1422,6 +1442,8 @@ class Evaluator:
             return per_option(template, lambda v: prompt_files.render_jinja(self, v, named, call, attributes))
         if method in ("substitute", "safe_substitute"):
             return per_option(template, lambda v: self.substitute(v, call, named))
+        if method == "partial":  # the placeholders it does not fill are filled later
+            return per_option(template, lambda v: appended.fill_named(v, named))
         positional = [
             self.value(a.value, env.deeper())
             for a in call.args
@@ -1644,6 +1666,11 @@ def _is_parameter(value: Value) -> bool:
         and value[0].by_name  # an entry point's parameter is the request, not an unknown caller's value
         and value[0].via.startswith(PARAMETER_OF)
     )
+
+
+def _as_state(stored: Value) -> Value:
+    """A value kept on an object: a parameter whose name says nothing is its state, not an input."""
+    return map_holes(stored, lambda h: replace(h, provenance=Provenance.UNKNOWN) if h.weak else h)
 
 
 def _inside(index: ModuleIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:

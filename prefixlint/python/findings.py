@@ -86,6 +86,8 @@ class _Evidence:
     before: str  # the static text ahead of it
     after: str  # the static text after it that the requests would share
     unseen: bool = False  # text made from constants follows, of a length we cannot see
+    least: int = 0  # tokens that unseen text is known to hold at least (what a library appends)
+    added: tuple[str, ...] = ()  # what the library adds among it (`[[appended]]` rows), by name
     history: Hole | None = None  # the conversation so far follows
     more_follows: bool = True  # more of the request may be built elsewhere
     companions: list[Hole] = field(default_factory=list)  # values less than a block later
@@ -106,7 +108,7 @@ def _turn_role(before: tuple[Segment, ...]) -> str | None:
     return role if role in _TURN_ROLES or role == "unknown" else None
 
 
-def _parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole | None]:
+def parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole | None]:
     """Whether an earlier value of the request already parts every request that `hole` parts (a
     per-request input known as one, or, for a value that is itself only a guess from its name, any
     parameter of the prompt builder; or a value seen at its source that varies at least as often),
@@ -140,7 +142,7 @@ def _evidence(prompt: Prompt, count: Callable[[str], int], block: int, covered: 
         for i, seg in enumerate(segments):
             if not (isinstance(seg, Hole) and seg.provenance.volatile) or i in merged:
                 continue
-            parted, maybe = _parted_before(segments[:i], seg)
+            parted, maybe = parted_before(segments[:i], seg)
             if parted and not covered:
                 continue  # the requests already differ there: nothing after it is lost to this value
             turn = _turn_role(segments[:i])
@@ -173,6 +175,8 @@ def _follows(
     companions: list[Hole] = []
     merged: set[int] = set()
     unseen = False
+    least = 0
+    added: list[str] = []
     history: Hole | None = None
     input_follows = False
     crossed = False  # a message boundary lies between the value and the segment at hand
@@ -186,6 +190,9 @@ def _follows(
             since_last.append(seg.text)
         elif isinstance(seg, Open):
             unseen = True
+            least += seg.tokens
+            if seg.what and seg.what not in added:
+                added.append(seg.what)
         elif isinstance(seg, Break):
             if turn_bound:
                 break
@@ -222,7 +229,7 @@ def _follows(
         )
         if not (unseen or history or elsewhere):
             return None, merged
-    evidence = _Evidence(hole, prompt, before, static, unseen, history, more, companions)
+    evidence = _Evidence(hole, prompt, before, static, unseen, least, tuple(added), history, more, companions)
     return evidence, merged
 
 
@@ -285,7 +292,7 @@ def diagnostics(
             found[0],
             found[1],
             hint=_HINT[ev.hole.provenance],
-            static_tokens=_tokens(ev.after, count_tokens),
+            static_tokens=_tokens(ev.after, count_tokens) + ev.least,
         )
         if not ev.covered:
             out.append(diagnostic)
@@ -319,11 +326,12 @@ def _diagnostic(
         what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
     severity = RULES[code].default_severity
     per_turn = ev.history is not None and hole.timing == "call" and ev.prompt.reached
-    tokens = _tokens(ev.after, count)
+    tokens = _tokens(ev.after, count) + ev.least
     if ev.after or ev.unseen:
         least = "at least " if ev.unseen else ""
+        added = f" (among them text the library adds: {', '.join(ev.added)})" if ev.added else ""
         message = (
-            f"{what} is ahead of {least}{counted(tokens, 'static token')} of {where}: "
+            f"{what} is ahead of {least}{counted(tokens, 'static token')} of {where}{added}: "
             f"{'it cannot' if tokens == 1 and not least else 'they cannot'} be served from the prefix cache"
         )
         before = _tokens(ev.before, count)

@@ -40,6 +40,9 @@ WHEN = ("request", "construction")
 # How a framework's memory rewrites the history it gives back (`[[memory]]` rows), and "append":
 # it gives back every message in order, so each turn's request extends the previous one.
 REWRITES = ("window", "token_window", "summary", "summary_buffer", "chunked", "processors", "append")
+# Where text a library adds lands (`[[appended]]`): after the last text the call is given ("end"),
+# as what the call returns ("value"), or ahead of the messages ("system", "tools").
+LANDS = ("end", "value", "system", "tools")
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,9 @@ class SinkModel:
     when: str = "request"
     # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
     templates: bool = False
+    # Its keyword arguments (those `arguments` does not name) fill the placeholders of the template
+    # it is given (LlamaIndex `llm.structured_predict(Schema, prompt, **prompt_args)`).
+    fills: bool = False
     # The call sends a whole request (nothing else follows what it is given), as an API call does;
     # a message or template object is one piece of a request assembled elsewhere.
     whole_request: bool = True
@@ -135,6 +141,20 @@ class MemoryModel:
         return self.rewrites == "append"
 
 
+@dataclass(frozen=True)
+class AppendedModel:
+    """Text a library adds to a request beside what the call is given (format instructions, an
+    output schema): static per app, of a length the code does not show, at least `tokens`."""
+
+    name: str
+    calls: tuple[str, ...]
+    keywords: tuple[str, ...] = ()  # the call adds it only when given one of these; () = always
+    lands: str = "end"
+    tokens: int = 0  # the shortest text the library writes there (the default tokenizer's count)
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
 class TableError(ValueError):
     """A row of a models table that cannot be used (names the row)."""
 
@@ -160,6 +180,7 @@ class Frameworks:
         not_prompt: frozenset[str] = frozenset(),
         entries: list[EntryModel] | None = None,
         memories: list[MemoryModel] | None = None,
+        appended: list[AppendedModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.configs = configs
@@ -182,6 +203,11 @@ class Frameworks:
         self.memory_needles = re.compile(
             r"\b(?:" + "|".join(memory_names) + ")" if memory_names else r"(?!x)x"
         )
+        self.appended = appended or []
+        self._appended: dict[str, list[tuple[_Pattern, AppendedModel]]] = {}
+        for row in self.appended:
+            for text in row.calls:
+                self._appended.setdefault(_last(text), []).append((_pattern(text), row))
         self._calls: dict[str, list[tuple[_Pattern, SinkModel | ConfigModel]]] = {}
         self._decorators: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
         self._bases: dict[str, list[tuple[_Pattern, SinkModel]]] = {}
@@ -210,7 +236,9 @@ class Frameworks:
         self.needles = re.compile(r"\b(?:" + "|".join(names) + ")") if names else re.compile(r"(?!x)x")
 
     def extended(self, sinks: list[SinkModel]) -> Frameworks:
-        return Frameworks([*self.sinks, *sinks], self.configs, self.not_prompt, self.entries, self.memories)
+        return Frameworks(
+            [*self.sinks, *sinks], self.configs, self.not_prompt, self.entries, self.memories, self.appended
+        )
 
     def memory_class(self, index: ModuleIndex, node: cst.BaseExpression) -> MemoryModel | None:
         """The `[[memory]]` row an expression names as a class (`Memory`, a parameter's default)."""
@@ -229,6 +257,26 @@ class Frameworks:
             keywords = {a.keyword.value for a in call.args if a.keyword is not None}
             return found if found.keyword in keywords else None
         return found if isinstance(found, MemoryModel) else None
+
+    def match_appended(
+        self, index: ModuleIndex, call: cst.Call, later: frozenset[str] = frozenset()
+    ) -> list[AppendedModel]:
+        """The `[[appended]]` rows a call is an instance of and given the keyword of (in the call,
+        or among `later`: attributes set on the object it builds)."""
+        chain = written_chain(call.func)
+        rows = self._appended.get(chain.rsplit(".", 1)[-1]) if chain else None
+        if not rows:
+            return []
+        imported = imported_packages(index)
+        qualified = index.qualified_names(call.func)
+        given = {a.keyword.value for a in call.args if a.keyword is not None} | later
+        return [
+            row
+            for pattern, row in rows
+            if not (row.imports and not any(fnmatch.filter(imported, p) for p in row.imports))
+            and (not row.keywords or given & set(row.keywords))
+            and pattern.matches(chain, qualified)
+        ]
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any. A configuration object known only by its name
@@ -453,6 +501,7 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
         returns=row.get("returns", ""),
         when=when,
         templates=bool(row.get("templates", False)),
+        fills=bool(row.get("fills", False)),
         whole_request=bool(row.get("whole_request", True)),
         breakpoints=str(row.get("breakpoints", "")),
         examples=dict(row.get("examples", {})),
@@ -532,14 +581,45 @@ def memory_from_row(row: dict[str, Any], where: str) -> MemoryModel:
     )
 
 
+def appended_from_row(row: dict[str, Any], where: str) -> AppendedModel:
+    unknown = sorted(set(row) - {f.name for f in fields(AppendedModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    where = f"{where} ({name})"
+    calls = _strings(row, "calls", where)
+    if not calls:
+        raise TableError(f"{where}: an appended row needs `calls`")
+    lands = row.get("lands", "end")
+    if lands not in LANDS:
+        raise TableError(f"{where}: `lands` is one of {', '.join(LANDS)}")
+    tokens = row.get("tokens", 0)
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+        raise TableError(f"{where}: `tokens` is a count (the least the library writes)")
+    return AppendedModel(
+        name,
+        calls,
+        _strings(row, "keywords", where),
+        lands,
+        tokens,
+        _strings(row, "imports", where),
+        dict(row.get("examples", {})),
+    )
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
     configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
     entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
     memories = [memory_from_row(r, f"{where}: memory {i + 1}") for i, r in enumerate(data.get("memory", []))]
+    appended = [
+        appended_from_row(r, f"{where}: appended {i + 1}") for i, r in enumerate(data.get("appended", []))
+    ]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return Frameworks(sinks, configs, frozenset(keywords), entries, memories)
+    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended)
 
 
 @cache

@@ -72,9 +72,13 @@ class Break:
 @dataclass(frozen=True)
 class Open:
     """Content we cannot see that is likely static (a prompt part from another module, or the rest
-    of a text this code only appends to): what follows a hole is unknown, not known to be dynamic."""
+    of a text this code only appends to): what follows a hole is unknown, not known to be dynamic.
+    `tokens`: what it is known to hold at least (format instructions a library appends, a schema it
+    renders: the models table's `[[appended]]` rows), `what` names it for the message."""
 
     line: int
+    tokens: int = 0
+    what: str = ""
 
 
 @dataclass(frozen=True)

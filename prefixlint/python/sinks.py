@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import libcst as cst
 
+from prefixlint.python import appended
 from prefixlint.python.evaluate import Env, Evaluator, func_name
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import ModuleIndex, string_value
-from prefixlint.python.segments import Break, Value, choice, concat, text
+from prefixlint.python.segments import Break, Value, choice, concat, per_option, text
 
 # Parts that are one message's text, and the role they are sent as.
 _ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
@@ -26,7 +27,7 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     within a part, in the order the row lists them); None when the call passes none of them."""
     found: list[tuple[str, int, Value]] = []
     position = 0
-    inner = env.deeper(template=row.templates)
+    inner = env.deeper(template=row.templates and not row.fills)  # filled here: placeholders stay text
     for arg in call.args:
         if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
             nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] = {}
@@ -57,7 +58,26 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
             found.append((part, row.rank(key if key in row.arguments else "*"), value))
         if nested:
             found += field_values(ev, row, key, arg.value, nested, inner)
-    return in_order(found)
+    if not found:
+        return None
+    if row.fills:
+        found = [(part, rank, fill_from(ev, call, row, value, env)) for part, rank, value in found]
+    # what the provider renders ahead of the messages (`response_format=`), first in its part
+    found += [(part, -1, value) for part, value in appended.ahead(ev, call)]
+    value = in_order(found)
+    assert value is not None
+    return appended.template_call(ev, call, value, env) if row.templates else appended.after(ev, call, value)
+
+
+def fill_from(ev: Evaluator, call: cst.Call, row: SinkModel, value: Value, env: Env) -> Value:
+    """A template given to a call that fills it (`fills`) with its other keyword arguments; a
+    placeholder it does not fill is named after itself. Only placeholders seen are filled: a value
+    with nowhere visible to go is not placed at the end."""
+    from prefixlint.python.prompt_files import named_arguments
+
+    skip = set(row.arguments) | ev.project.frameworks.not_prompt
+    named = {k: v for k, v in named_arguments(ev, call, env).items() if k not in skip}
+    return per_option(value, lambda v: ev.fill(v, call, [], named))
 
 
 def field_values(
