@@ -31,7 +31,11 @@ def _found(tmp_path: Path, source: str) -> set[tuple[str, int]]:
     return {(d.code, d.span.line) for d in result.diagnostics if d.code.startswith(OWNED)}
 
 
-ROWS = [row for row in [*builtin().sinks, *builtin().configs, *builtin().entries] if row.examples]
+ROWS = [
+    row
+    for row in [*builtin().sinks, *builtin().configs, *builtin().entries, *builtin().sources]
+    if row.examples
+]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
@@ -65,6 +69,19 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
         ),
         ('[[sink]]\nname = "X"\ncalls = [".Llama.__call__"]\n', "a `.__call__` pattern names what builds"),
         ('[[sink]]\nname = "X"\ncalls = ["autogen.*Agent"]\n', "its last name is written out"),
+        (
+            '[[source]]\nname = "X"\ncalls = [".get"]\n',
+            "source 1 (X): `kind` is one of context, memory, tools",
+        ),
+        ('[[source]]\nname = "X"\nkind = "context"\n', "a source row needs `calls` or `placeholders`"),
+        (
+            '[[source]]\nname = "X"\nkind = "memory"\ncalls = [".get"]\nprovenance = "daily"\n',
+            "`provenance` is one of request, clock",
+        ),
+        (
+            '[[source]]\nname = "X"\nkind = "tools"\ncalls = [".x"]\ncolour = 1\n',
+            "source 1: unknown key `colour`",
+        ),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:
@@ -77,6 +94,9 @@ def test_every_row_has_both_examples() -> None:
     value passed to the constructor that is not."""
     missing = [f"{s.name}: {k}" for s in builtin().sinks for k in ("valid", "invalid") if k not in s.examples]
     missing += [f"{c.name}: valid" for c in builtin().configs if "valid" not in c.examples]
+    missing += [
+        f"{s.name}: {k}" for s in builtin().sources for k in ("valid", "invalid") if k not in s.examples
+    ]
     assert missing == []
 
 

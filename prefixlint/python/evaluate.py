@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from prefixlint.python.frameworks import ConfigModel
+from prefixlint.python.frameworks import ConfigModel, SourceModel
 from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope, string_value
 from prefixlint.python.segments import (
     EMPTY,
@@ -98,6 +98,13 @@ _CONVERSIONS = {"int", "float", "round", "abs"}
 _CONSTRUCTORS = {"__init__", "__post_init__", "model_post_init", "__attrs_post_init__"}
 # Keys of a tool's (or function's) schema: a dict holding one is text the model reads.
 _SCHEMA_KEYS = {"description", "parameters", "input_schema", "function"}
+# How a finding names what a source row's kind gives.
+_SOURCE_WHAT = {
+    "context": "content retrieved for each request",
+    "memory": "memories recalled for each request",
+    "tools": "tools retrieved for each request",
+    "search": "web results fetched for each request",
+}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 
 
@@ -219,6 +226,12 @@ class Evaluator:
             label = self.label(node) if provenance.volatile else ""
         timing = self.timing(node) if provenance.volatile else "call"
         return (Hole(provenance, line, column, label, by_name, self.path, weak=weak, timing=timing),)
+
+    def source_hole(self, source: SourceModel, node: cst.CSTNode, label: str | None = None) -> Value:
+        """What a source row's call (or a placeholder its framework fills) gives: content made for
+        each request, named by the row in the message."""
+        (hole,) = self.hole(Provenance[source.provenance.upper()], node, label)
+        return (replace(hole, via=f"{_SOURCE_WHAT[source.kind]} by {source.name}"),)
 
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"
@@ -544,6 +557,8 @@ class Evaluator:
             if qnames & _DAY_CLOCKS or (qnames & {"time.strftime"} and _day_format(node.args)):
                 return _to_the_day(found)
             return found
+        if (source := self.project.frameworks.match_source(self.index, node)) is not None:
+            return self.source_hole(source, node)
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
             return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
         name = func_name(node.func)
@@ -554,7 +569,9 @@ class Evaluator:
             content = kwargs.get("content") or kwargs.get("text")
             if content is None and args:
                 content = args[-1].value if len(args) > 1 or _role_of(args[0].value) is None else None
-            return concat((Break(role),), self.value(content, deeper) if content is not None else EMPTY)
+            # a message in a template (`ChatPromptTemplate.from_messages([ChatMessage(...)])`) is one too
+            inner = env.deeper(template=env.template)
+            return concat((Break(role),), self.value(content, inner) if content is not None else EMPTY)
         if name in ("field", "Field") and (kwargs.keys() & {"default", "default_factory"} or args):
             # a dataclass / pydantic field: what an instance holds unless the caller sets it
             default = kwargs.get("default") or kwargs.get("default_factory") or args[0].value
@@ -1473,6 +1490,9 @@ class Evaluator:
 
     def placeholder(self, name: str, where: cst.CSTNode) -> Value:
         """A placeholder nobody in the checked code fills: a hole named after it."""
+        if (source := self.project.frameworks.placeholder_source(self.index, name)) is not None:
+            (hole,) = self.source_hole(source, where, "{" + name + "}")  # the framework fills it per request
+            return (replace(hole, timing="call"),)
         prov = placeholder_provenance(name) if _IDENT.match(name.replace(".", "_")) else None
         (hole,) = self.hole(prov or Provenance.UNKNOWN, where, "{" + name + "}", by_name=True)
         return (replace(hole, timing="call"),)  # filled when the template is, not where it is written
