@@ -25,6 +25,7 @@ from prefixlint.python.segments import (
     Hole,
     Open,
     Provenance,
+    Segment,
     Text,
     Value,
     choice,
@@ -166,6 +167,11 @@ def _role_of(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _starts_message(seg: Segment) -> bool:
+    """A message boundary in a list of messages: a role, or the turns spliced in (`*history`)."""
+    return isinstance(seg, Break) or isinstance(seg, Hole) and seg.history
+
+
 def func_name(func: cst.BaseExpression) -> str:
     if isinstance(func, cst.Name):
         return func.value
@@ -231,7 +237,7 @@ class Evaluator:
         """What a source row's call (or a placeholder its framework fills) gives: content made for
         each request, named by the row in the message."""
         (hole,) = self.hole(Provenance[source.provenance.upper()], node, label)
-        return (replace(hole, via=f"{_SOURCE_WHAT[source.kind]} by {source.name}"),)
+        return (replace(hole, via=f"{_SOURCE_WHAT[source.kind]}: {source.name}"),)
 
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"
@@ -1207,6 +1213,11 @@ class Evaluator:
                     added = (replace(added[0], label=self.label(binding.expr.value)),)
                 added = _as_history(added)
             return concat(before or EMPTY, added)
+        if binding.kind in ("prepend", "head") and binding.expr is not None:
+            before = self.scoped_value(name, scope, binding.pos, binding.expr, deeper, binding.branch)
+            if binding.kind == "prepend":  # `messages.insert(0, message)`
+                return concat(self.value(binding.expr, deeper), before or EMPTY)
+            return per_option(before or EMPTY, lambda v: self.new_head(v, binding, deeper))
         if binding.kind == "shuffle" and binding.expr is not None:
             return self.hole(Provenance.RANDOM, binding.expr)
         if binding.kind == "loop" and binding.expr is not None:
@@ -1221,6 +1232,27 @@ class Evaluator:
             return self.propagate(binding.expr, [iterable])
         line, column = binding.pos
         return (Hole(Provenance.UNKNOWN, line, column, name, path=self.path),)
+
+    def new_head(self, messages: Value, binding: Binding, env: Env) -> Value:
+        """A list of messages whose first message is rewritten: `messages[0] = m`, or its content
+        (`messages[0]["content"] = x + messages[0]["content"]`: the old content read in a `+` chain
+        is what the list held). A list whose first message we do not see is left as it is."""
+        assert binding.expr is not None and binding.key is not None
+        if not messages or not isinstance(messages[0], Break):
+            return messages
+        rest = next((k for k in range(1, len(messages)) if _starts_message(messages[k])), len(messages))
+        if isinstance(binding.key, cst.Subscript) and not isinstance(binding.key.value, cst.Subscript):
+            return concat(self.value(binding.expr, env), messages[rest:])  # the whole message
+        old, target = messages[1:rest], self.index.module.code_for_node(binding.key)
+
+        def content(node: cst.BaseExpression) -> Value:
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+                return concat(content(node.left), content(node.right))
+            if self.index.module.code_for_node(node) == target:
+                return old
+            return self.value(node, env)
+
+        return concat((messages[0],), content(binding.expr), messages[rest:])
 
     def in_loop(self, binding: Binding, value: Value, env: Env) -> Value:
         """Text added once per iteration of a loop over volatile data (a set, a sample, the
