@@ -237,7 +237,7 @@ class Evaluator:
         """What a source row's call (or a placeholder its framework fills) gives: content made for
         each request, named by the row in the message."""
         (hole,) = self.hole(Provenance[source.provenance.upper()], node, label)
-        return (replace(hole, via=f"{_SOURCE_WHAT[source.kind]}: {source.name}"),)
+        return (replace(hole, via=f"{_SOURCE_WHAT[source.kind]}: {source.name}", turns=source.turns),)
 
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"
@@ -406,9 +406,10 @@ class Evaluator:
             if isinstance(found, tuple):
                 return found
         base = self.value(node.value, env.deeper())
-        if (h := first_volatile(base)) is not None and not h.by_name:
+        if (h := first_volatile(base)) is not None and not h.by_name and not h.turns:
             return (h,)
-        return self.unknown(node)  # an item of an input known only by its name: as attributes
+        # an item of an input known only by its name: as attributes; a turn of a recalled conversation
+        return self.unknown(node)
 
     def _v_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
         left, right = self.value(node.left, env.deeper()), self.value(node.right, env.deeper())
@@ -575,9 +576,7 @@ class Evaluator:
             content = kwargs.get("content") or kwargs.get("text")
             if content is None and args:
                 content = args[-1].value if len(args) > 1 or _role_of(args[0].value) is None else None
-            # a message in a template (`ChatPromptTemplate.from_messages([ChatMessage(...)])`) is one too
-            inner = env.deeper(template=env.template)
-            return concat((Break(role),), self.value(content, inner) if content is not None else EMPTY)
+            return concat((Break(role),), self.value(content, deeper) if content is not None else EMPTY)
         if name in ("field", "Field") and (kwargs.keys() & {"default", "default_factory"} or args):
             # a dataclass / pydantic field: what an instance holds unless the caller sets it
             default = kwargs.get("default") or kwargs.get("default_factory") or args[0].value
@@ -1523,8 +1522,9 @@ class Evaluator:
     def placeholder(self, name: str, where: cst.CSTNode) -> Value:
         """A placeholder nobody in the checked code fills: a hole named after it."""
         if (source := self.project.frameworks.placeholder_source(self.index, name)) is not None:
-            (hole,) = self.source_hole(source, where, "{" + name + "}")  # the framework fills it per request
-            return (replace(hole, timing="call"),)
+            # the framework fills it per request, where the checked code does not show: a guess
+            (hole,) = self.source_hole(source, where, "{" + name + "}")
+            return (replace(hole, timing="call", by_name=True),)
         prov = placeholder_provenance(name) if _IDENT.match(name.replace(".", "_")) else None
         (hole,) = self.hole(prov or Provenance.UNKNOWN, where, "{" + name + "}", by_name=True)
         return (replace(hole, timing="call"),)  # filled when the template is, not where it is written
@@ -1682,7 +1682,7 @@ def _as_history(value: Value) -> Value:
     if (
         len(value) == 1
         and isinstance(value[0], Hole)
-        and (value[0].by_name or not value[0].provenance.volatile)
+        and (value[0].by_name or not value[0].provenance.volatile or value[0].turns)
     ):
         return (replace(value[0], provenance=Provenance.UNKNOWN, history=True, weak=False),)
     return value

@@ -129,6 +129,8 @@ class SourceModel:
     keywords: tuple[str, ...] = ()  # the call passes one of these keywords (`memory.get(input=...)`)
     placeholders: tuple[str, ...] = ()
     provenance: str = "request"
+    # Its result is the conversation with what it recalls (segments.Hole.turns).
+    turns: bool = False
     examples: dict[str, str] = field(default_factory=dict)
 
     def takes(self, call: cst.Call) -> bool:
@@ -552,6 +554,7 @@ def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
         keywords=_strings(row, "keywords", where),
         placeholders=placeholders,
         provenance=provenance,
+        turns=bool(row.get("turns", False)),
         examples=dict(row.get("examples", {})),
     )
 
