@@ -6,7 +6,8 @@ its result at each place a RAG app puts it, in a request of the table's request 
 - inserted as a new first message (`messages.insert(0, ...)`);
 - written into the first message's content ahead of the system text
   (`messages[0]["content"] = found + messages[0]["content"]`);
-- as the tools of the request (ahead of the system prompt);
+- as the tools of the request (ahead of the system prompt), and, for a row of tools, described in a
+  ReAct header's `{tool_desc}` ahead of its rules;
 - at the tail of the user turn: silent (nothing static follows);
 - a row whose result is the conversation with what it recalls (`turns`), spliced as messages: the
   history, silent even with static text after it.
@@ -107,6 +108,7 @@ def write(source: SourceModel, request: SinkModel, place: str, turn: int, look_a
     main.add('MODEL = "gpt-4o"')
     main.constants(["RULES"])
     main.add('CONTEXT = "Context for this question:\\n{context}\\n---\\n"')
+    main.add('REACT_HEADER = "You can use these tools:\\n{tool_desc}\\n\\n" + RULES')
     main.add("CACHE = {}" if look_alike == "receiver" else f"{call.receiver} = connect_store()")
     for line in made.setup:
         main.add(line)
@@ -115,7 +117,14 @@ def write(source: SourceModel, request: SinkModel, place: str, turn: int, look_a
     main.add(call.statement, frozenset({"value"}), depth=1)
     main.add('found = "\\n\\n".join(str(item) for item in items)', depth=1)
     user = 'f"{question}\\n\\nContext:\\n{found}"' if place == "user-tail" else "question"
-    if place == "spliced":  # the recalled conversation spliced as messages, a reminder after it
+    if place == "react-header":  # retrieved tools described in a ReAct header, ahead of its rules
+        main.add(
+            'tool_desc = "\\n".join(f"{item.metadata.name}: {item.metadata.description}" for item in items)',
+            depth=1,
+        )
+        main.add("system = REACT_HEADER.format(tool_desc=tool_desc)", depth=1)
+        main.add('messages = [{"role": "system", "content": system}, *history]', depth=1)
+    elif place == "spliced":  # the recalled conversation spliced as messages, a reminder after it
         main.add(
             'messages = [{"role": "system", "content": RULES}, *items, {"role": "system", "content": RULES}]',
             depth=1,
@@ -170,6 +179,9 @@ def cases() -> list[Case]:
         for place in PLACES:
             rows = WITH_TOOLS if place == "tools" else REQUESTS
             out.append(write(source, rows[turn % len(rows)], place, turn))
+            turn += 1
+        if source.kind == "tools":  # in a ReAct header's `{tool_desc}`, ahead of the header's rules
+            out.append(write(source, REQUESTS[turn % len(REQUESTS)], "react-header", turn))
             turn += 1
         if source.turns:  # the conversation it gives, spliced as messages, is the history: silent
             out.append(write(source, REQUESTS[turn % len(REQUESTS)], "spliced", turn))
