@@ -262,3 +262,36 @@ def test_a_project_source_row(tmp_path: Path) -> None:
     config.write_text('[[tool.prefixlint.python.source]]\nname = "x"\ncalls = [".lookup"]\n')
     with pytest.raises(ConfigError, match="python.source` 1 .x.: `kind` is one of"):
         load_config(config)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        're.search(r"order \\d+", question).group(0)',
+        "settings.get(input)",
+        'os.environ.get("SEARCH_HINT", "")',
+        'json.loads(cached).get("query", "")',
+    ],
+)
+def test_generic_names_are_no_sources(call: str, tmp_path: Path) -> None:
+    """`re.search`, `dict.get` and the like in a module that imports every source package: no row
+    takes them (their receivers are none of the rows'), so nothing per request is seen."""
+    imports = sorted({line for row in CALLING for line in _package(row)})
+    source = "\n".join(
+        ["import json", "import os", "import re", *imports, "from openai import OpenAI", ""]
+        + [
+            "client = OpenAI()",
+            "settings = {}",
+            f"RULES = {CONSTANTS['RULES']!r}",
+            "",
+            "",
+            "def answer(question: str, cached: str, input: str):",
+            f"    found = {call}",
+            "    return client.chat.completions.create(model='gpt-4o', messages=[",
+            "        {'role': 'system', 'content': found + RULES}, {'role': 'user', 'content': question}])",
+        ]
+    )
+    path = tmp_path / CHECKED
+    path.write_text(source, encoding="utf-8")
+    found = analyze_python(str(path), source, Options(project_root=str(tmp_path))).diagnostics
+    assert [d for d in found if "for each request" in d.message] == []
