@@ -44,7 +44,7 @@ _KEYS: dict[str, str] = {
 # `template-kinds` values: what a matching .jinja/.j2 file is (prefixlint/jinja/classify.py).
 TEMPLATE_KINDS = ("chat", "prompt", "not-prompt")
 _VARIABLE_KEYS = ("static", "dynamic")
-_PYTHON_KEYS = ("sinks", "sink", "guess-severity")
+_PYTHON_KEYS = ("sinks", "sink", "source", "guess-severity")
 
 
 class ConfigError(Exception):
@@ -75,6 +75,8 @@ class Config:
     python_guess_severity: str | None = None
     # `[[tool.prefixlint.python.sink]]`: rows of the models table (JSON, as the table's TOML reads)
     python_sink_rows: tuple[str, ...] = ()
+    # `[[tool.prefixlint.python.source]]`: the project's own calls whose result is per-request content
+    python_source_rows: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False)
     # Every config file path looked for, found or not: a recorded run (runmemo) depends on them all.
     consulted: tuple[str, ...] = field(default=(), compare=False)
@@ -122,18 +124,21 @@ def _selectors(value: Any, key: str, where: str) -> tuple[str, ...]:
     return tuple(s.strip().upper() for s in items)
 
 
-def _sink_rows(value: Any, name: str, where: str) -> tuple[str, ...]:
-    """Project rows of the models table, checked as the table's own rows are (a broken one is an
-    error naming it), kept as JSON so that the settings stay plain, hashable data."""
+def _sink_rows(value: Any, name: str, where: str, source: bool = False) -> tuple[str, ...]:
+    """Project rows of the models table (`[[sink]]` rows, or `[[source]]` ones), checked as the
+    table's own rows are (a broken one is an error naming it), kept as JSON so that the settings
+    stay plain, hashable data."""
     import json
 
-    from prefixlint.python.frameworks import TableError, sink_from_row
+    from prefixlint.python.frameworks import TableError, sink_from_row, source_from_row
+
+    read = source_from_row if source else sink_from_row
 
     if not isinstance(value, list) or not all(isinstance(row, dict) for row in value):
         raise ConfigError(f"{where}: `{name}` must be an array of tables (`[[{name}]]`)")
     for i, row in enumerate(value):
         try:
-            sink_from_row(row, f"`{name}` {i + 1}")
+            read(row, f"`{name}` {i + 1}")
         except TableError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     return tuple(json.dumps(row, sort_keys=True) for row in value)
@@ -200,6 +205,7 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
                     )
             values["python-sinks"] = _strings(value.get("sinks", []), f"{name}.sinks", where)
             values["python-sink-rows"] = _sink_rows(value.get("sink", []), f"{name}.sink", where)
+            values["python-source-rows"] = _sink_rows(value.get("source", []), f"{name}.source", where, True)
             guess = value.get("guess-severity")
             if guess is not None and guess not in SEVERITIES:
                 raise ConfigError(
@@ -253,6 +259,7 @@ def parse_config(data: dict[str, Any], path: Path, prefix: str = "") -> Config:
         python_sinks=values.get("python-sinks", ()),
         python_guess_severity=values.get("python-guess-severity"),
         python_sink_rows=values.get("python-sink-rows", ()),
+        python_source_rows=values.get("python-source-rows", ()),
         template_search_path=tuple(
             str((path.parent / folder).resolve()) for folder in values.get("template-search-path", ())
         ),
@@ -343,6 +350,7 @@ def build_options(
         python_sinks=config.python_sinks,
         python_guess_severity=config.python_guess_severity or "info",
         python_sink_rows=config.python_sink_rows,
+        python_source_rows=config.python_source_rows,
         project_root=str(root) if config.path is not None else None,
         template_vars=dict(template_vars or {}),
         block_size=block_size,

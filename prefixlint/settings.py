@@ -59,6 +59,8 @@ class Options:
     python_guess_severity: str = "info"
     # The project's own rows of the models table (`[[tool.prefixlint.python.sink]]`), as JSON.
     python_sink_rows: tuple[str, ...] = ()
+    # The project's own `[[tool.prefixlint.python.source]]` rows: calls whose result is per-request content.
+    python_source_rows: tuple[str, ...] = ()
     # Count a Python source's prompt in tokens (its JSON `cacheable_prefix_tokens`/`total_tokens`);
     # off for outputs that do not show them, so a pre-commit run loads no tokenizer for a clean file.
     python_numbers: bool = True

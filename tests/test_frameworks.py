@@ -44,6 +44,7 @@ ROWS = [
         *builtin().entries,
         *builtin().memories,
         *builtin().appended,
+        *builtin().sources,
     ]
     if row.examples
 ]
@@ -89,6 +90,19 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
             '[[memory]]\nname = "M"\ncalls = ["a.M"]\nrewrites = "window"\nreads = ["get"]\nalways = false\n',
             "only when told (`always = false`) names its `trigger`",
         ),
+        (
+            '[[source]]\nname = "X"\ncalls = [".get"]\n',
+            "source 1 (X): `kind` is one of context, memory, tools",
+        ),
+        ('[[source]]\nname = "X"\nkind = "context"\n', "a source row needs `calls` or `placeholders`"),
+        (
+            '[[source]]\nname = "X"\nkind = "memory"\ncalls = [".get"]\nprovenance = "daily"\n',
+            "`provenance` is one of request, clock",
+        ),
+        (
+            '[[source]]\nname = "X"\nkind = "tools"\ncalls = [".x"]\ncolour = 1\n',
+            "source 1: unknown key `colour`",
+        ),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:
@@ -107,6 +121,9 @@ def test_every_row_has_both_examples() -> None:
             for k in ("valid", "invalid")[: 1 if m.keeps_prefix else 2]
             if k not in m.examples
         ]
+    missing += [
+        f"{s.name}: {k}" for s in builtin().sources for k in ("valid", "invalid") if k not in s.examples
+    ]
     assert missing == []
 
 

@@ -95,7 +95,9 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     project.evaluators[os.path.abspath(path)] = evaluator
     tokenizer = _LazyTokenizer(path, options)
     engine = options.engine_profile()
-    project.frameworks = for_project(options.python_sinks, options.python_sink_rows)
+    project.frameworks = for_project(
+        options.python_sinks, options.python_sink_rows, options.python_source_rows
+    )
     prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, options.python_sinks)
     guess = Severity.parse(options.python_guess_severity)
     dispatch = None

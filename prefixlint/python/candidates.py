@@ -109,7 +109,7 @@ class _CandidateFinder:
         end = self.index.positions.get(fn, ((0, 0), (10**9, 0)))[1]
         for name, bindings in scope.bindings.items():
             if not any(
-                b.kind in ("append", "extend") and b.expr is not None and _holds_message(b.expr)
+                b.kind in ("append", "prepend", "extend") and b.expr is not None and _holds_message(b.expr)
                 for b in bindings
             ):
                 continue

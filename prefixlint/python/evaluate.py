@@ -17,7 +17,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from prefixlint.python import appended
-from prefixlint.python.frameworks import ConfigModel
+from prefixlint.python.frameworks import ConfigModel, SourceModel
 from prefixlint.python.scopes import Binding, Branch, ModuleIndex, Pos, Scope, string_value
 from prefixlint.python.segments import (
     EMPTY,
@@ -26,6 +26,7 @@ from prefixlint.python.segments import (
     Hole,
     Open,
     Provenance,
+    Segment,
     Text,
     Value,
     choice,
@@ -99,6 +100,13 @@ _CONVERSIONS = {"int", "float", "round", "abs"}
 _CONSTRUCTORS = {"__init__", "__post_init__", "model_post_init", "__attrs_post_init__"}
 # Keys of a tool's (or function's) schema: a dict holding one is text the model reads.
 _SCHEMA_KEYS = {"description", "parameters", "input_schema", "function"}
+# How a finding names what a source row's kind gives.
+_SOURCE_WHAT = {
+    "context": "content retrieved for each request",
+    "memory": "memories recalled for each request",
+    "tools": "tools retrieved for each request",
+    "search": "web results fetched for each request",
+}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 
 
@@ -158,6 +166,11 @@ def _role_of(node: cst.BaseExpression) -> str | None:
         value = node.attr.value.lower()
         return value if value in ROLES else None
     return None
+
+
+def _starts_message(seg: Segment) -> bool:
+    """A message boundary in a list of messages: a role, or the turns spliced in (`*history`)."""
+    return isinstance(seg, Break) or isinstance(seg, Hole) and seg.history
 
 
 def func_name(func: cst.BaseExpression) -> str:
@@ -220,6 +233,12 @@ class Evaluator:
             label = self.label(node) if provenance.volatile else ""
         timing = self.timing(node) if provenance.volatile else "call"
         return (Hole(provenance, line, column, label, by_name, self.path, weak=weak, timing=timing),)
+
+    def source_hole(self, source: SourceModel, node: cst.CSTNode, label: str | None = None) -> Value:
+        """What a source row's call (or a placeholder its framework fills) gives: content made for
+        each request, named by the row in the message."""
+        (hole,) = self.hole(Provenance[source.provenance.upper()], node, label)
+        return (replace(hole, via=f"{_SOURCE_WHAT[source.kind]}: {source.name}", turns=source.turns),)
 
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"
@@ -388,9 +407,10 @@ class Evaluator:
             if isinstance(found, tuple):
                 return found
         base = self.value(node.value, env.deeper())
-        if (h := first_volatile(base)) is not None and not h.by_name:
+        if (h := first_volatile(base)) is not None and not h.by_name and not h.turns:
             return (h,)
-        return self.unknown(node)  # an item of an input known only by its name: as attributes
+        # an item of an input known only by its name: as attributes; a turn of a recalled conversation
+        return self.unknown(node)
 
     def _v_BinaryOperation(self, node: cst.BinaryOperation, env: Env) -> Value:
         left, right = self.value(node.left, env.deeper()), self.value(node.right, env.deeper())
@@ -545,6 +565,8 @@ class Evaluator:
             if qnames & _DAY_CLOCKS or (qnames & {"time.strftime"} and _day_format(node.args)):
                 return _to_the_day(found)
             return found
+        if (source := self.project.frameworks.match_source(self.index, node)) is not None:
+            return self.source_hole(source, node)
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
             return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
         if (written := appended.made(self, node)) is not None:
@@ -1194,6 +1216,11 @@ class Evaluator:
                     added = (replace(added[0], label=self.label(binding.expr.value)),)
                 added = _as_history(added)
             return concat(before or EMPTY, added)
+        if binding.kind in ("prepend", "head") and binding.expr is not None:
+            before = self.scoped_value(name, scope, binding.pos, binding.expr, deeper, binding.branch)
+            if binding.kind == "prepend":  # `messages.insert(0, message)`
+                return concat(self.value(binding.expr, deeper), before or EMPTY)
+            return per_option(before or EMPTY, lambda v: self.new_head(v, binding, deeper))
         if binding.kind == "shuffle" and binding.expr is not None:
             return self.hole(Provenance.RANDOM, binding.expr)
         if binding.kind == "loop" and binding.expr is not None:
@@ -1208,6 +1235,27 @@ class Evaluator:
             return self.propagate(binding.expr, [iterable])
         line, column = binding.pos
         return (Hole(Provenance.UNKNOWN, line, column, name, path=self.path),)
+
+    def new_head(self, messages: Value, binding: Binding, env: Env) -> Value:
+        """A list of messages whose first message is rewritten: `messages[0] = m`, or its content
+        (`messages[0]["content"] = x + messages[0]["content"]`: the old content read in a `+` chain
+        is what the list held). A list whose first message we do not see is left as it is."""
+        assert binding.expr is not None and binding.key is not None
+        if not messages or not isinstance(messages[0], Break):
+            return messages
+        rest = next((k for k in range(1, len(messages)) if _starts_message(messages[k])), len(messages))
+        if isinstance(binding.key, cst.Subscript) and not isinstance(binding.key.value, cst.Subscript):
+            return concat(self.value(binding.expr, env), messages[rest:])  # the whole message
+        old, target = messages[1:rest], self.index.module.code_for_node(binding.key)
+
+        def content(node: cst.BaseExpression) -> Value:
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+                return concat(content(node.left), content(node.right))
+            if self.index.module.code_for_node(node) == target:
+                return old
+            return self.value(node, env)
+
+        return concat((messages[0],), content(binding.expr), messages[rest:])
 
     def in_loop(self, binding: Binding, value: Value, env: Env) -> Value:
         """Text added once per iteration of a loop over volatile data (a set, a sample, the
@@ -1495,6 +1543,10 @@ class Evaluator:
 
     def placeholder(self, name: str, where: cst.CSTNode) -> Value:
         """A placeholder nobody in the checked code fills: a hole named after it."""
+        if (source := self.project.frameworks.placeholder_source(self.index, name)) is not None:
+            # the framework fills it per request, where the checked code does not show: a guess
+            (hole,) = self.source_hole(source, where, "{" + name + "}")
+            return (replace(hole, timing="call", by_name=True),)
         prov = placeholder_provenance(name) if _IDENT.match(name.replace(".", "_")) else None
         (hole,) = self.hole(prov or Provenance.UNKNOWN, where, "{" + name + "}", by_name=True)
         return (replace(hole, timing="call"),)  # filled when the template is, not where it is written
@@ -1652,7 +1704,7 @@ def _as_history(value: Value) -> Value:
     if (
         len(value) == 1
         and isinstance(value[0], Hole)
-        and (value[0].by_name or not value[0].provenance.volatile)
+        and (value[0].by_name or not value[0].provenance.volatile or value[0].turns)
     ):
         return (replace(value[0], provenance=Provenance.UNKNOWN, history=True, weak=False),)
     return value

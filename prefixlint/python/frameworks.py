@@ -4,8 +4,11 @@ Each `[[sink]]` row names an API of an LLM client or framework, how a call (or a
 is recognised, and which of its arguments carry prompt text and which part of the request each
 becomes (`PARTS`, in the order the request puts them). `[[config]]` rows name calls whose
 arguments only configure a client (keys, URLs, timeouts): a volatile value passed to them is no
-prompt text. A project's own prompt builders (`[tool.prefixlint.python] sinks`) are rows of the
-same table. Every row carries a valid and an invalid example that the tests run
+prompt text. `[[source]]` rows name calls whose result is content made per request (retrievers and
+vector stores, memory recalled by the input, tools retrieved for the query, web search): a value of
+that provenance wherever it lands (prefixlint/python/evaluate.py asks `match_source`). A project's
+own prompt builders (`[tool.prefixlint.python] sinks`) and sources (`[[...python.source]]`) are rows
+of the same table. Every row carries a valid and an invalid example that the tests run
 (`tests/test_frameworks.py`), as Fixit runs its rules' examples.
 
 A call pattern is either `.a.b.c`, the end of the called expression as written
@@ -155,6 +158,52 @@ class AppendedModel:
     examples: dict[str, Any] = field(default_factory=dict)
 
 
+# What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results.
+SOURCE_KINDS = ("context", "memory", "tools", "search")
+# A source row's provenance, by the name the table writes it in (segments.Provenance's members).
+PROVENANCES = ("request", "clock", "id", "random", "environment", "unordered")
+
+
+@dataclass(frozen=True)
+class SourceModel:
+    """A call whose result is content made for each request (retrieved documents, memories
+    recalled by the input, tools retrieved for the query): a value of that provenance wherever it
+    lands in a prompt. `receivers` and `keywords` keep a generic method name (`.get`, `.query`,
+    `.invoke`) to the objects it means; `placeholders` are the template fields the framework fills
+    with such content itself (LlamaIndex's `{context_str}`), in modules that import it."""
+
+    name: str
+    kind: str
+    calls: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    # globs over the receiver's last written name (`self._retriever` -> `_retriever`), lowercased
+    receivers: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()  # the call passes one of these keywords (`memory.get(input=...)`)
+    placeholders: tuple[str, ...] = ()
+    provenance: str = "request"
+    # Its result is the conversation with what it recalls (segments.Hole.turns).
+    turns: bool = False
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def takes(self, call: cst.Call) -> bool:
+        """Whether a call whose name matched is this row's: its receiver and keywords agree."""
+        if self.keywords and not any(_passes(a, self.keywords) for a in call.args):
+            return False
+        if not self.receivers:
+            return True
+        receiver = receiver_name(call.func).lower()
+        return bool(receiver) and any(fnmatch.fnmatchcase(receiver, g) for g in self.receivers)
+
+
+def _passes(arg: cst.Arg, keywords: tuple[str, ...]) -> bool:
+    """`input=...`, or a variable of that name passed (`mem.get(input, **kwargs)`)."""
+    import libcst as cst
+
+    if arg.keyword is not None:
+        return arg.keyword.value in keywords
+    return isinstance(arg.value, cst.Name) and arg.value.value in keywords
+
+
 class TableError(ValueError):
     """A row of a models table that cannot be used (names the row)."""
 
@@ -181,8 +230,10 @@ class Frameworks:
         entries: list[EntryModel] | None = None,
         memories: list[MemoryModel] | None = None,
         appended: list[AppendedModel] | None = None,
+        sources: list[SourceModel] | None = None,
     ) -> None:
         self.sinks = sinks
+        self.sources = sources or []
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
         self.entries = entries or []
@@ -228,6 +279,11 @@ class Frameworks:
         for entry in self.entries:
             for text in entry.decorators:
                 self._entries.setdefault(_last(text), []).append((_pattern(text), entry))
+        self._sources: dict[str, list[tuple[_Pattern, SourceModel]]] = {}
+        for source in self.sources:
+            for text in source.calls:
+                self._sources.setdefault(_last(text), []).append((_pattern(text), source))
+        self._placeholders = [s for s in self.sources if s.placeholders]
         # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
         self._called = {p.text.split(".")[0] for p, _ in self._calls.get(_CALL, ())}
         names = sorted({re.escape(n) for s in sinks for n in _needles(s)} | set(memory_names))
@@ -235,9 +291,15 @@ class Frameworks:
         # nor build a modelled memory; a prefix, as `langchain` is of `langchain_core`.
         self.needles = re.compile(r"\b(?:" + "|".join(names) + ")") if names else re.compile(r"(?!x)x")
 
-    def extended(self, sinks: list[SinkModel]) -> Frameworks:
+    def extended(self, sinks: list[SinkModel], sources: list[SourceModel] | None = None) -> Frameworks:
         return Frameworks(
-            [*self.sinks, *sinks], self.configs, self.not_prompt, self.entries, self.memories, self.appended
+            [*self.sinks, *sinks],
+            self.configs,
+            self.not_prompt,
+            self.entries,
+            self.memories,
+            self.appended,
+            [*(sources or []), *self.sources],
         )
 
     def memory_class(self, index: ModuleIndex, node: cst.BaseExpression) -> MemoryModel | None:
@@ -277,6 +339,35 @@ class Frameworks:
             and (not row.keywords or given & set(row.keywords))
             and pattern.matches(chain, qualified)
         ]
+
+    def match_source(self, index: ModuleIndex, call: cst.Call) -> SourceModel | None:
+        """The source row a call is an instance of (its result is per-request content), if any."""
+        key = (self, call, "source")
+        memo = index.matched
+        if key not in memo:
+            chain = written_chain(call.func)
+            rows = self._sources.get(chain.rsplit(".", 1)[-1]) if chain else None
+            found = None
+            if rows:
+                imported = imported_packages(index)
+                qualified = index.qualified_names(call.func)
+                for pattern, row in rows:
+                    if row.imports and not any(fnmatch.filter(imported, p) for p in row.imports):
+                        continue
+                    if pattern.matches(chain, qualified) and row.takes(call):
+                        found = row
+                        break
+            memo[key] = found
+        return memo[key]
+
+    def placeholder_source(self, index: ModuleIndex, name: str) -> SourceModel | None:
+        """The source row whose framework fills a template's `{name}` itself, in this module."""
+        for row in self._placeholders:
+            if name in row.placeholders and (
+                not row.imports or any(fnmatch.filter(imported_packages(index), p) for p in row.imports)
+            ):
+                return row
+        return None
 
     def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
         """The row a call is an instance of, if any. A configuration object known only by its name
@@ -400,6 +491,21 @@ def written_chain(node: cst.BaseExpression) -> str:
 
 
 _IMPORTED: dict[int, tuple[ModuleIndex, frozenset[str]]] = {}
+
+
+def receiver_name(func: cst.BaseExpression) -> str:
+    """The last name of what a method is called on: `self._retriever` for `self._retriever.retrieve`,
+    `as_retriever` for `index.as_retriever().retrieve`; "" for a plain function."""
+    import libcst as cst
+
+    if not isinstance(func, cst.Attribute):
+        return ""
+    receiver = func.value
+    if isinstance(receiver, cst.Call):
+        receiver = receiver.func
+    if isinstance(receiver, cst.Attribute):
+        return receiver.attr.value
+    return receiver.value if isinstance(receiver, cst.Name) else ""
 
 
 def imported_packages(index: ModuleIndex) -> frozenset[str]:
@@ -581,6 +687,41 @@ def memory_from_row(row: dict[str, Any], where: str) -> MemoryModel:
     )
 
 
+def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
+    """A `[[source]]` row as a SourceModel; TableError naming the row and key when it is unusable."""
+    unknown = sorted(set(row) - {f.name for f in fields(SourceModel)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    where = f"{where} ({name})"
+    kind = row.get("kind")
+    if kind not in SOURCE_KINDS:
+        raise TableError(f"{where}: `kind` is one of {', '.join(SOURCE_KINDS)}")
+    provenance = row.get("provenance", "request")
+    if provenance not in PROVENANCES:
+        raise TableError(f"{where}: `provenance` is one of {', '.join(PROVENANCES)}")
+    calls, placeholders = _strings(row, "calls", where), _strings(row, "placeholders", where)
+    if not calls and not placeholders:
+        raise TableError(f"{where}: a source row needs `calls` or `placeholders`")
+    for text in calls:
+        if any(c in _last(text) for c in "*?["):
+            raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    return SourceModel(
+        name=name,
+        kind=kind,
+        calls=calls,
+        imports=_strings(row, "imports", where),
+        receivers=tuple(g.lower() for g in _strings(row, "receivers", where)),
+        keywords=_strings(row, "keywords", where),
+        placeholders=placeholders,
+        provenance=provenance,
+        turns=bool(row.get("turns", False)),
+        examples=dict(row.get("examples", {})),
+    )
+
+
 def appended_from_row(row: dict[str, Any], where: str) -> AppendedModel:
     unknown = sorted(set(row) - {f.name for f in fields(AppendedModel)})
     if unknown:
@@ -618,8 +759,9 @@ def parse_table(text: str, where: str) -> Frameworks:
     appended = [
         appended_from_row(r, f"{where}: appended {i + 1}") for i, r in enumerate(data.get("appended", []))
     ]
+    sources = [source_from_row(r, f"{where}: source {i + 1}") for i, r in enumerate(data.get("source", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended)
+    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended, sources)
 
 
 @cache
@@ -639,11 +781,15 @@ def declared_sink(name: str) -> SinkModel:
 
 
 @cache
-def for_project(declared: tuple[str, ...], rows: tuple[str, ...] = ()) -> Frameworks:
-    """The table with the project's own rows: `python.sinks` names and `[[python.sink]]` rows (JSON,
-    checked when the config was read)."""
+def for_project(
+    declared: tuple[str, ...], rows: tuple[str, ...] = (), source_rows: tuple[str, ...] = ()
+) -> Frameworks:
+    """The table with the project's own rows: `python.sinks` names, `[[python.sink]]` and
+    `[[python.source]]` rows (JSON, checked when the config was read). The project's sources are
+    tried before the built-in ones."""
     import json
 
     own = [declared_sink(n) for n in declared]
     own += [sink_from_row(json.loads(row), "config python.sink") for row in rows]
-    return builtin().extended(own) if own else builtin()
+    sources = [source_from_row(json.loads(row), "config python.source") for row in source_rows]
+    return builtin().extended(own, sources) if own or sources else builtin()

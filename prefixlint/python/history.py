@@ -395,7 +395,7 @@ def key_of(index: ModuleIndex, node: cst.BaseExpression) -> Key | None:
     name = node.value
     while scope is not None:
         if name in scope.params or any(
-            b.kind not in ("append", "setitem") for b in scope.bindings.get(name, ())
+            b.kind not in ("append", "prepend", "head", "setitem") for b in scope.bindings.get(name, ())
         ):
             return ("name", id(scope.node), name)
         scope = scope.parent
@@ -732,7 +732,9 @@ def _bound_exprs(index: ModuleIndex, name: cst.Name) -> list[cst.BaseExpression]
     scope = index.scope_for(name)
     bindings = scope.bindings.get(name.value, ())
     return [
-        b.expr for b in bindings if b.expr is not None and b.kind in ("assign", "aug", "append", "extend")
+        b.expr
+        for b in bindings
+        if b.expr is not None and b.kind in ("assign", "aug", "append", "prepend", "extend")
     ]
 
 

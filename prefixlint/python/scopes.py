@@ -17,7 +17,8 @@ Pos = tuple[int, int]
 @dataclass(frozen=True)
 class Binding:
     """`kind`: assign (`x = e`), unpack (`a, x = e`: `element` is x's position), aug (`x += e`),
-    append/extend (`x.append(e)`), shuffle (`random.shuffle(x)`),
+    append/extend (`x.append(e)`), prepend (`x.insert(0, e)`), head (`x[0] = e`, `x[0]["content"] = e`,
+    `x[0].content = e`: `key` is the target), shuffle (`random.shuffle(x)`),
     loop (`for x in e`: `expr` is the iterable), unknown (anything else that binds)."""
 
     kind: str
@@ -27,8 +28,30 @@ class Binding:
     # them is added once per item of each, in their order
     loops: tuple[cst.BaseExpression, ...] = ()
     branch: Branch = ()  # the arms of `if`/`try`/loops around it, inside its function
-    key: cst.BaseExpression | None = None  # setitem (`name[key] = expr`): the key
+    key: cst.BaseExpression | None = None  # setitem (`name[key] = expr`): the key; head: the target
     element: int = 0  # unpack (`a, name = expr`): the position of the name in the target
+
+
+def _is_zero(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Integer) and node.value == "0"
+
+
+def _first_message(target: cst.BaseExpression) -> str | None:
+    """The list whose first message an assignment target rewrites: `messages` for `messages[0]`,
+    `messages[0]["content"]` and `messages[0].content`."""
+    if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Subscript):
+        target = target.value  # `messages[0]["content"]`
+    elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Subscript):
+        target = target.value  # `messages[0].content`
+    if (
+        isinstance(target, cst.Subscript)
+        and isinstance(target.value, cst.Name)
+        and len(target.slice) == 1
+        and isinstance(target.slice[0].slice, cst.Index)
+        and _is_zero(target.slice[0].slice.value)
+    ):
+        return target.value.value
+    return None
 
 
 # The arms a statement sits in, outermost first: (id of the if/try/loop/match node, arm number).
@@ -401,7 +424,11 @@ class _Indexer:
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
-            if isinstance(target.target, cst.Name):
+            head = _first_message(target.target)
+            if head is not None:  # `messages[0] = m`, `messages[0]["content"] = x + messages[0]["content"]`
+                self._bind(head, "head", node, node.value)
+                self.setitem_keys[len(self.pending) - 1] = target.target
+            elif isinstance(target.target, cst.Name):
                 self._bind(target.target.value, "assign", node, node.value)
             elif (
                 isinstance(target.target, cst.Subscript)
@@ -456,6 +483,8 @@ class _Indexer:
             and func.attr.value in ("append", "extend", "insert")
         ):
             kind = "extend" if func.attr.value == "extend" else "append"
+            if func.attr.value == "insert" and _is_zero(call.args[0].value):
+                kind = "prepend"  # `messages.insert(0, system_message)`: ahead of all the rest
             self._bind(func.value.value, kind, node, call.args[-1].value)
         elif isinstance(call.args[0].value, cst.Name):
             # kept only if `func` is `random.shuffle` (known once all imports are: see finish)

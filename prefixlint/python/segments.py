@@ -57,6 +57,10 @@ class Hole:
     # A clock read to the day (`date.today()`, `strftime("%Y-%m-%d")`): it changes once a day, so it
     # splits the cache per day, not per request.
     daily: bool = False
+    # A source that gives the conversation with what it recalls in it (LlamaIndex's
+    # `memory.get(input=...)`): spliced into a request as messages it is the conversation so far,
+    # and one message of it (`messages[0]`) is one of its turns; only as text is it per request.
+    turns: bool = False
     # Where the value really is when `anchor` placed it where it enters another module: (path,
     # line, column, label, via) as they were (prefixlint/python/consumers.py puts it back).
     origin: tuple[str, int, int, str, str] | None = None
