@@ -49,8 +49,10 @@ MAX_FILE_BYTES = 1_000_000
 MAX_IMPORTED_MODULE_BYTES = 150_000
 MAX_IMPORTED_BYTES = 400_000
 MAX_SIBLING_MODULES = 50
-# Imported modules kept parsed per process (a libcst tree of a large module is megabytes).
-MAX_PARSED_MODULES = 200
+# Source kept parsed per process, in characters: a module is parsed once per run, whatever imports it,
+# while the modules parsed fit (~160 MB of libcst tree and index per MB of source; llama_index
+# core reaches 3.8 MB). A count of modules bounded it before: 200 re-parsed half of llama_index's.
+MAX_PARSED_BYTES = 8_000_000
 # Folders above a module tried for a relative path or a package, when the module is outside the root.
 MAX_PARENT_FOLDERS = 6
 
@@ -386,11 +388,15 @@ def parsed_module(path: str, text: str) -> ModuleIndex | None:
 def remember(path: str, text: str, index: ModuleIndex | None) -> None:
     """Keep a parsed module for the checked files that import it next (the modules a package's
     files import are mostly the same: the least recently used is dropped first)."""
+    global _PARSED_BYTES
     path = os.path.abspath(path)
+    old = _PARSED.pop(path, None)
+    if old is not None:
+        _PARSED_BYTES -= len(old[0])
     _PARSED[path] = (text, index)
-    _PARSED.move_to_end(path)
-    while len(_PARSED) > MAX_PARSED_MODULES:  # bounded memory (~140 MB per MB of source)
-        _PARSED.popitem(last=False)
+    _PARSED_BYTES += len(text)
+    while _PARSED_BYTES > MAX_PARSED_BYTES and len(_PARSED) > 1:  # bounded memory
+        _PARSED_BYTES -= len(_PARSED.popitem(last=False)[1][0])
 
 
 # Modules found on disk in this run: (root, dotted name, importer's folder) -> path or None.
@@ -407,6 +413,7 @@ def forget_disk() -> None:
 _WALKED: dict[str, dict[str, list[str]]] = {}
 # Modules parsed in this process, by path: (their text, their index).
 _PARSED: OrderedDict[str, tuple[str, ModuleIndex | None]] = OrderedDict()
+_PARSED_BYTES = 0  # the length of the texts in _PARSED
 
 
 def _read(path: str) -> str | None:
