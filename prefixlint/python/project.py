@@ -385,6 +385,19 @@ def parsed_module(path: str, text: str) -> ModuleIndex | None:
     return cached[1]
 
 
+def parse_ahead(path: str, text: str) -> bool:
+    """Parse and index a module for later look-ups, while that leaves half the parse cache for
+    the modules parsed on demand; False (nothing parsed) when it would not."""
+    if _PARSED_BYTES + len(text) > MAX_PARSED_BYTES // 2:
+        return False
+    if parsed_module(path, text) is None:
+        index = None
+        with contextlib.suppress(cst.ParserSyntaxError, RecursionError, ValueError):
+            index = index_module(parse_module(text), os.path.abspath(path))
+        remember(path, text, index)
+    return True
+
+
 def remember(path: str, text: str, index: ModuleIndex | None) -> None:
     """Keep a parsed module for the checked files that import it next (the modules a package's
     files import are mostly the same: the least recently used is dropped first)."""
