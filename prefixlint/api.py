@@ -471,6 +471,8 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
     stop_all_loading()  # each worker loads its own: a helper would only compete with them for a core
     # fork: workers start at once, with everything imported; a worker loads each tokenizer once.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    if method == "fork":
+        _parse_ahead(sources, options)
     batches = _batches(sources, options, workers)
     results: dict[int, list[SourceResult]] = {}
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
@@ -481,22 +483,59 @@ def _lint_all(sources: list[Source], options: Options, workers: int | None) -> I
         yield results[i]
 
 
+def _parse_ahead(sources: list[Source], options: Options) -> None:
+    """The Python modules with prompt text parsed before the workers fork, which then share them:
+    each module parsed once per run, whichever worker checks it and whichever imports it."""
+    from prefixlint.python import parse_ahead
+
+    for source in sources:
+        if source.kind != "python":
+            continue
+        try:
+            text = read_text(source.path, options.limits.file_bytes)
+        except (OSError, ValueError):
+            continue
+        if not parse_ahead(source.path, text, options):
+            return
+
+
 def _lint_batch(job: tuple[list[Source], Options]) -> list[list[SourceResult]]:
     sources, options = job
     return [analyse_source(source, options) for source in sources]
 
 
 def _batches(sources: list[Source], options: Options, workers: int) -> list[list[int]]:
-    """Indices of `sources` in batches for pool workers. Sources that share a tokenizer file stay
-    together, as a worker loads every tokenizer it meets (~0.5 s each; round-robin had every
-    worker load every tokenizer); groups are cut into pieces small enough that no worker idles
-    long at the end, and the largest go first."""
+    """Indices of `sources` in batches for pool workers, about one per worker. Sources that share a
+    tokenizer file stay together, as a worker loads every tokenizer it meets (~0.5 s each), and
+    each group is cut, in path order, into one contiguous run per worker of about equal size: a
+    package's modules and the modules they import land in the same worker, which parses each once
+    (interleaved small batches had every worker parse nearly every imported module of the tree)."""
     groups: dict[str | None, list[int]] = {}
-    for i, source in enumerate(sources):
-        groups.setdefault(source_tokenizer_file(source.path, source.kind, options.tokenizer), []).append(i)
-    size = max(1, -(-len(sources) // (workers * 4)))
-    batches = [group[k : k + size] for group in groups.values() for k in range(0, len(group), size)]
+    for i in sorted(range(len(sources)), key=lambda i: sources[i].path):
+        groups.setdefault(
+            source_tokenizer_file(sources[i].path, sources[i].kind, options.tokenizer), []
+        ).append(i)
+    batches = []
+    for group in groups.values():
+        sizes = [_size(sources[i].path) for i in group]
+        total, filled, start, cut = sum(sizes), 0, 0, 1
+        for n, size in enumerate(sizes):
+            filled += size
+            if cut < workers and filled >= total * cut / workers:
+                batches.append(group[start : n + 1])
+                start = n + 1
+                while cut < workers and filled >= total * cut / workers:
+                    cut += 1
+        if start < len(group):
+            batches.append(group[start:])
     return sorted(batches, key=len, reverse=True)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path) + 1
+    except OSError:
+        return 1
 
 
 def lint_paths(paths: list[str], options: Options, workers: int | None = None) -> Report:

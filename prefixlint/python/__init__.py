@@ -77,4 +77,16 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     return analyze(path, text, options)
 
 
-__all__ = ["analyze_python", "has_prompt_shapes", "may_hold_prompts"]
+def parse_ahead(path: str, text: str, options: Options) -> bool:
+    """Parse and index the module now if it holds prompt text, so that pool workers forked after
+    this share one parse of it (a package's core modules are checked in one worker and imported
+    by the files of every other: each worker parsed them again). False once the parse cache has
+    no room left for workers' own parses (project.parse_ahead)."""
+    if not has_prompt_shapes(path, text, options):
+        return True
+    from prefixlint.python.project import parse_ahead as parse
+
+    return parse(path, text)
+
+
+__all__ = ["analyze_python", "has_prompt_shapes", "may_hold_prompts", "parse_ahead"]
