@@ -57,6 +57,9 @@ class Hole:
     # A clock read to the day (`date.today()`, `strftime("%Y-%m-%d")`): it changes once a day, so it
     # splits the cache per day, not per request.
     daily: bool = False
+    # An item of a collection a loop around the sink walks (`for node in nodes:`): each item is
+    # its own request; this is how the collection is written, for the message.
+    item: str = ""
     # Where the value really is when `anchor` placed it where it enters another module: (path,
     # line, column, label, via) as they were (prefixlint/python/consumers.py puts it back).
     origin: tuple[str, int, int, str, str] | None = None
