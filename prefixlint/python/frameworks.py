@@ -56,6 +56,9 @@ class SinkModel:
     when: str = "request"
     # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
     templates: bool = False
+    # Its keyword arguments (and `**mapping`) not named in `arguments` fill the placeholders of
+    # the template it is given as its prompt (LlamaIndex `llm.predict(tmpl, query_str=q)`).
+    fills: bool = False
     # The call sends a whole request (nothing else follows what it is given), as an API call does;
     # a message or template object is one piece of a request assembled elsewhere.
     whole_request: bool = True
@@ -385,6 +388,7 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
         returns=row.get("returns", ""),
         when=when,
         templates=bool(row.get("templates", False)),
+        fills=bool(row.get("fills", False)),
         whole_request=bool(row.get("whole_request", True)),
         breakpoints=str(row.get("breakpoints", "")),
         examples=dict(row.get("examples", {})),

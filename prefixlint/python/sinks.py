@@ -24,9 +24,17 @@ _ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
 def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Value | None:
     """What a call of a modelled API sends: its prompt arguments evaluated, in request order (and
     within a part, in the order the row lists them); None when the call passes none of them."""
+    from prefixlint.python import fills
+
     found: list[tuple[str, int, Value]] = []
     position = 0
-    inner = env.deeper(template=row.templates)
+    env = fills.with_items(ev, call, env)  # in a loop over items: one request per item
+    # a template filled in this module is judged where it is filled, not by its placeholders' names
+    inner = env.deeper(template=row.templates and not fills.filled_here(ev, call))
+    named = fills.fill_values(ev, call, row, env) if row.fills else None
+    chained = fills.piped(ev, call, env) if "messages" in row.arguments.values() else None
+    if chained is not None:  # `(prompt | llm).invoke({...})`: the prompt, filled
+        return in_order([("messages", 0, chained)])
     for arg in call.args:
         if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
             nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] = {}
@@ -54,6 +62,8 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
                 value = choice([argument_value(ev, el.value, inner) for el in arg.value.elements])
             else:
                 value = argument_value(ev, arg.value, inner)
+            if named is not None and part == "prompt":  # the template, filled with what the call passes
+                value = fills.filled(ev, fills.template_of(ev, arg.value, value, env), call, named)
             found.append((part, row.rank(key if key in row.arguments else "*"), value))
         if nested:
             found += field_values(ev, row, key, arg.value, nested, inner)
@@ -283,9 +293,10 @@ class _SinkFinder:
                 return
             if row is not None:
                 return  # a client constructor: configuration only
+            from prefixlint.python.fills import with_items
             from prefixlint.python.summaries import requests_at_call
 
-            wrapped = requests_at_call(self.ev, node, Env())
+            wrapped = requests_at_call(self.ev, node, with_items(self.ev, node, Env()))
             for name, template in wrapped:
                 what = f"the request `{name}()` sends ({template.what})"
                 self._add(node, template.value, what, template.whole)
