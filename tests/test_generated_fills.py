@@ -306,3 +306,19 @@ def test_a_label_between_two_inputs_judged_alike_is_no_loss(tmp_path: Path) -> N
     assert _check({"app.py": source}, "app.py", tmp_path) == {
         ("PFX105", _line(source, "draft=draft")): "info"
     }
+
+
+def test_a_template_another_module_uses_is_judged_there_not_by_its_placeholder_names(tmp_path: Path) -> None:
+    prompts = LLAMA + f"KEYWORDS_TMPL = 'Question: {{question}}\\n' + {LONG!r}\n"
+    prompts += "KEYWORDS_PROMPT = PromptTemplate(KEYWORDS_TMPL)\n"
+    retriever = (
+        "from llama_index.llms.openai import OpenAI\n\nfrom pkg.prompts import KEYWORDS_PROMPT\n\n\n"
+        "def keywords(llm: OpenAI, query_str: str) -> str:\n"
+        "    return llm.predict(KEYWORDS_PROMPT, question=query_str)\n"
+    )
+    files = {"pkg/__init__.py": "", "pkg/prompts.py": prompts}
+    # alone, nothing fills it: `{question}` is a per-request input by its name
+    assert _check(files, "pkg/prompts.py", tmp_path) == {("PFX105", 3): "info"}
+    files["pkg/retriever.py"] = retriever
+    assert _check(files, "pkg/prompts.py", tmp_path / "b") == {}  # filled in retriever.py, judged there
+    assert _check(files, "pkg/retriever.py", tmp_path / "c") == {("PFX105", 7): "info"}

@@ -25,7 +25,7 @@ def consumer_requests(project: Project, path: str) -> list[Prompt]:
     are written in it, the others' values unknown (but per-request inputs still cut the loss)."""
     path = os.path.abspath(path)
     out: list[Prompt] = []
-    for consumer in _importers(project, path)[:MAX_CONSUMERS]:
+    for consumer in importers(project, path)[:MAX_CONSUMERS]:
         ev = project.evaluator(consumer)
         if ev is None:
             continue
@@ -54,7 +54,7 @@ def _holes(value: Value) -> list[Hole]:
     return holes(value)
 
 
-def _importers(project: Project, path: str) -> list[str]:
+def importers(project: Project, path: str) -> list[str]:
     """Project modules whose text imports the module at `path` and names a modelled API."""
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "__init__":

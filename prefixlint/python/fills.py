@@ -14,6 +14,7 @@ there, at the confidence of a parameter (`Hole.item` names the collection, for t
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import libcst as cst
@@ -135,8 +136,32 @@ def filled_here(ev: Evaluator, template: cst.Call) -> bool:
     return name is not None and name_filled(ev, name, template)
 
 
+def used_elsewhere(ev: Evaluator, name: str) -> bool:
+    """Whether a module that imports this one uses its template `name` (not only imports or
+    re-exports it): that module fills it, and its check judges what is passed there."""
+    key = (id(ev.project), ev.path)
+    found = _USERS.get(key)
+    if found is None or found[0] is not ev.project:
+        from prefixlint.python.consumers import importers
+        from prefixlint.python.project import read_text
+
+        if len(_USERS) > 64:
+            _USERS.clear()
+        texts = [t for t in (read_text(p) for p in importers(ev.project, ev.path)) if t]
+        found = _USERS[key] = (ev.project, texts)
+    use = re.compile(
+        rf"^(?!\s*(?:from|import)\b)(?!\s*{re.escape(name)},?\s*$).*(?<![\w\"']){re.escape(name)}\b(?![\"'])",
+        re.M,
+    )
+    return any(use.search(t) for t in found[1])
+
+
+_USERS: dict[tuple[int, str], tuple[object, list[str]]] = {}
+
+
 def name_filled(ev: Evaluator, name: str, at: cst.CSTNode) -> bool:
-    """Whether this module fills the template module-level `name` holds (`at`: where it is made)."""
+    """Whether the template module-level `name` holds (`at`: where it is made) is filled in this
+    module, or used by a module that imports it (which fills it, and is judged there)."""
     if any(c is not at for c in ev.calls_filling(name)):
         return True
     for method in _fill_sink_methods(ev):
@@ -145,7 +170,26 @@ def name_filled(ev: Evaluator, name: str, at: cst.CSTNode) -> bool:
                 row = ev.project.frameworks.match_call(ev.index, c)
                 if isinstance(row, SinkModel) and row.fills:
                     return True
-    return False
+    return used_elsewhere(ev, name) or any(name_filled(ev, other, at) for other in _wrapped_as(ev, name))
+
+
+def _wrapped_as(ev: Evaluator, name: str) -> list[str]:
+    """The module-level names a template row builds from the text `name` holds
+    (`PROMPT = PromptTemplate(PROMPT_TMPL)`): filling those fills it."""
+    out = []
+    for other, bindings in ev.index.module_scope.bindings.items():
+        expr = bindings[-1].expr if bindings else None
+        if other != name and isinstance(expr, cst.Call) and expr.args:
+            first = expr.args[0].value
+            row = ev.project.frameworks.match_call(ev.index, expr)
+            if (
+                isinstance(first, cst.Name)
+                and first.value == name
+                and isinstance(row, SinkModel)
+                and row.templates
+            ):
+                out.append(other)
+    return out
 
 
 def _assigned_name(index: ModuleIndex, expr: cst.BaseExpression) -> str | None:
