@@ -65,10 +65,29 @@ def importers(project: Project, path: str) -> list[str]:
     )
     needles = project.frameworks.needles
     found = []
-    for other in python_sources(project):
+    for other in _import_words(project).get(name, ()):
         if other == path:
             continue
         text = read_text(other)
         if text and imports.search(text) and needles.search(text):
             found.append(other)
+    return found
+
+
+_IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s.*$", re.MULTILINE)
+_WORDS: dict[str, dict[str, list[str]]] = {}  # project root -> word of an import line -> paths
+
+
+def _import_words(project: Project) -> dict[str, list[str]]:
+    """The words of each source's import lines, once per process and root (the tree does not change
+    during a run, as `Project._index` has it): the modules that may import a name, read again only
+    for those."""
+    found = _WORDS.get(project.root)
+    if found is None:
+        found = _WORDS[project.root] = {}
+        for other in python_sources(project):
+            text = read_text(other) or ""
+            words = {w for line in _IMPORT_LINE.findall(text) for w in re.findall(r"\w+", line)}
+            for word in words:
+                found.setdefault(word, []).append(other)
     return found
