@@ -293,10 +293,9 @@ class _SinkFinder:
                 return
             if row is not None:
                 return  # a client constructor: configuration only
-            from prefixlint.python.fills import with_items
             from prefixlint.python.summaries import requests_at_call
 
-            wrapped = requests_at_call(self.ev, node, with_items(self.ev, node, Env()))
+            wrapped = requests_at_call(self.ev, node, Env())
             for name, template in wrapped:
                 what = f"the request `{name}()` sends ({template.what})"
                 self._add(node, template.value, what, template.whole)
