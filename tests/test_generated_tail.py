@@ -247,10 +247,12 @@ def landing_case(name: str, where: str) -> Case:
         source = _module(_IMPORTS[:1], template)
         user = _module((*_IMPORTS[1:], "from app import RERANK"), _request(messages))
         files = {"app.py": source, "ranking.py": user}
-    expected = {("PFX105", _line_of(source, "{query}")): "info"} if costs else {}
-    if costs and where == "same-module":  # the request's own `query`, ahead of RULES, is one too
-        expected[("PFX105", _line_of(source, "RERANK.format(query=query)"))] = "info"
-    return Case(f"landing/{name}/{where}", files, expected)
+    # A template filled in the project is judged where it is filled (fills.py): the module that
+    # sends the request is checked, and its fill is the finding when the template lands first.
+    checked = "app.py" if where == "same-module" else "ranking.py"
+    line = _line_of(files[checked], "RERANK.format(query=query)")
+    expected = {("PFX105", line): "info"} if costs else {}
+    return Case(f"landing/{name}/{where}", files, expected, checked=checked)
 
 
 def landing_cases() -> list[Case]:

@@ -238,7 +238,9 @@ class _CandidateFinder:
         elif isinstance(target, cst.Name) and self.depth == 0 and says_prompt(target.value) and not augmented:
             # A prompt constant: its `{placeholders}` are filled later by whoever formats it. Where
             # this module formats it, what it is filled with decides (that call is judged there).
-            filled_here = any(c is not node for c in self.ev.calls_filling(target.value))
+            from prefixlint.python.fills import name_filled
+
+            filled_here = name_filled(self.ev, target.value, node)
             self.add(node, self.value(value, template=not filled_here), f"`{target.value}`")
         elif isinstance(target, cst.Attribute) and says_prompt_attribute(target.attr.value):
             # Text stored on an object is read elsewhere: what follows it there is unknown.

@@ -25,7 +25,7 @@ def consumer_requests(project: Project, path: str) -> list[Prompt]:
     are written in it, the others' values unknown (but per-request inputs still cut the loss)."""
     path = os.path.abspath(path)
     out: list[Prompt] = []
-    for consumer in _importers(project, path)[:MAX_CONSUMERS]:
+    for consumer in importers(project, path)[:MAX_CONSUMERS]:
         ev = project.evaluator(consumer)
         if ev is None:
             continue
@@ -54,7 +54,7 @@ def _holes(value: Value) -> list[Hole]:
     return holes(value)
 
 
-def _importers(project: Project, path: str) -> list[str]:
+def importers(project: Project, path: str) -> list[str]:
     """Project modules whose text imports the module at `path` and names a modelled API."""
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "__init__":
@@ -65,10 +65,29 @@ def _importers(project: Project, path: str) -> list[str]:
     )
     needles = project.frameworks.needles
     found = []
-    for other in python_sources(project):
+    for other in _import_words(project).get(name, ()):
         if other == path:
             continue
         text = read_text(other)
         if text and imports.search(text) and needles.search(text):
             found.append(other)
+    return found
+
+
+_IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s.*$", re.MULTILINE)
+_WORDS: dict[str, dict[str, list[str]]] = {}  # project root -> word of an import line -> paths
+
+
+def _import_words(project: Project) -> dict[str, list[str]]:
+    """The words of each source's import lines, once per process and root (the tree does not change
+    during a run, as `Project._index` has it): the modules that may import a name, read again only
+    for those."""
+    found = _WORDS.get(project.root)
+    if found is None:
+        found = _WORDS[project.root] = {}
+        for other in python_sources(project):
+            text = read_text(other) or ""
+            words = {w for line in _IMPORT_LINE.findall(text) for w in re.findall(r"\w+", line)}
+            for word in words:
+                found.setdefault(word, []).append(other)
     return found

@@ -396,7 +396,7 @@ class Evaluator:
         if h is not None and h.provenance is Provenance.REQUEST and len(base) == 1:
             # A field of a per-request input (`task.content` of a `task` parameter) is one too.
             (field,) = self.hole(Provenance.REQUEST, node, by_name=True, weak=h.weak)
-            return (replace(field, via=h.via),)
+            return (replace(field, via=h.via, item=h.item),)
         return self.unknown(node)
 
     def _v_Subscript(self, node: cst.Subscript, env: Env) -> Value:
@@ -592,6 +592,8 @@ class Evaluator:
             return read
         first = self.value(args[0].value, deeper) if args else None
 
+        if "typing.cast" in qnames and len(args) == 2:
+            return self.value(args[1].value, deeper)  # `cast(TextNode, node)`: the value itself
         if qnames & {"textwrap.dedent", "inspect.cleandoc"} and first is not None:
             return per_option(first, lambda v: text(textwrap.dedent(static_text(v))) if is_static(v) else v)
         if "json.dumps" in qnames and first is not None:
@@ -622,6 +624,12 @@ class Evaluator:
 
         called = self.call_output(node, env)
         if called is not None:
+            if not is_constant(called) and first_volatile(called) is None:
+                # `node.get_content()` of a per-request `node`: what the method reads of its own
+                # object we cannot see, but the object is the request's
+                found = self._request_receiver(node.func, deeper)
+                if found is not None:
+                    return found
             return called
 
         template_class = isinstance(node.func, cst.Name) or name[:1].isupper()  # not `x.render_template()`
@@ -639,7 +647,9 @@ class Evaluator:
                 return self.hole(Provenance.UNORDERED, node)  # labelled by its code, as its fix finds it
             receiver = self.value(node.func.value, deeper)
             if method in _FILL_METHODS:
-                return self.format(receiver, node, env)
+                from prefixlint.python.fills import template_of
+
+                return self.format(template_of(self, node.func.value, receiver, env), node, env)
             if method == "join":
                 items = self.items(args[0].value, deeper) if args else None
                 if items is None:
@@ -673,6 +683,21 @@ class Evaluator:
         if not any(first_volatile(p) for p in parts) and (prov := call_name_provenance(name)) is not None:
             return self.hole(prov, node, f"{name}()", by_name=True)
         return self._opaque(node, name, parts)
+
+    def _request_receiver(self, func: cst.BaseExpression, env: Env) -> Value | None:
+        """The per-request input a method is called on (`node` of `node.get_content()`, a
+        parameter or a loop item, not `self`), or None."""
+        if not isinstance(func, cst.Attribute):
+            return None
+        base = func.value
+        while isinstance(base, cst.Attribute):
+            base = base.value
+        if not isinstance(base, cst.Name) or base.value in ("self", "cls"):
+            return None
+        receiver = self.value(func.value, env)
+        if len(receiver) == 1 and isinstance(receiver[0], Hole):
+            return receiver if receiver[0].provenance is Provenance.REQUEST else None
+        return None
 
     def text_arguments(self, call: cst.Call) -> list[cst.Arg]:
         """The arguments of a call that may end up in its result's text: not the ones that only
@@ -1067,9 +1092,12 @@ class Evaluator:
             return None
         self.project.following.add(key)
         try:
+            from prefixlint.python.fills import with_items
+
             values = []
             for call in calls:
-                bound = self.bind_arguments(fn, call, Env(depth=MAX_DEPTH // 2))
+                # a call in a loop over items passes one item per call (each its own request)
+                bound = self.bind_arguments(fn, call, with_items(self, call, Env(depth=MAX_DEPTH // 2)))
                 default = _default_of(fn, name)
                 if name in bound and _is_parameter(bound[name]):
                     return None  # the caller passes its own parameter on: still an unknown caller
@@ -1497,16 +1525,22 @@ class Evaluator:
             for a in call.args
             if a.keyword is None and not a.star and not isinstance(a.value, cst.Dict)
         ]
-        return per_option(template, lambda v: self.fill_all(v, call, positional, named))
+        keep = method == "partial"  # `partial(a=...)` fills some now, the rest later
+        return per_option(template, lambda v: self.fill_all(v, call, positional, named, keep))
 
     def fill_all(
-        self, template: Value, where: cst.CSTNode, positional: list[Value], named: dict[str, Value]
+        self,
+        template: Value,
+        where: cst.CSTNode,
+        positional: list[Value],
+        named: dict[str, Value],
+        keep: bool = False,
     ) -> Value:
         """`fill`, and when the template is not all visible (its placeholders are built from names
         we cannot read), the values passed go somewhere in it: at its end, the place that keeps the
         least static text after them."""
-        filled = self.fill(template, where, positional, named)
-        if is_static(template):
+        filled = self.fill(template, where, positional, named, keep)
+        if is_static(template) or keep:
             return filled
         used = {m.group(1) for seg in template if isinstance(seg, Text) for m in _FIELD.finditer(seg.text)}
         # Where each goes is unknown, so each is judged on its own (one of them at the end): the
@@ -1557,9 +1591,15 @@ class Evaluator:
         return _replace_matches(value, _DOUBLE_BRACE, lambda m: self.placeholder(m.group(1), where))
 
     def fill(
-        self, template: Value, where: cst.CSTNode, positional: list[Value], named: dict[str, Value]
+        self,
+        template: Value,
+        where: cst.CSTNode,
+        positional: list[Value],
+        named: dict[str, Value],
+        keep: bool = False,
     ) -> Value:
-        """`str.format` on the static parts; a placeholder nobody fills becomes a hole named after it."""
+        """`str.format` on the static parts; a placeholder nobody fills becomes a hole named after it
+        (with `keep`, it stays a placeholder, to be filled later)."""
         out: list[Value] = []
         auto = 0
         for seg in template:
@@ -1571,9 +1611,13 @@ class Evaluator:
             except ValueError:
                 out.append((seg,))
                 continue
-            for literal, field_name, _spec, _conv in parsed:
+            for literal, field_name, spec, conv in parsed:
                 out.append(text(literal))
                 if field_name is None:
+                    continue
+                if keep and field_name.split(".")[0].split("[")[0] not in named:
+                    written = field_name + (f"!{conv}" if conv else "") + (f":{spec}" if spec else "")
+                    out.append(text("{" + written + "}"))
                     continue
                 base = re.split(r"[.\[]", field_name, maxsplit=1)[0]
                 if base == "" or base.isdigit():

@@ -183,6 +183,7 @@ def _follows(
     # A candidate's date or id written into a conversation turn records that turn: it costs the
     # rest of the turn only (a modelled request shows what really follows it).
     turn_bound = not prompt.reached and turn is not None and hole.provenance in _RECORD_KINDS
+    guess = hole.provenance is Provenance.REQUEST and hole.weak
     for k in range(i + 1, len(segments)):
         seg = segments[k]
         if isinstance(seg, Text):
@@ -201,6 +202,12 @@ def _follows(
                 history = history or Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
         elif seg.history:
             history = history or seg
+        elif guess and seg.provenance is Provenance.REQUEST:
+            # A per-request input judged as one (a parameter, a loop item) is followed by another
+            # judged alike: the text after that one is not shared either (a label between two
+            # inputs is no loss).
+            input_follows = True
+            break
         elif seg.provenance.volatile and not seg.weak:
             close = _tokens("".join(since_last), count) < block
             if _is_strong_input(seg) and (crossed or not close):
@@ -323,6 +330,8 @@ def _diagnostic(
     what = f"{_WHAT[prov]} (`{hole.label}`{', ' + hole.via if hole.via else ''})"
     if hole.by_name:
         named = "a per-request input if its callers pass one" if hole.weak else _NAMED_LIKE[prov]
+        if hole.item:  # a loop around the sink: one request per item
+            named = f"an item of `{hole.item}` (the call is made once per item: each item is its own request)"
         what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
     severity = RULES[code].default_severity
     per_turn = ev.history is not None and hole.timing == "call" and ev.prompt.reached

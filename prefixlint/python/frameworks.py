@@ -65,8 +65,8 @@ class SinkModel:
     when: str = "request"
     # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
     templates: bool = False
-    # Its keyword arguments (those `arguments` does not name) fill the placeholders of the template
-    # it is given (LlamaIndex `llm.structured_predict(Schema, prompt, **prompt_args)`).
+    # Its keyword arguments (and `**mapping`) not named in `arguments` fill the placeholders of
+    # the template it is given as its prompt (LlamaIndex `llm.predict(tmpl, query_str=q)`).
     fills: bool = False
     # The call sends a whole request (nothing else follows what it is given), as an API call does;
     # a message or template object is one piece of a request assembled elsewhere.

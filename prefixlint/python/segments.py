@@ -61,6 +61,9 @@ class Hole:
     # `memory.get(input=...)`): spliced into a request as messages it is the conversation so far,
     # and one message of it (`messages[0]`) is one of its turns; only as text is it per request.
     turns: bool = False
+    # An item of a collection a loop around the sink walks (`for node in nodes:`): each item is
+    # its own request; this is how the collection is written, for the message.
+    item: str = ""
     # Where the value really is when `anchor` placed it where it enters another module: (path,
     # line, column, label, via) as they were (prefixlint/python/consumers.py puts it back).
     origin: tuple[str, int, int, str, str] | None = None

@@ -16,7 +16,7 @@ from prefixlint.python.evaluate import Env, Evaluator, func_name
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import ModuleIndex, string_value
-from prefixlint.python.segments import Break, Value, choice, concat, per_option, text
+from prefixlint.python.segments import Break, Value, choice, concat, text
 
 # Parts that are one message's text, and the role they are sent as.
 _ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
@@ -25,9 +25,17 @@ _ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
 def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Value | None:
     """What a call of a modelled API sends: its prompt arguments evaluated, in request order (and
     within a part, in the order the row lists them); None when the call passes none of them."""
+    from prefixlint.python import fills
+
     found: list[tuple[str, int, Value]] = []
     position = 0
-    inner = env.deeper(template=row.templates and not row.fills)  # filled here: placeholders stay text
+    env = fills.with_items(ev, call, env)  # in a loop over items: one request per item
+    # a template filled in this module is judged where it is filled, not by its placeholders' names
+    inner = env.deeper(template=row.templates and not fills.filled_here(ev, call))
+    named = fills.fill_values(ev, call, row, env) if row.fills else None
+    chained = fills.piped(ev, call, env) if "messages" in row.arguments.values() else None
+    if chained is not None:  # `(prompt | llm).invoke({...})`: the prompt, filled
+        return in_order([("messages", 0, chained)])
     for arg in call.args:
         if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
             nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] = {}
@@ -55,29 +63,18 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
                 value = choice([argument_value(ev, el.value, inner) for el in arg.value.elements])
             else:
                 value = argument_value(ev, arg.value, inner)
+            if named is not None and part == "prompt":  # the template, filled with what the call passes
+                value = fills.filled(ev, fills.template_of(ev, arg.value, value, env), call, named)
             found.append((part, row.rank(key if key in row.arguments else "*"), value))
         if nested:
             found += field_values(ev, row, key, arg.value, nested, inner)
     if not found:
         return None
-    if row.fills:
-        found = [(part, rank, fill_from(ev, call, row, value, env)) for part, rank, value in found]
     # what the provider renders ahead of the messages (`response_format=`), first in its part
     found += [(part, -1, value) for part, value in appended.ahead(ev, call)]
     value = in_order(found)
     assert value is not None
     return appended.template_call(ev, call, value, env) if row.templates else appended.after(ev, call, value)
-
-
-def fill_from(ev: Evaluator, call: cst.Call, row: SinkModel, value: Value, env: Env) -> Value:
-    """A template given to a call that fills it (`fills`) with its other keyword arguments; a
-    placeholder it does not fill is named after itself. Only placeholders seen are filled: a value
-    with nowhere visible to go is not placed at the end."""
-    from prefixlint.python.prompt_files import named_arguments
-
-    skip = set(row.arguments) | ev.project.frameworks.not_prompt
-    named = {k: v for k, v in named_arguments(ev, call, env).items() if k not in skip}
-    return per_option(value, lambda v: ev.fill(v, call, [], named))
 
 
 def field_values(

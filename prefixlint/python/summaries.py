@@ -97,7 +97,11 @@ def requests_at_call(
             if not _reads_parameters(template.value, fn):
                 continue
             if bound is None:
-                bound = ev.bind_arguments(fn, call, env)
+                from prefixlint.python.fills import with_items
+
+                # a call in a loop over items: one request per item (looked at only for a call
+                # that reaches a sink reading what it passes)
+                bound = ev.bind_arguments(fn, call, with_items(ev, call, env))
             value = _put_arguments(ev, callee_ev, template.value, fn, bound, call)
             name = fn.name.value if owner is None else owner.name.value
             out.append((name, Template(value, template.what, template.whole)))
