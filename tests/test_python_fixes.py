@@ -796,6 +796,13 @@ FIRST_THAT_HOLDS = {
     # The words of its own sentence follow the value ("on this {os} machine."), and a tool's
     # description goes ahead of the whole conversation.
     "tools.py:7 PFX104": None,
+    # Recalled memories and retrieved context joined ahead of the system text through a name, an
+    # index write or an insert: no candidate edit moves them out of the system message (a move to
+    # the user's turn across messages is not among the candidates yet).
+    "memory_first_message.py:15 PFX105": None,
+    "memory_first_message.py:23 PFX105": None,
+    "retriever_system.py:17 PFX105": None,
+    "retriever_system.py:24 PFX105": None,
 }
 
 
@@ -917,10 +924,14 @@ def reflect(role_text: str, user_input: str, generated: str) -> str:
 
 def test_a_move_past_a_neighbour_that_varies_too_is_not_offered(tmp_path: Path) -> None:
     """Moving the user's turn after the assistant's only puts the reply where the input was: the
-    reply varies too, so the move recovers less than a cache block (ChatDev's reflection prompt)."""
+    reply varies too, and the input, now last, is still ahead of the closing sentence; the reply
+    stops the count at the input (an input judged alike), so the same finding stays: not offered
+    (ChatDev's reflection prompt)."""
     fix, reasons = _first(tmp_path, REFLECTION, "PFX105")
     assert fix is None
-    assert any("`generated`, which varies too" in r and "less than one cache block" in r for r in reasons)
+    assert any(
+        "move `user_input`" in r and "did not hold" in r and "line 11 is still there" in r for r in reasons
+    )
 
 
 def test_a_move_that_uncovers_a_later_value_still_holds(tmp_path: Path) -> None:
