@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.python.project import Project, modules_defining, python_sources, read_text
+from prefixlint.python.project import Project, modules_defining, names_api, python_sources, read_text
 
 if TYPE_CHECKING:
     from prefixlint.python.evaluate import Evaluator
@@ -87,9 +87,8 @@ def overrides(ev: Evaluator, cls: cst.ClassDef, name: str) -> list[Method]:
         level = following
         if len(candidates) >= MAX_SUBCLASSES or not level:
             break
-    needles = ev.project.frameworks.needles
     for path, child in candidates[:MAX_SUBCLASSES]:
-        if not needles.search(read_text(path) or ""):
+        if not names_api(ev.project, path):
             continue  # a module that names no modelled API: its override sends no request itself
         other = ev.project.evaluator(path)
         sub = other.index.classes.get(child) if other is not None else None

@@ -106,7 +106,7 @@ def _requests_using(project: Project, path: str, name: str, here: list[Prompt]) 
         if other == path or seen >= MAX_LANDINGS:
             continue
         text = read_text(other)
-        if not text or not uses.search(text) or not imports.search(text):
+        if not text or name not in text or not uses.search(text) or not imports.search(text):
             continue
         ev = project.evaluator(other)
         if ev is None:

@@ -375,6 +375,27 @@ def read_text(path: str) -> str | None:
     return text
 
 
+# (the models table's needles, path) -> (the text searched, whether it names a modelled API)
+_NAMES_API: dict[tuple[str, str], tuple[str | None, bool]] = {}
+
+
+def names_api(project: Project, path: str) -> bool:
+    """Whether the project file at `path` names a modelled API (`Frameworks.needles`), searched once
+    per process while its text is unchanged: the override, registry and consumer look-ups ask it of
+    the same modules for every checked file, and the needles are a long alternation."""
+    text = read_text(path)
+    needles = project.frameworks.needles
+    key = (needles.pattern, path)
+    cached = _NAMES_API.get(key)
+    if cached is not None and cached[0] is text:
+        return cached[1]
+    if len(_NAMES_API) >= MAX_SEARCHED_TEXTS:
+        _NAMES_API.clear()
+    found = needles.search(text or "") is not None
+    _NAMES_API[key] = (text, found)
+    return found
+
+
 def parsed_module(path: str, text: str) -> ModuleIndex | None:
     """The index of a module this process parsed already with this very text (as an import of an
     earlier checked file), else None."""

@@ -17,7 +17,7 @@ import re
 import libcst as cst
 
 from prefixlint.python.evaluate import Evaluator
-from prefixlint.python.project import Project, python_sources, read_text
+from prefixlint.python.project import Project, names_api, python_sources, read_text
 
 ClassRef = tuple[Evaluator, cst.ClassDef]
 
@@ -102,12 +102,11 @@ def _registry_classes(ev: Evaluator, table: cst.Name | cst.Attribute) -> list[Cl
 def _may_send(ev: Evaluator, node: cst.Name | cst.Attribute) -> bool:
     """Whether the module that defines the class `node` names a modelled API, read from its text
     (a registry of git hosts or of commands is not parsed for it)."""
-    needles = ev.project.frameworks.needles
     if isinstance(node, cst.Name) and node.value in ev.index.classes:
-        return needles.search(read_text(ev.path) or "") is not None
+        return names_api(ev.project, ev.path)
     for qualified in sorted(ev.index.qualified_names(node, ev.index.module_scope)):
         path = ev.project.module_path(qualified.rsplit(".", 1)[0], ev.path) if "." in qualified else None
-        if path is not None and needles.search(read_text(path) or "") is not None:
+        if path is not None and names_api(ev.project, path):
             return True
     return False
 
@@ -160,7 +159,7 @@ def decorated(project: Project, decorator: str) -> list[ClassRef]:
         ]
     out: list[ClassRef] = []
     for path in _DECORATED[key][:MAX_DECORATED_MODULES]:
-        if not project.frameworks.needles.search(read_text(path) or ""):
+        if not names_api(project, path):
             continue  # it sends no request itself (as for a registry's dict)
         other = project.evaluator(path)
         if other is None:

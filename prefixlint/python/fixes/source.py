@@ -254,13 +254,27 @@ def callee(call: cst.Call) -> str:
 def load(path: str, text: str) -> Source | None:
     """The file parsed with its metadata; None when libcst cannot read it (a syntax error is the
     frontend's finding, not a fix's)."""
+    from prefixlint.python.project import parsed_module
+
     try:
-        module = cst.parse_module(text)
+        index = parsed_module(path, text)  # the frontend's parse of this very text, when it kept one
+        module = index.module if index is not None else cst.parse_module(text)
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
         positions = wrapper.resolve(meta.PositionProvider)
-        parents = wrapper.resolve(meta.ParentNodeProvider)
+        parents = _parents(module, {})
         scopes = wrapper.resolve(meta.ScopeProvider)
     except Exception:  # libcst raises several kinds of error on input it cannot take
         return None
     starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
     return Source(path, text, module, positions, parents, scopes, starts)
+
+
+def _parents(node: cst.CSTNode, out: dict[cst.CSTNode, cst.CSTNode]) -> dict[cst.CSTNode, cst.CSTNode]:
+    """What libcst's `ParentNodeProvider` computes, in its order (each node's children mapped to it
+    once they are done), without its visit, which rebuilds every node of the tree."""
+    children = node.children
+    for child in children:
+        _parents(child, out)
+    for child in children:
+        out[child] = node
+    return out
