@@ -565,16 +565,20 @@ def _parts(table: Any, key: str, where: str, what: str) -> dict[str, str]:
     return dict(table)
 
 
-def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
-    """A `[[sink]]` row as a SinkModel; TableError naming the row and key when it is unusable."""
-    known = {f.name for f in fields(SinkModel)}
-    unknown = sorted(set(row) - known)
+def _named(row: dict[str, Any], model: type, where: str) -> tuple[str, str]:
+    """A row's name and `where` naming it; TableError for a key `model` has not or no name."""
+    unknown = sorted(set(row) - {f.name for f in fields(model)})
     if unknown:
         raise TableError(f"{where}: unknown key `{unknown[0]}`")
     name = row.get("name")
     if not isinstance(name, str) or not name:
         raise TableError(f"{where}: every row needs a `name`")
-    where = f"{where} ({name})"
+    return name, f"{where} ({name})"
+
+
+def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
+    """A `[[sink]]` row as a SinkModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, SinkModel, where)
     arguments = _parts(row.get("arguments", {}), "arguments", where, "a keyword or position")
     attributes = _parts(row.get("attributes", {}), "attributes", where, "a class attribute")
     if (row.get("returns") or "system") not in PARTS:
@@ -615,12 +619,7 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
 
 
 def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
-    unknown = sorted(set(row) - {f.name for f in fields(ConfigModel)})
-    if unknown:
-        raise TableError(f"{where}: unknown key `{unknown[0]}`")
-    name = row.get("name")
-    if not isinstance(name, str) or not name:
-        raise TableError(f"{where}: every row needs a `name`")
+    name, _ = _named(row, ConfigModel, where)
     calls = _strings(row, "calls", f"{where} ({name})")
     if not calls:
         raise TableError(f"{where} ({name}): a config row needs `calls`")
@@ -629,12 +628,7 @@ def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
 
 
 def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
-    unknown = sorted(set(row) - {f.name for f in fields(EntryModel)})
-    if unknown:
-        raise TableError(f"{where}: unknown key `{unknown[0]}`")
-    name = row.get("name")
-    if not isinstance(name, str) or not name:
-        raise TableError(f"{where}: every row needs a `name`")
+    name, _ = _named(row, EntryModel, where)
     decorators = _strings(row, "decorators", f"{where} ({name})")
     if not decorators:
         raise TableError(f"{where} ({name}): an entry row needs `decorators`")
@@ -643,13 +637,7 @@ def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
 
 def memory_from_row(row: dict[str, Any], where: str) -> MemoryModel:
     """A `[[memory]]` row as a MemoryModel; TableError naming the row and key when it is unusable."""
-    unknown = sorted(set(row) - {f.name for f in fields(MemoryModel)})
-    if unknown:
-        raise TableError(f"{where}: unknown key `{unknown[0]}`")
-    name = row.get("name")
-    if not isinstance(name, str) or not name:
-        raise TableError(f"{where}: every row needs a `name`")
-    where = f"{where} ({name})"
+    name, where = _named(row, MemoryModel, where)
     calls = _strings(row, "calls", where)
     if not calls:
         raise TableError(f"{where}: a memory row needs `calls`")
@@ -689,13 +677,7 @@ def memory_from_row(row: dict[str, Any], where: str) -> MemoryModel:
 
 def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
     """A `[[source]]` row as a SourceModel; TableError naming the row and key when it is unusable."""
-    unknown = sorted(set(row) - {f.name for f in fields(SourceModel)})
-    if unknown:
-        raise TableError(f"{where}: unknown key `{unknown[0]}`")
-    name = row.get("name")
-    if not isinstance(name, str) or not name:
-        raise TableError(f"{where}: every row needs a `name`")
-    where = f"{where} ({name})"
+    name, where = _named(row, SourceModel, where)
     kind = row.get("kind")
     if kind not in SOURCE_KINDS:
         raise TableError(f"{where}: `kind` is one of {', '.join(SOURCE_KINDS)}")
@@ -723,13 +705,7 @@ def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
 
 
 def appended_from_row(row: dict[str, Any], where: str) -> AppendedModel:
-    unknown = sorted(set(row) - {f.name for f in fields(AppendedModel)})
-    if unknown:
-        raise TableError(f"{where}: unknown key `{unknown[0]}`")
-    name = row.get("name")
-    if not isinstance(name, str) or not name:
-        raise TableError(f"{where}: every row needs a `name`")
-    where = f"{where} ({name})"
+    name, where = _named(row, AppendedModel, where)
     calls = _strings(row, "calls", where)
     if not calls:
         raise TableError(f"{where}: an appended row needs `calls`")
