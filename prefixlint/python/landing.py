@@ -18,7 +18,7 @@ import re
 from dataclasses import replace
 
 from prefixlint.python.findings import parted_before
-from prefixlint.python.project import Project, python_sources, read_text
+from prefixlint.python.project import Project, read_text
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Hole, Provenance, Segment, Text, Value, expand, map_holes
 
@@ -95,18 +95,17 @@ def _bound_name(prompt: Prompt, path: str) -> str | None:
 
 def _requests_using(project: Project, path: str, name: str, here: list[Prompt]) -> list[Prompt]:
     """The whole requests of this module and of the modules that import `name` from it."""
+    from prefixlint.python.consumers import importers
     from prefixlint.python.sinks import find_sinks
 
     out = list(here)
-    module = os.path.splitext(os.path.basename(path))[0]
     uses = re.compile(rf"\b{re.escape(name)}\b")
-    imports = re.compile(rf"^\s*from\s+[\w.]*\b{re.escape(module)}\s+import\b", re.MULTILINE)
     seen = 0
-    for other in python_sources(project):
-        if other == path or seen >= MAX_LANDINGS:
-            continue
+    for other in importers(project, path):  # the run's import index, as fills.used_elsewhere reads it
+        if seen >= MAX_LANDINGS:
+            break
         text = read_text(other)
-        if not text or name not in text or not uses.search(text) or not imports.search(text):
+        if not text or name not in text or not uses.search(text):
             continue
         ev = project.evaluator(other)
         if ev is None:
