@@ -25,14 +25,10 @@ def nodes(node: cst.CSTNode, kinds: type | tuple[type, ...]) -> list:
 
 # A node type's fields that may hold nodes a shape is made of (not whitespace, commas, brackets).
 _FIELDS: dict[type, tuple[str, ...]] = {}
-
-
 _PUNCTUATION = re.compile(
     r"whitespace|^(?:comma|lpar|rpar|lbracket|rbracket|lbrace|rbrace|leading_lines|lines_after_decorators"
     r"|semicolon|colon|equal|dot|default_indicator|header|footer|newline|indent)$"
 )
-
-
 _IS_NODE: dict[type, bool] = {}
 
 

@@ -24,17 +24,11 @@ if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the t
 # The parts of a request in the order a chat request puts them (tools and system first, OpenAI's,
 # Anthropic's and the chat templates' order), then a whole prompt (completion style).
 PARTS = ("tools", "system", "messages", "user", "prompt")
-
-
 # When a sink's arguments are evaluated: on every call, or once when the object is constructed.
 WHEN = ("request", "construction")
-
-
 # How a framework's memory rewrites the history it gives back (`[[memory]]` rows), and "append":
 # it gives back every message in order, so each turn's request extends the previous one.
 REWRITES = ("window", "token_window", "summary", "summary_buffer", "chunked", "processors", "append")
-
-
 # Where text a library adds lands (`[[appended]]`): after the last text the call is given ("end"),
 # as what the call returns ("value"), or ahead of the messages ("system", "tools").
 LANDS = ("end", "value", "system", "tools")
@@ -152,8 +146,6 @@ class AppendedModel:
 
 # What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results.
 SOURCE_KINDS = ("context", "memory", "tools", "search")
-
-
 # A source row's provenance, by the name the table writes it in (segments.Provenance's members).
 PROVENANCES = ("request", "clock", "id", "random", "environment", "unordered")
 

@@ -51,44 +51,30 @@ _HEAD = (
     "{what}: once the window is full, each request diverges right after what is kept (the oldest "
     "message is gone), so the whole retained window is recomputed every turn"
 )
-
-
 _FILTER = (
     "{what}: messages the turn that produced them sent (tool results, reasoning) are not in the "
     "history the next turn sends, so the request diverges at the first one dropped and everything "
     "after it is recomputed every turn"
 )
-
-
 _CLEAR = (
     "{what}: the earlier requests sent those entries with it, the next one sends them without, so "
     "the request diverges at the first entry changed and everything after it is recomputed"
 )
-
-
 _MOVING = (
     "{what} writes a per-turn block into the last message of a copy of the history: on the next turn "
     "that message is history without the block, so the request diverges there and everything after "
     "it is recomputed every turn"
 )
-
-
 _HINT = (
     "keep the history append-only; if it must be shortened, drop in large steps (e.g. halve it when "
     "full) so the prefix holds between drops, or summarise once and keep the summary fixed"
 )
-
-
 _MOVING_HINT = "put the per-turn block in the new user message itself and keep it in the history as sent"
-
-
 _SUMMARY = (
     "{what}: the oldest messages give way to a summary, as the code means them to; each time the "
     "summary is made or changes, the request diverges at it and everything after it is recomputed "
     "(once per summary, not every turn, while the summary is kept fixed)"
 )
-
-
 _UNREACHED = " (no call that sends this history to a model was found in this module)"
 
 

@@ -18,15 +18,11 @@ from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.summaries import requests_at_call
 
 _SENT_PARTS = ("messages", "prompt")
-
-
 # A wrapper's argument that carries the conversation (positional ones always may).
 _HISTORY_KEYWORDS = {"messages", "history", "chat_history", "conversation", "input", "inputs", "contents"}
 
 
 _COPIES = {"copy.deepcopy", "deepcopy"}
-
-
 _FOLLOW_DEPTH = 3
 
 
@@ -123,8 +119,6 @@ def follow(
 
 # Calls whose result holds the same messages as their argument (or receiver, for a method).
 _SAME_ITEMS = {"list", "tuple", "copy", "deepcopy", "copy.copy", "copy.deepcopy", "reversed"}
-
-
 _SAME_ITEMS_METHODS = {"copy", "model_copy"}
 
 

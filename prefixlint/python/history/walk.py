@@ -48,8 +48,6 @@ NEEDLES = re.compile(
 
 
 _APPENDS = {"append", "extend", "appendleft", "insert"}
-
-
 _STORES = re.compile(r"^(?:append|add|extend|push|store|save|record)")
 
 

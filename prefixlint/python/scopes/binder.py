@@ -56,11 +56,7 @@ _EVENT_TYPES = (
     cst.FunctionDef, cst.ClassDef, cst.Call, cst.List, cst.Dict,
     cst.Assign, cst.AnnAssign, cst.AugAssign,
 )  # fmt: skip
-
-
 _SHUFFLES = {"random.shuffle", "numpy.random.shuffle"}
-
-
 _IN_LAMBDA = (cst.Call, cst.Name, cst.Attribute)  # where a volatile value can be read
 
 
@@ -329,8 +325,6 @@ _ENTER = {
     for name, method in vars(Indexer).items()
     if name.startswith("visit_")
 }
-
-
 _LEAVE = {
     getattr(cst, name[len("leave_") :]): method
     for name, method in vars(Indexer).items()

@@ -10,8 +10,6 @@ import libcst as cst
 # Evaluated string literals by their source text: libcst's `evaluated_value` runs `ast.literal_eval`
 # (a compile) on every read, and the evaluator reads the same keys and literals again and again.
 _STRINGS: dict[str, str | bytes] = {}
-
-
 MAX_REMEMBERED_STRINGS = 100_000
 
 
