@@ -57,7 +57,7 @@ class Frameworks:
         for memory in self.memories:
             for text in memory.calls:
                 self._memories.setdefault(last_name(text), []).append((as_pattern(text), memory))
-        # A module whose text names none of these builds no framework memory (the history package's prefilter).
+        # A module whose text names none of these builds no framework memory (history's prefilter).
         # Only rows that rewrite can give a finding: an append-only one costs no module a look;
         # a `keyword` row is told by its keyword (`history_processors`), not its class (`Agent`).
         rewriting = [m for m in self.memories if not m.keeps_prefix]
