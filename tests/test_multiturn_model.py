@@ -12,7 +12,7 @@ from conftest import FIXTURES
 from prefixlint.engines import load_engines
 from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
 from prefixlint.jinja.multiturn import MultiTurnResult, analyze_multiturn, render_multiturn
-from prefixlint.jinja.multiturn_scenarios import REASONING, REPLIES, USERS, tool_call_message
+from prefixlint.jinja.multiturn.scenarios import REASONING, REPLIES, USERS, tool_call_message
 from prefixlint.jinja.reasoning import tag_pair
 from prefixlint.jinja.switches import caller_switches, own_variables, spelled, switch_values
 from prefixlint.jinja.template import ChatTemplate

@@ -442,6 +442,6 @@ class Agent:
 
 def test_no_shapes_no_walk(tmp_path: Path) -> None:
     """A module none of whose text can make a finding is not walked (and reports nothing)."""
-    from prefixlint.python.history import _NEEDLES
+    from prefixlint.python.history.walk import NEEDLES as _NEEDLES
 
     assert _NEEDLES.search('client.chat.completions.create(messages=[{"content": q}])') is None

@@ -21,7 +21,8 @@ import libcst as cst
 
 from prefixlint.python.evaluate import Env, Evaluator, func_name
 from prefixlint.python.frameworks import SinkModel
-from prefixlint.python.scopes import ModuleIndex, _names_in_target
+from prefixlint.python.scopes import ModuleIndex
+from prefixlint.python.scopes import names_in_target as _names_in_target
 from prefixlint.python.segments import Hole, Provenance, Value, holes, is_constant, per_option
 
 Loop = tuple[tuple[str, ...], cst.BaseExpression]  # the names a loop binds, and what it iterates

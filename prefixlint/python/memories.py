@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from prefixlint.model import Diagnostic, Severity, Span
+from prefixlint.python.cstwalk import nodes as _nodes  # libcst's `children` is ~10x slower
 from prefixlint.python.frameworks import Frameworks, MemoryModel, written_chain
 
 if TYPE_CHECKING:
@@ -91,8 +92,6 @@ def _given_as(index: ModuleIndex, name: cst.Name) -> list[cst.BaseExpression]:
         return []
     if name.value not in scope.params:
         return []
-    from prefixlint.python.history import _nodes  # one walker for both (history imports this module)
-
     out = []
     for call in _nodes(cls.body, cst.Call):
         if isinstance(call.func, cst.Name) and call.func.value in ("cls", cls.name.value):
@@ -262,8 +261,6 @@ def _set_calls(index: ModuleIndex) -> list[cst.Call]:
     if found is None or found[0] is not index:  # an id is reused once its index is gone
         if len(_SETS) > 16:
             _SETS.clear()
-        from prefixlint.python.history import _nodes  # its walker: libcst's `children` is ~10x slower
-
         calls = [
             c
             for c in _nodes(index.module, cst.Call)

@@ -1,0 +1,296 @@
+"""The lookup (`Frameworks`): the table's rows indexed by the last name of each pattern, so that
+finding the row a call, decorator, class or memory is an instance of costs a dict lookup; and the
+text a module must contain for any row to match in it (`needles`, `memory_needles`), which lets a
+module that names no modelled API skip the frontend.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import TYPE_CHECKING, Any
+
+from prefixlint.python.frameworks.names import (
+    CALL,
+    Pattern,
+    as_pattern,
+    imported_packages,
+    last_name,
+    written_chain,
+)
+from prefixlint.python.frameworks.rows import (
+    AppendedModel,
+    ConfigModel,
+    EntryModel,
+    MemoryModel,
+    SinkModel,
+    SourceModel,
+)
+from prefixlint.python.volatile import says_prompt_attribute
+
+if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the table needs none of it
+    import libcst as cst
+
+    from prefixlint.python.scopes import ModuleIndex
+
+
+class Frameworks:
+    """The table, indexed by the last name of each pattern so that a call costs a dict lookup."""
+
+    def __init__(
+        self,
+        sinks: list[SinkModel],
+        configs: list[ConfigModel],
+        not_prompt: frozenset[str] = frozenset(),
+        entries: list[EntryModel] | None = None,
+        memories: list[MemoryModel] | None = None,
+        appended: list[AppendedModel] | None = None,
+        sources: list[SourceModel] | None = None,
+    ) -> None:
+        self.sinks = sinks
+        self.sources = sources or []
+        self.configs = configs
+        self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
+        self.entries = entries or []
+        self.memories = memories or []
+        self._memories: dict[str, list[tuple[Pattern, MemoryModel]]] = {}
+        for memory in self.memories:
+            for text in memory.calls:
+                self._memories.setdefault(last_name(text), []).append((as_pattern(text), memory))
+        # A module whose text names none of these builds no framework memory (history's prefilter).
+        # Only rows that rewrite can give a finding: an append-only one costs no module a look;
+        # a `keyword` row is told by its keyword (`history_processors`), not its class (`Agent`).
+        rewriting = [m for m in self.memories if not m.keeps_prefix]
+        self.memory_words = frozenset(m.keyword or last_name(t) for m in rewriting for t in m.calls)
+        memory_names = sorted(re.escape(w) for w in self.memory_words)
+        # What a read or a hand-over is spelt with: a call or attribute named otherwise is none.
+        self.memory_reads = frozenset(r.rsplit(".", 1)[-1] for m in rewriting for r in m.reads)
+        self.memory_passed = frozenset(k for m in rewriting for k in m.passed)
+        self.memory_needles = re.compile(
+            r"\b(?:" + "|".join(memory_names) + ")" if memory_names else r"(?!x)x"
+        )
+        self.appended = appended or []
+        self._appended: dict[str, list[tuple[Pattern, AppendedModel]]] = {}
+        for row in self.appended:
+            for text in row.calls:
+                self._appended.setdefault(last_name(text), []).append((as_pattern(text), row))
+        self._calls: dict[str, list[tuple[Pattern, SinkModel | ConfigModel]]] = {}
+        self._decorators: dict[str, list[tuple[Pattern, SinkModel]]] = {}
+        self._bases: dict[str, list[tuple[Pattern, SinkModel]]] = {}
+        # `*Config`: a class of any module named so, matched only when no named row is
+        self._named_like: list[tuple[str, ConfigModel]] = []
+        for row in [*configs, *sinks]:  # config rows first: `OpenAI(...)` is no sink
+            for text in row.calls:
+                if text.startswith("*") and isinstance(row, ConfigModel):
+                    self._named_like.append((text, row))
+                else:
+                    self._calls.setdefault(last_name(text), []).append((as_pattern(text), row))
+        for sink in sinks:
+            for text in sink.decorators:
+                self._decorators.setdefault(last_name(text), []).append((as_pattern(text), sink))
+            for text in sink.bases:
+                self._bases.setdefault(last_name(text), []).append((as_pattern(text), sink))
+        self._entries: dict[str, list[tuple[Pattern, EntryModel]]] = {}
+        for entry in self.entries:
+            for text in entry.decorators:
+                self._entries.setdefault(last_name(text), []).append((as_pattern(text), entry))
+        self._sources: dict[str, list[tuple[Pattern, SourceModel]]] = {}
+        for source in self.sources:
+            for text in source.calls:
+                self._sources.setdefault(last_name(text), []).append((as_pattern(text), source))
+        self._placeholders = [s for s in self.sources if s.placeholders]
+        # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
+        self._called = {p.text.split(".")[0] for p, _ in self._calls.get(CALL, ())}
+        names = sorted({re.escape(n) for s in sinks for n in _needles(s)} | set(memory_names))
+        # A module whose text names none of these cannot use a modelled API (python.may_hold_prompts),
+        # nor build a modelled memory; a prefix, as `langchain` is of `langchain_core`.
+        self.needles = re.compile(r"\b(?:" + "|".join(names) + ")") if names else re.compile(r"(?!x)x")
+
+    def extended(self, sinks: list[SinkModel], sources: list[SourceModel] | None = None) -> Frameworks:
+        return Frameworks(
+            [*self.sinks, *sinks],
+            self.configs,
+            self.not_prompt,
+            self.entries,
+            self.memories,
+            self.appended,
+            [*(sources or []), *self.sources],
+        )
+
+    def memory_class(self, index: ModuleIndex, node: cst.BaseExpression) -> MemoryModel | None:
+        """The `[[memory]]` row an expression names as a class (`Memory`, a parameter's default)."""
+        found = _match(self._memories, index, node)
+        return found if isinstance(found, MemoryModel) and not found.keyword else None
+
+    def match_memory(self, index: ModuleIndex, call: cst.Call) -> MemoryModel | None:
+        """The `[[memory]]` row a call builds (or, for a `function` row, is), if any; a `keyword`
+        row only when the call passes that keyword."""
+        import libcst as cst
+
+        found = _match(self._memories, index, call.func)
+        if found is None and isinstance(call.func, cst.Attribute):  # `ChatMemoryBuffer.from_defaults(...)`
+            found = _match(self._memories, index, call.func.value)
+        if isinstance(found, MemoryModel) and found.keyword:
+            keywords = {a.keyword.value for a in call.args if a.keyword is not None}
+            return found if found.keyword in keywords else None
+        return found if isinstance(found, MemoryModel) else None
+
+    def match_appended(
+        self, index: ModuleIndex, call: cst.Call, later: frozenset[str] = frozenset()
+    ) -> list[AppendedModel]:
+        """The `[[appended]]` rows a call is an instance of and given the keyword of (in the call,
+        or among `later`: attributes set on the object it builds)."""
+        chain = written_chain(call.func)
+        rows = self._appended.get(chain.rsplit(".", 1)[-1]) if chain else None
+        if not rows:
+            return []
+        imported = imported_packages(index)
+        qualified = index.qualified_names(call.func)
+        given = {a.keyword.value for a in call.args if a.keyword is not None} | later
+        return [
+            row
+            for pattern, row in rows
+            if not (row.imports and not any(fnmatch.filter(imported, p) for p in row.imports))
+            and (not row.keywords or given & set(row.keywords))
+            and pattern.matches(chain, qualified)
+        ]
+
+    def match_source(self, index: ModuleIndex, call: cst.Call) -> SourceModel | None:
+        """The source row a call is an instance of (its result is per-request content), if any."""
+        key = (self, call, "source")
+        memo = index.matched
+        if key not in memo:
+            chain = written_chain(call.func)
+            rows = self._sources.get(chain.rsplit(".", 1)[-1]) if chain else None
+            found = None
+            if rows:
+                imported = imported_packages(index)
+                qualified = index.qualified_names(call.func)
+                for pattern, row in rows:
+                    if row.imports and not any(fnmatch.filter(imported, p) for p in row.imports):
+                        continue
+                    if pattern.matches(chain, qualified) and row.takes(call):
+                        found = row
+                        break
+            memo[key] = found
+        return memo[key]
+
+    def placeholder_source(self, index: ModuleIndex, name: str) -> SourceModel | None:
+        """The source row whose framework fills a template's `{name}` itself, in this module."""
+        for row in self._placeholders:
+            if name in row.placeholders and (
+                not row.imports or any(fnmatch.filter(imported_packages(index), p) for p in row.imports)
+            ):
+                return row
+        return None
+
+    def match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
+        """The row a call is an instance of, if any. A configuration object known only by its name
+        (`LangDBParams(run_id=...)`) is one unless it is given prompt text (`system_prompt=`).
+        Matched once per call node (every pass over the module asks again)."""
+        key = (self, call)
+        memo = index.matched
+        if key not in memo:
+            memo[key] = self._match_call(index, call)
+        return memo[key]
+
+    def match_callable(self, index: ModuleIndex, func: cst.BaseExpression) -> SinkModel | ConfigModel | None:
+        """The row an expression is, as the called thing of a call (`client.chat.completions.create`
+        written as a value, passed to a retrier or a thread), if any."""
+        import libcst as cst
+
+        found = _match(self._calls, index, func)
+        if (
+            found is None
+            and self._called
+            and isinstance(func, (cst.Name, cst.Attribute))
+            and any(fnmatch.filter(imported_packages(index), p) for p in self._called)
+        ):
+            found = _match_instance(self._calls[CALL], index, func)
+        return found
+
+    def _match_call(self, index: ModuleIndex, call: cst.Call) -> SinkModel | ConfigModel | None:
+        found = self.match_callable(index, call.func)
+        if found is not None or not self._named_like:
+            return found
+        last = written_chain(call.func).rsplit(".", 1)[-1]
+        for pattern, row in self._named_like:
+            if fnmatch.fnmatchcase(last, pattern):
+                keywords = [a.keyword.value for a in call.args if a.keyword is not None]
+                return None if any(says_prompt_attribute(k) for k in keywords) else row
+        return None
+
+    def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
+        """The row that makes `fn` a request entry point, if one of its decorators is one."""
+        import libcst as cst  # loaded by then; the table alone (prefilter.py) needs no libcst
+
+        for decorator in fn.decorators:
+            node = decorator.decorator
+            found = _match(self._entries, index, node.func if isinstance(node, cst.Call) else node)
+            if found is not None:
+                return found
+        return None
+
+    def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
+        import libcst as cst
+
+        node = decorator.decorator
+        found = _match(self._decorators, index, node.func if isinstance(node, cst.Call) else node)
+        return found if isinstance(found, SinkModel) else None
+
+    def match_class(self, index: ModuleIndex, cls: cst.ClassDef) -> SinkModel | None:
+        """The class row a class definition is a subclass of (`class QA(dspy.Signature)`), if any."""
+        for base in cls.bases:
+            if base.keyword is None:
+                found = _match(self._bases, index, base.value)
+                if isinstance(found, SinkModel):
+                    return found
+        return None
+
+
+def _match(table: dict[str, list[tuple[Pattern, Any]]], index: ModuleIndex, func: cst.BaseExpression) -> Any:
+    chain = written_chain(func)
+    if not chain:
+        return None
+    rows = table.get(chain.rsplit(".", 1)[-1])
+    if not rows:
+        return None
+    return _first(rows, index, chain, index.qualified_names(func))
+
+
+def _first(rows: list[tuple[Pattern, Any]], index: ModuleIndex, chain: str, qualified: set[str]) -> Any:
+    imported = imported_packages(index)
+    for pattern, row in rows:
+        if row.imports and not any(fnmatch.filter(imported, p) for p in row.imports):
+            continue
+        if pattern.matches(chain, qualified):
+            return row
+    return None
+
+
+def _match_instance(
+    rows: list[tuple[Pattern, Any]], index: ModuleIndex, func: cst.Name | cst.Attribute
+) -> Any:
+    """A call of an object (`llm(prompt)`, `self.llm(prompt)`) matched as `<what built it>.__call__`."""
+    import libcst as cst
+
+    built = index.assigned(func)
+    if not isinstance(built, cst.Call):
+        return None
+    chain = written_chain(built.func)
+    if not chain:
+        return None
+    qualified = {f"{q}.{CALL}" for q in index.qualified_names(built.func)}
+    return _first(rows, index, f"{chain}.{CALL}", qualified)
+
+
+def _needles(row: SinkModel) -> set[str]:
+    """What a module's text must contain for the row to match in it: a package it imports (`imports`,
+    the first name of a qualified pattern), else the chain a suffix pattern is written as."""
+    if row.imports:
+        return {p.split("*")[0].rstrip(".") for p in row.imports if p.split("*")[0]}
+    out = set()
+    for text in (*row.calls, *row.decorators, *row.bases):
+        first = text.split(".")[0] if not text.startswith(".") else ""
+        out.add(first.split("*")[0] if first and first.split("*")[0] else text.lstrip("."))
+    return out

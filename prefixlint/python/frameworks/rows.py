@@ -1,0 +1,190 @@
+"""The models table's row types: one frozen dataclass per kind of `[[row]]`, and the values a row's
+fields may take.
+
+`SinkModel` (an API whose arguments become prompt text, with the part of the request each becomes,
+in `PARTS` order), `ConfigModel` (a call that only configures a client), `EntryModel` (a decorator
+that makes a function a request entry point), `MemoryModel` (a framework memory and how it rewrites
+the history), `AppendedModel` (text a library adds beside what a call is given), `SourceModel` (a
+call whose result is made per request). Reading them from TOML is table.py's job; finding them at
+a call is lookup.py's.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prefixlint.python.frameworks.names import receiver_name
+
+if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the table needs none of it
+    import libcst as cst
+
+
+# The parts of a request in the order a chat request puts them (tools and system first, OpenAI's,
+# Anthropic's and the chat templates' order), then a whole prompt (completion style).
+PARTS = ("tools", "system", "messages", "user", "prompt")
+# When a sink's arguments are evaluated: on every call, or once when the object is constructed.
+WHEN = ("request", "construction")
+# How a framework's memory rewrites the history it gives back (`[[memory]]` rows), and "append":
+# it gives back every message in order, so each turn's request extends the previous one.
+REWRITES = ("window", "token_window", "summary", "summary_buffer", "chunked", "processors", "append")
+# Where text a library adds lands (`[[appended]]`): after the last text the call is given ("end"),
+# as what the call returns ("value"), or ahead of the messages ("system", "tools").
+LANDS = ("end", "value", "system", "tools")
+
+
+@dataclass(frozen=True)
+class SinkModel:
+    """One row of the table: an API whose arguments (or decorated function's return) are prompt text."""
+
+    name: str
+    calls: tuple[str, ...] = ()
+    decorators: tuple[str, ...] = ()
+    bases: tuple[str, ...] = ()  # a class row: subclasses of these are the prompt
+    imports: tuple[str, ...] = ()
+    # keyword, position ("0") or a field of one (`config.system_instruction`) -> part, in render order
+    arguments: dict[str, str] = field(default_factory=dict)
+    # A class row's text: class attribute, `__doc__`, or `attr.keyword` / `*.keyword` -> part.
+    attributes: dict[str, str] = field(default_factory=dict)
+    returns: str = ""  # the part a decorated function's return value becomes
+    when: str = "request"
+    # Its strings are templates whose `{placeholders}` are filled later (LangChain, LlamaIndex).
+    templates: bool = False
+    # Its keyword arguments (and `**mapping`) not named in `arguments` fill the placeholders of
+    # the template it is given as its prompt (LlamaIndex `llm.predict(tmpl, query_str=q)`).
+    fills: bool = False
+    # The call sends a whole request (nothing else follows what it is given), as an API call does;
+    # a message or template object is one piece of a request assembled elsewhere.
+    whole_request: bool = True
+    # The engine (engines.toml) whose `cache_control` breakpoints its content blocks carry, for
+    # PFX503 (prefixlint/python/breakpoints.py): "anthropic"; "" when it has none.
+    breakpoints: str = ""
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def part_of(self, keyword: str | None, position: int) -> str | None:
+        """The part an argument becomes, given its keyword (None for a positional one); `*` in the
+        table stands for every argument not named otherwise."""
+        found = self.arguments.get(keyword if keyword is not None else str(position))
+        return found if found is not None else self.arguments.get("*")
+
+    def fields_of(self, keyword: str | None, position: int) -> list[tuple[str, str]]:
+        """The (field, part) pairs the table names inside an argument (`config.system_instruction`)."""
+        prefix = f"{keyword if keyword is not None else position}."
+        return [(k[len(prefix) :], part) for k, part in self.arguments.items() if k.startswith(prefix)]
+
+    def rank(self, key: str, table: dict[str, str] | None = None) -> int:
+        """Where an argument (or attribute) comes in its part: the order the row lists them; one
+        only `*` names comes after those."""
+        keys = list(self.arguments if table is None else table)
+        return keys.index(key) if key in keys else len(keys)
+
+
+@dataclass(frozen=True)
+class ConfigModel:
+    """A call whose arguments configure a client: never prompt text."""
+
+    name: str
+    calls: tuple[str, ...]
+    imports: tuple[str, ...] = ()
+    examples: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EntryModel:
+    """A decorator that makes a function a request entry point (a web route, a chat handler, a
+    tool the model calls): what its parameters receive differs per request, whatever their names."""
+
+    name: str
+    decorators: tuple[str, ...]
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    """A framework's memory or history utility (`[[memory]]`): how the history it hands to the
+    model each turn is rewritten, and what makes it rewrite. Reached three ways: `calls` builds the
+    memory object and `reads` give its messages (`memory.load_memory_variables`,
+    `memory.chat_memory.messages`); `passed` names the keywords a chain, agent or runner takes it
+    by (`memory=`), so the framework reads it every turn; `keyword` instead names an argument of
+    the call itself that makes it rewrite (`Agent(history_processors=...)`); a `function` row's
+    call returns the rewritten messages (`trim_messages(messages, ...)`)."""
+
+    name: str
+    calls: tuple[str, ...]
+    rewrites: str
+    trigger: tuple[str, ...] = ()  # the arguments that set when it rewrites (`k`, `max_token_limit`)
+    always: bool = True  # it rewrites with its defaults; else only when a trigger is passed
+    reads: tuple[str, ...] = ()
+    passed: tuple[str, ...] = ()
+    keyword: str = ""
+    function: bool = False
+    keeps_when: tuple[str, ...] = ()  # `strategy=first`: passed so, it keeps the oldest messages instead
+    imports: tuple[str, ...] = ()
+    source: str = ""  # where the behaviour was read (the library's source or docs)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def keeps_prefix(self) -> bool:
+        return self.rewrites == "append"
+
+
+@dataclass(frozen=True)
+class AppendedModel:
+    """Text a library adds to a request beside what the call is given (format instructions, an
+    output schema): static per app, of a length the code does not show, at least `tokens`."""
+
+    name: str
+    calls: tuple[str, ...]
+    keywords: tuple[str, ...] = ()  # the call adds it only when given one of these; () = always
+    lands: str = "end"
+    tokens: int = 0  # the shortest text the library writes there (the default tokenizer's count)
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+
+# What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results.
+SOURCE_KINDS = ("context", "memory", "tools", "search")
+# A source row's provenance, by the name the table writes it in (segments.Provenance's members).
+PROVENANCES = ("request", "clock", "id", "random", "environment", "unordered")
+
+
+@dataclass(frozen=True)
+class SourceModel:
+    """A call whose result is content made for each request (retrieved documents, memories
+    recalled by the input, tools retrieved for the query): a value of that provenance wherever it
+    lands in a prompt. `receivers` and `keywords` keep a generic method name (`.get`, `.query`,
+    `.invoke`) to the objects it means; `placeholders` are the template fields the framework fills
+    with such content itself (LlamaIndex's `{context_str}`), in modules that import it."""
+
+    name: str
+    kind: str
+    calls: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    # globs over the receiver's last written name (`self._retriever` -> `_retriever`), lowercased
+    receivers: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()  # the call passes one of these keywords (`memory.get(input=...)`)
+    placeholders: tuple[str, ...] = ()
+    provenance: str = "request"
+    # Its result is the conversation with what it recalls (segments.Hole.turns).
+    turns: bool = False
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def takes(self, call: cst.Call) -> bool:
+        """Whether a call whose name matched is this row's: its receiver and keywords agree."""
+        if self.keywords and not any(_passes(a, self.keywords) for a in call.args):
+            return False
+        if not self.receivers:
+            return True
+        receiver = receiver_name(call.func).lower()
+        return bool(receiver) and any(fnmatch.fnmatchcase(receiver, g) for g in self.receivers)
+
+
+def _passes(arg: cst.Arg, keywords: tuple[str, ...]) -> bool:
+    """`input=...`, or a variable of that name passed (`mem.get(input, **kwargs)`)."""
+    import libcst as cst
+
+    if arg.keyword is not None:
+        return arg.keyword.value in keywords
+    return isinstance(arg.value, cst.Name) and arg.value.value in keywords

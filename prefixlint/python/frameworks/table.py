@@ -1,0 +1,267 @@
+"""The models table read from TOML (`prefixlint/data/frameworks.toml`, read once per process), and
+the checks each row passes before it is used: a row that cannot be used is a `TableError` naming
+the row and the key. A project's own prompt builders (`[tool.prefixlint.python] sinks`, and
+`[[...python.sink]]` / `[[...python.source]]` rows) are rows of the same table (`for_project`).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import fields
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from prefixlint.python.frameworks.lookup import Frameworks
+from prefixlint.python.frameworks.names import CALL, last_name
+from prefixlint.python.frameworks.rows import (
+    LANDS,
+    PARTS,
+    PROVENANCES,
+    REWRITES,
+    SOURCE_KINDS,
+    WHEN,
+    AppendedModel,
+    ConfigModel,
+    EntryModel,
+    MemoryModel,
+    SinkModel,
+    SourceModel,
+)
+
+
+class TableError(ValueError):
+    """A row of a models table that cannot be used (names the row)."""
+
+
+def _strings(row: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = row.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TableError(f"{where}: `{key}` must be a list of names")
+    return tuple(value)
+
+
+_ARGUMENT = re.compile(r"(?:\*|\d+|[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)?$")  # `0`, `system`, `config.tools`
+
+
+def _parts(table: Any, key: str, where: str, what: str) -> dict[str, str]:
+    """A row's `arguments` or `attributes`: names (`_ARGUMENT`) mapped to parts."""
+    if not isinstance(table, dict) or not all(isinstance(v, str) for v in table.values()):
+        raise TableError(f"{where}: `{key}` maps {what} to a part")
+    for name, part in table.items():
+        if not _ARGUMENT.match(name):
+            raise TableError(
+                f"{where}: `{key}` cannot name `{name}` (a name, a position, `*`, or `name.field`)"
+            )
+        if part not in PARTS:
+            raise TableError(f"{where}: unknown part `{part}` (one of {', '.join(PARTS)})")
+    return dict(table)
+
+
+def _named(row: dict[str, Any], model: type, where: str) -> tuple[str, str]:
+    """A row's name and `where` naming it; TableError for a key `model` has not or no name."""
+    unknown = sorted(set(row) - {f.name for f in fields(model)})
+    if unknown:
+        raise TableError(f"{where}: unknown key `{unknown[0]}`")
+    name = row.get("name")
+    if not isinstance(name, str) or not name:
+        raise TableError(f"{where}: every row needs a `name`")
+    return name, f"{where} ({name})"
+
+
+def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
+    """A `[[sink]]` row as a SinkModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, SinkModel, where)
+    arguments = _parts(row.get("arguments", {}), "arguments", where, "a keyword or position")
+    attributes = _parts(row.get("attributes", {}), "attributes", where, "a class attribute")
+    if (row.get("returns") or "system") not in PARTS:
+        raise TableError(f"{where}: unknown part `{row['returns']}` (one of {', '.join(PARTS)})")
+    when = row.get("when", "request")
+    if when not in WHEN:
+        raise TableError(f"{where}: `when` is one of {', '.join(WHEN)}")
+    calls, decorators = _strings(row, "calls", where), _strings(row, "decorators", where)
+    bases = _strings(row, "bases", where)
+    if not calls and not decorators and not bases:
+        raise TableError(f"{where}: a row needs `calls`, `decorators` or `bases`")
+    if decorators and not row.get("returns"):
+        raise TableError(f"{where}: a decorator row says which part its function `returns`")
+    if bases and not attributes:
+        raise TableError(f"{where}: a class row (`bases`) says which `attributes` are its text")
+    for text in (*calls, *decorators, *bases):
+        if any(c in last_name(text) for c in "*?["):
+            raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    for text in calls:
+        if last_name(text) == CALL and text.startswith("."):
+            raise TableError(f"{where}: `{text}`: a `.__call__` pattern names what builds the object")
+    return SinkModel(
+        name=name,
+        calls=calls,
+        decorators=decorators,
+        bases=bases,
+        imports=_strings(row, "imports", where),
+        arguments=arguments,
+        attributes=attributes,
+        returns=row.get("returns", ""),
+        when=when,
+        templates=bool(row.get("templates", False)),
+        fills=bool(row.get("fills", False)),
+        whole_request=bool(row.get("whole_request", True)),
+        breakpoints=str(row.get("breakpoints", "")),
+        examples=dict(row.get("examples", {})),
+    )
+
+
+def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
+    name, _ = _named(row, ConfigModel, where)
+    calls = _strings(row, "calls", f"{where} ({name})")
+    if not calls:
+        raise TableError(f"{where} ({name}): a config row needs `calls`")
+    imports = _strings(row, "imports", where)
+    return ConfigModel(name, calls, imports, dict(row.get("examples", {})))
+
+
+def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
+    name, _ = _named(row, EntryModel, where)
+    decorators = _strings(row, "decorators", f"{where} ({name})")
+    if not decorators:
+        raise TableError(f"{where} ({name}): an entry row needs `decorators`")
+    return EntryModel(name, decorators, _strings(row, "imports", where), dict(row.get("examples", {})))
+
+
+def memory_from_row(row: dict[str, Any], where: str) -> MemoryModel:
+    """A `[[memory]]` row as a MemoryModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, MemoryModel, where)
+    calls = _strings(row, "calls", where)
+    if not calls:
+        raise TableError(f"{where}: a memory row needs `calls`")
+    rewrites = row.get("rewrites")
+    if rewrites not in REWRITES:
+        raise TableError(f"{where}: `rewrites` is one of {', '.join(REWRITES)}")
+    reads, passed = _strings(row, "reads", where), _strings(row, "passed", where)
+    keyword, function = str(row.get("keyword", "")), bool(row.get("function", False))
+    if not (reads or passed or keyword or function):
+        raise TableError(
+            f"{where}: a memory row says how it is reached (`reads`, `passed`, `keyword` or `function`)"
+        )
+    always = row.get("always", True)
+    if not isinstance(always, bool):
+        raise TableError(f"{where}: `always` is true or false")
+    trigger = _strings(row, "trigger", where)
+    if not always and not trigger:
+        raise TableError(
+            f"{where}: a row that rewrites only when told (`always = false`) names its `trigger`"
+        )
+    return MemoryModel(
+        name=name,
+        calls=calls,
+        rewrites=rewrites,
+        trigger=trigger,
+        always=always,
+        reads=reads,
+        passed=passed,
+        keyword=keyword,
+        function=function,
+        keeps_when=_strings(row, "keeps_when", where),
+        imports=_strings(row, "imports", where),
+        source=str(row.get("source", "")),
+        examples=dict(row.get("examples", {})),
+    )
+
+
+def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
+    """A `[[source]]` row as a SourceModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, SourceModel, where)
+    kind = row.get("kind")
+    if kind not in SOURCE_KINDS:
+        raise TableError(f"{where}: `kind` is one of {', '.join(SOURCE_KINDS)}")
+    provenance = row.get("provenance", "request")
+    if provenance not in PROVENANCES:
+        raise TableError(f"{where}: `provenance` is one of {', '.join(PROVENANCES)}")
+    calls, placeholders = _strings(row, "calls", where), _strings(row, "placeholders", where)
+    if not calls and not placeholders:
+        raise TableError(f"{where}: a source row needs `calls` or `placeholders`")
+    for text in calls:
+        if any(c in last_name(text) for c in "*?["):
+            raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    return SourceModel(
+        name=name,
+        kind=kind,
+        calls=calls,
+        imports=_strings(row, "imports", where),
+        receivers=tuple(g.lower() for g in _strings(row, "receivers", where)),
+        keywords=_strings(row, "keywords", where),
+        placeholders=placeholders,
+        provenance=provenance,
+        turns=bool(row.get("turns", False)),
+        examples=dict(row.get("examples", {})),
+    )
+
+
+def appended_from_row(row: dict[str, Any], where: str) -> AppendedModel:
+    name, where = _named(row, AppendedModel, where)
+    calls = _strings(row, "calls", where)
+    if not calls:
+        raise TableError(f"{where}: an appended row needs `calls`")
+    lands = row.get("lands", "end")
+    if lands not in LANDS:
+        raise TableError(f"{where}: `lands` is one of {', '.join(LANDS)}")
+    tokens = row.get("tokens", 0)
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+        raise TableError(f"{where}: `tokens` is a count (the least the library writes)")
+    return AppendedModel(
+        name,
+        calls,
+        _strings(row, "keywords", where),
+        lands,
+        tokens,
+        _strings(row, "imports", where),
+        dict(row.get("examples", {})),
+    )
+
+
+def parse_table(text: str, where: str) -> Frameworks:
+    data = tomllib.loads(text)
+    sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
+    configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
+    entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
+    memories = [memory_from_row(r, f"{where}: memory {i + 1}") for i, r in enumerate(data.get("memory", []))]
+    appended = [
+        appended_from_row(r, f"{where}: appended {i + 1}") for i, r in enumerate(data.get("appended", []))
+    ]
+    sources = [source_from_row(r, f"{where}: source {i + 1}") for i, r in enumerate(data.get("source", []))]
+    keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
+    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended, sources)
+
+
+@cache
+def builtin() -> Frameworks:
+    """The table shipped with prefixlint (read once per process)."""
+    text = resources.files("prefixlint.data").joinpath("frameworks.toml").read_text("utf-8")
+    return parse_table(text, "frameworks.toml")
+
+
+def declared_sink(name: str) -> SinkModel:
+    """A project's own prompt builder from `python.sinks` (`myapp.chat.format_chat_message`, or a
+    bare `format_chat_message`): every argument of a call of it is prompt text, in order."""
+    pattern = name if "." in name else "." + name
+    return SinkModel(
+        name=f"`{name}` (python.sinks)", calls=(pattern,), arguments={"*": "prompt"}, whole_request=False
+    )
+
+
+@cache
+def for_project(
+    declared: tuple[str, ...], rows: tuple[str, ...] = (), source_rows: tuple[str, ...] = ()
+) -> Frameworks:
+    """The table with the project's own rows: `python.sinks` names, `[[python.sink]]` and
+    `[[python.source]]` rows (JSON, checked when the config was read). The project's sources are
+    tried before the built-in ones."""
+    import json
+
+    own = [declared_sink(n) for n in declared]
+    own += [sink_from_row(json.loads(row), "config python.sink") for row in rows]
+    sources = [source_from_row(json.loads(row), "config python.source") for row in source_rows]
+    return builtin().extended(own, sources) if own or sources else builtin()

@@ -1,0 +1,102 @@
+"""A module parsed and indexed: libcst's parse without its second check of every node, and the index
+built in the one traversal that libcst's position codegen makes anyway (a libcst visit rebuilds
+every node; each later pass replays the recorded events instead).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata.position_provider import PositionProvidingCodegenState
+
+from prefixlint.python.scopes.binder import Indexer
+from prefixlint.python.scopes.index import ModuleIndex, Pos, Scope
+
+
+class _Syntactic:
+    """`record_syntactic_position` as a plain context manager (libcst's is a generator, several times
+    slower): the node's range is where its own tokens start and end, or its `start_node`'s start /
+    `end_node`'s end."""
+
+    __slots__ = ("end_node", "node", "start", "start_node", "state")
+
+    def __init__(
+        self,
+        state: _IndexingState,
+        node: cst.CSTNode,
+        start_node: cst.CSTNode | None,
+        end_node: cst.CSTNode | None,
+    ) -> None:
+        self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
+
+    def __enter__(self) -> None:
+        self.start = (self.state.line, self.state.column)
+
+    def __exit__(self, *exc: object) -> None:
+        state = self.state
+        ranges = state.ranges
+        start = ranges[self.start_node][0] if self.start_node is not None else self.start
+        end = ranges[self.end_node][1] if self.end_node is not None else (state.line, state.column)
+        ranges[self.node] = (start, end)
+
+
+class _IndexingState(PositionProvidingCodegenState):
+    """libcst's `PositionProvider` codegen (the syntactic range of every node, here as
+    ((line, column), (line, column)) tuples), indexing each node as it goes: one traversal
+    instead of one per pass (a libcst visit rebuilds every node)."""
+
+    def __init__(self, module: cst.Module, indexer: Indexer) -> None:
+        super().__init__(
+            default_indent=module.default_indent, default_newline=module.default_newline, provider=None
+        )
+        self.indexer = indexer
+        self.ranges: dict[cst.CSTNode, tuple[Pos, Pos]] = indexer.index.positions
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.add_token(token)
+
+    def add_token(self, value: str) -> None:  # the generated code itself is not kept: only where it goes
+        if "\n" in value or "\r" in value:
+            self._update_position(value)
+        else:  # most tokens: no regex split
+            self.column += len(value)
+
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> _Syntactic:
+        return _Syntactic(self, node, start_node, end_node)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append((self.line, self.column))
+        self.indexer.enter(node)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start = self._stack.pop()
+        if node not in self.ranges:  # else its syntactic range is already recorded
+            self.ranges[node] = (start, (self.line, self.column))
+        self.indexer.leave(node)
+
+
+def _unchecked(self: cst.CSTNode) -> None:
+    pass
+
+
+def parse_module(text: str) -> cst.Module:
+    """libcst's parse, without checking again each node the parser has just built: a node checks
+    its own fields when it is made (`CSTNode.__post_init__`), which libcst's own note there says
+    the parser does not need; it is ~15% of a parse. Nodes made anywhere else are still checked."""
+    checked = cst.CSTNode.__post_init__
+    cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
+    try:
+        return cst.parse_module(text)
+    finally:
+        cst.CSTNode.__post_init__ = checked  # type: ignore[method-assign]
+
+
+def index_module(module: cst.Module, path: str = "") -> ModuleIndex:
+    """The index and every node's position, from one traversal of the module."""
+    index = ModuleIndex(module, {}, {}, Scope(module, None), path=path)
+    indexer = Indexer(index)
+    module._codegen(_IndexingState(module, indexer))
+    indexer.finish()
+    return index
