@@ -3,7 +3,7 @@
 A sliding window, a token window, a summary regenerated over a limit: each hands the model a
 history that, once full, does not extend the previous turn's, so every turn recomputes what is
 kept. What each memory does is data (prefixlint/data/frameworks.toml); this module tells where
-application code reaches one on a conversation's per-turn path, for history.py, which follows
+application code reaches one on a conversation's per-turn path, for python/history/ (sent.py), which follows
 what a request sends:
 
 - a read of a memory object built by a row (`memory.load_memory_variables({})["history"]`,
@@ -30,7 +30,7 @@ from prefixlint.python.frameworks import Frameworks, MemoryModel, written_chain
 if TYPE_CHECKING:
     from prefixlint.python.scopes import ModuleIndex
 
-_ONCE = ("__init__", "__post_init__", "reset", "clear")  # run once, before any turn (as history.py's)
+_ONCE = ("__init__", "__post_init__", "reset", "clear")  # run once, before any turn (as python/history/walk.py's)
 
 
 @dataclass(frozen=True)
