@@ -15,6 +15,7 @@ passed or bound as a value rather than written as the called expression.
 
 Everything is read from the indexes already built; the callers in other modules are found by a text
 search (once per name and process) and only those are parsed, at most MAX_CALLER_MODULES of them.
+What a call reached so sends is worked out with the wrappers' summaries (summaries.value_requests).
 """
 
 from __future__ import annotations

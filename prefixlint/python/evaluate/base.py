@@ -23,6 +23,7 @@ from prefixlint.python.project import Project
 from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import Hole, Provenance, Value, first_volatile, map_holes
 
+# Methods that run once per object: what they compute is made at construction (`timing`).
 _CONSTRUCTORS = {"__init__", "__post_init__", "model_post_init", "__attrs_post_init__"}
 # How a finding names what a source row's kind gives.
 _SOURCE_WHAT = {

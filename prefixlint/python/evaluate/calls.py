@@ -58,7 +58,9 @@ from prefixlint.python.volatile import (
     says_prompt_attribute,
 )
 
+# Seeded with a literal, these give the same sequence on every run (`random.Random(0)`).
 _SEEDABLE = {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState", "random.seed"}
+# Builtins whose result says nothing of its argument's text.
 _OPAQUE = {"len", "bool", "isinstance", "hasattr", "getattr", "type", "id", "print"}
 # Builtins whose result is their argument in another form: `int(time.time())` is still the clock.
 _CONVERSIONS = {"int", "float", "round", "abs"}

@@ -28,7 +28,7 @@ from prefixlint.python.scopes import ModuleIndex, Scope, _names_in_target
 from prefixlint.python.segments import Hole, Provenance, Value, choice, holes, is_constant
 from prefixlint.python.volatile import SET_TYPES, parameter_provenance, qualified_provenance
 
-# Classes whose instances are volatile (a parameter annotated so), and ones a literal seed makes stable.
+# Classes whose instances are volatile (a parameter annotated so: `rnd: random.Random`).
 _VOLATILE_TYPES = {
     "random.Random",
     "random.SystemRandom",
