@@ -1,6 +1,6 @@
 """App templates and the Python code that renders them: a template no code names is at most info
 (prefixlint/jinja/reach.py), and one that Python renders is judged with the values the code passes
-(prefixlint/python/prompt_files.py, evaluate.py)."""
+(prefixlint/python/evaluate/prompt_files.py)."""
 
 from __future__ import annotations
 

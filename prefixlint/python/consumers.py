@@ -10,10 +10,10 @@ own check) and reported here, in the module where the value is.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import replace
 
-from prefixlint.python.project import Project, python_sources, read_text
+from prefixlint.python.evaluate import Evaluator
+from prefixlint.python.project import Project, importers
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Hole, Provenance, Segment, Value, map_holes
 
@@ -26,7 +26,7 @@ def consumer_requests(project: Project, path: str) -> list[Prompt]:
     path = os.path.abspath(path)
     out: list[Prompt] = []
     for consumer in importers(project, path)[:MAX_CONSUMERS]:
-        ev = project.evaluator(consumer)
+        ev = Evaluator.of(project, consumer)
         if ev is None:
             continue
         from prefixlint.python.sinks import find_sinks
@@ -52,42 +52,3 @@ def _holes(value: Value) -> list[Hole]:
     from prefixlint.python.segments import holes
 
     return holes(value)
-
-
-def importers(project: Project, path: str) -> list[str]:
-    """Project modules whose text imports the module at `path` and names a modelled API."""
-    name = os.path.splitext(os.path.basename(path))[0]
-    if name == "__init__":
-        name = os.path.basename(os.path.dirname(path))
-    imports = re.compile(
-        rf"^\s*(?:from\s+[\w.]*\b{re.escape(name)}\b|import\s+[\w.]*\b{re.escape(name)}\b|from\s+[\w.]+\s+import\s+.*\b{re.escape(name)}\b)",
-        re.MULTILINE,
-    )
-    needles = project.frameworks.needles
-    found = []
-    for other in _import_words(project).get(name, ()):
-        if other == path:
-            continue
-        text = read_text(other)
-        if text and imports.search(text) and needles.search(text):
-            found.append(other)
-    return found
-
-
-_IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s.*$", re.MULTILINE)
-_WORDS: dict[str, dict[str, list[str]]] = {}  # project root -> word of an import line -> paths
-
-
-def _import_words(project: Project) -> dict[str, list[str]]:
-    """The words of each source's import lines, once per process and root (the tree does not change
-    during a run, as `Project._index` has it): the modules that may import a name, read again only
-    for those."""
-    found = _WORDS.get(project.root)
-    if found is None:
-        found = _WORDS[project.root] = {}
-        for other in python_sources(project):
-            text = read_text(other) or ""
-            words = {w for line in _IMPORT_LINE.findall(text) for w in re.findall(r"\w+", line)}
-            for word in words:
-                found.setdefault(word, []).append(other)
-    return found

@@ -90,7 +90,7 @@ def overrides(ev: Evaluator, cls: cst.ClassDef, name: str) -> list[Method]:
     for path, child in candidates[:MAX_SUBCLASSES]:
         if not names_api(ev.project, path):
             continue  # a module that names no modelled API: its override sends no request itself
-        other = ev.project.evaluator(path)
+        other = ev.evaluator(path)
         sub = other.index.classes.get(child) if other is not None else None
         own = other.index.methods.get((child, name)) if sub is not None else None
         if own is not None and _derives(other, sub, cls, MAX_SUBCLASS_DEPTH):

@@ -17,8 +17,9 @@ import os
 import re
 from dataclasses import replace
 
+from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import parted_before
-from prefixlint.python.project import Project, read_text
+from prefixlint.python.project import Project, importers, read_text
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Hole, Provenance, Segment, Text, Value, expand, map_holes
 
@@ -95,7 +96,6 @@ def _bound_name(prompt: Prompt, path: str) -> str | None:
 
 def _requests_using(project: Project, path: str, name: str, here: list[Prompt]) -> list[Prompt]:
     """The whole requests of this module and of the modules that import `name` from it."""
-    from prefixlint.python.consumers import importers
     from prefixlint.python.sinks import find_sinks
 
     out = list(here)
@@ -107,7 +107,7 @@ def _requests_using(project: Project, path: str, name: str, here: list[Prompt]) 
         text = read_text(other)
         if not text or name not in text or not uses.search(text):
             continue
-        ev = project.evaluator(other)
+        ev = Evaluator.of(project, other)
         if ev is None:
             continue
         seen += 1

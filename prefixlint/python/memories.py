@@ -30,7 +30,7 @@ from prefixlint.python.frameworks import Frameworks, MemoryModel, written_chain
 if TYPE_CHECKING:
     from prefixlint.python.scopes import ModuleIndex
 
-_ONCE = ("__init__", "__post_init__", "reset", "clear")  # run once, before any turn (as python/history/walk.py's)
+_ONCE = ("__init__", "__post_init__", "reset", "clear")  # run once, before any turn (as history/walk.py)
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,12 @@ import re
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 import libcst as cst
 
 from prefixlint.python.frameworks import Frameworks, builtin
 from prefixlint.python.scopes import ModuleIndex, index_module, parse_module
-
-if TYPE_CHECKING:
-    from prefixlint.python.evaluate import Evaluator
 
 # Text files a prompt may be kept in.
 PROMPT_FILE_SUFFIXES = (
@@ -62,7 +59,8 @@ MAX_PARENT_FOLDERS = 6
 class Project:
     root: str
     modules: dict[str, ModuleIndex | None] = field(default_factory=dict)
-    evaluators: dict[str, Evaluator] = field(default_factory=dict)
+    # The evaluator of each module read (python.evaluate makes them: `Evaluator.of`).
+    evaluators: dict[str, Any] = field(default_factory=dict)
     texts: dict[str, str | None] = field(default_factory=dict)
     read: list[str] = field(default_factory=list)  # files read besides the checked one, in order
     _by_name: dict[str, list[str]] | None = None
@@ -81,7 +79,8 @@ class Project:
     registries: dict[tuple[str, str], list] = field(default_factory=dict)  # classes a registry holds
     # Modules read and counted against the budget whose parse waits until a name is looked up in them.
     unparsed: dict[str, str] = field(default_factory=dict)
-    _resolved: dict[tuple[str, str], tuple[Evaluator, str] | None] = field(default_factory=dict)
+    # (qualified name, importing module) -> (the evaluator of the module defining it, the name there).
+    resolved: dict[tuple[str, str], tuple[Any, str] | None] = field(default_factory=dict)
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:
@@ -250,83 +249,6 @@ class Project:
         if text is not None:
             self.texts[path] = text
 
-    def subclasses(self, evaluator: Evaluator, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.ClassDef]]:
-        """Classes deriving from `cls` in the modules beside its own (where an abstract base's
-        concrete classes usually live); found by a text search first, so few modules are parsed."""
-        name = cls.name.value
-        folder = os.path.dirname(evaluator.path)
-        try:
-            files = sorted(f for f in os.listdir(folder) if f.endswith(".py"))[:MAX_SIBLING_MODULES]
-        except OSError:
-            return []
-        out = []
-        for file in files:
-            path = os.path.join(folder, file)
-            text = (
-                self.text(path) if path == evaluator.path or os.path.getsize(path) < MAX_FILE_BYTES else None
-            )
-            if text is None or not re.search(rf"class\s+\w+\s*\([^)]*\b{re.escape(name)}\b", text):
-                continue
-            other = self.evaluator(path)
-            if other is None:
-                continue
-            for candidate in other.index.classes.values():
-                if any(found == (evaluator, cls) for found in other.base_classes(candidate)):
-                    out.append((other, candidate))
-        return out
-
-    def methods_named(self, name: str) -> list[tuple[Evaluator, cst.FunctionDef]]:
-        """The methods called `name` that classes of the project define (found by a text search of
-        every module, indexed once per process, then parsed only where one is defined)."""
-        out = []
-        for path in _definitions(self).get(name, ())[:MAX_SIBLING_MODULES]:
-            other = self.evaluator(path)
-            if other is None:
-                continue
-            out += [(other, fn) for (_, method), fn in sorted(other.index.methods.items()) if method == name]
-        return out
-
-    def evaluator(self, path: str) -> Evaluator | None:
-        from prefixlint.python.evaluate import Evaluator
-
-        path = os.path.abspath(path)
-        if path not in self.evaluators:
-            index = self.module(path)
-            if index is None:
-                return None
-            self.evaluators[path] = Evaluator(index, self)
-        return self.evaluators[path]
-
-    def resolve(self, qualified: str, importer: str) -> tuple[Evaluator, str] | None:
-        """The module that defines `qualified` (`pkg.mod.name`, `..mod.name`, as an import spells
-        it) and the name in it: the longest importable module prefix wins. Looked up once per
-        checked file: what a module on disk holds, and whether it could be read, is decided by the
-        first look-up and never changes after (the evaluator asks again for every call it meets)."""
-        key = (qualified, importer)
-        found = self._resolved.get(key, _UNSEEN)
-        if found is _UNSEEN:
-            found = self._resolved[key] = self._resolve(qualified, importer)
-        return found  # type: ignore[return-value]
-
-    def _resolve(self, qualified: str, importer: str) -> tuple[Evaluator, str] | None:
-        rest = qualified.lstrip(".")
-        dots = qualified[: len(qualified) - len(rest)]
-        parts = rest.split(".") if rest else []
-        for cut in range(len(parts) - 1, -1, -1):
-            if cut == 0 and not dots:
-                break
-            path = self.module_path(dots + ".".join(parts[:cut]), importer)
-            if path is None or os.path.abspath(path) == os.path.abspath(importer):
-                continue
-            if not self.may_define(path, parts[cut]):
-                # Every caller looks the name up in the module found, and gives up there when it
-                # is not bound: the same as finding no module, without parsing it.
-                return None
-            evaluator = self.evaluator(path)
-            if evaluator is not None:
-                return evaluator, ".".join(parts[cut:])
-        return None
-
 
 _DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 # Project roots indexed in this process: method name -> the modules that define one (indented defs).
@@ -393,6 +315,45 @@ def names_api(project: Project, path: str) -> bool:
         _NAMES_API.clear()
     found = needles.search(text or "") is not None
     _NAMES_API[key] = (text, found)
+    return found
+
+
+def importers(project: Project, path: str) -> list[str]:
+    """Project modules whose text imports the module at `path` and names a modelled API."""
+    name = os.path.splitext(os.path.basename(path))[0]
+    if name == "__init__":
+        name = os.path.basename(os.path.dirname(path))
+    imports = re.compile(
+        rf"^\s*(?:from\s+[\w.]*\b{re.escape(name)}\b|import\s+[\w.]*\b{re.escape(name)}\b|from\s+[\w.]+\s+import\s+.*\b{re.escape(name)}\b)",
+        re.MULTILINE,
+    )
+    needles = project.frameworks.needles
+    found = []
+    for other in _import_words(project).get(name, ()):
+        if other == path:
+            continue
+        text = read_text(other)
+        if text and imports.search(text) and needles.search(text):
+            found.append(other)
+    return found
+
+
+_IMPORT_LINE = re.compile(r"^\s*(?:from|import)\s.*$", re.MULTILINE)
+_WORDS: dict[str, dict[str, list[str]]] = {}  # project root -> word of an import line -> paths
+
+
+def _import_words(project: Project) -> dict[str, list[str]]:
+    """The words of each source's import lines, once per process and root (the tree does not change
+    during a run, as `Project._index` has it): the modules that may import a name, read again only
+    for those."""
+    found = _WORDS.get(project.root)
+    if found is None:
+        found = _WORDS[project.root] = {}
+        for other in python_sources(project):
+            text = read_text(other) or ""
+            words = {w for line in _IMPORT_LINE.findall(text) for w in re.findall(r"\w+", line)}
+            for word in words:
+                found.setdefault(word, []).append(other)
     return found
 
 

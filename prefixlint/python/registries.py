@@ -118,7 +118,7 @@ def _defined(ev: Evaluator, table: cst.Name | cst.Attribute) -> tuple[Evaluator,
     if shown is not None or not isinstance(table, cst.Name):
         return ev, shown
     for qualified in sorted(ev.index.imported_as(table.value)):
-        found = ev.project.resolve(qualified, ev.path)
+        found = ev.resolve(qualified)
         if found is not None and "." not in found[1]:
             bindings = found[0].index.module_scope.bindings.get(found[1], ())
             if bindings and bindings[-1].kind == "assign":
@@ -161,7 +161,7 @@ def decorated(project: Project, decorator: str) -> list[ClassRef]:
     for path in _DECORATED[key][:MAX_DECORATED_MODULES]:
         if not names_api(project, path):
             continue  # it sends no request itself (as for a registry's dict)
-        other = project.evaluator(path)
+        other = Evaluator.of(project, path)
         if other is None:
             continue
         for cls in other.index.classes.values():

@@ -1,213 +1,24 @@
 """Sinks: the calls in a module that send prompt text to a model, and the request each one sends.
 
-A call is a sink when it is a row of the models table (prefixlint/python/frameworks.py), a
+A call is a sink when it is a row of the models table (prefixlint/data/frameworks.toml), a
 function or class of the project that passes what it is given on to one (a wrapper,
-prefixlint/python/summaries.py), or a builder the project declares (`python.sinks`). What a sink
-sends is assembled in the order the request puts it: tools, system text, the messages, the user
-turn (`frameworks.PARTS`); each part starts with a `Break` naming it, as a message does.
+prefixlint/python/summaries.py), a sink passed or bound as a value (valuecalls.py), or a builder
+the project declares (`python.sinks`). What each sends is assembled in request order
+(prefixlint/python/request.py); a prompt class (a DSPy signature, a tool class) sends its docstring
+and class attributes, and a decorated function what it returns.
 """
 
 from __future__ import annotations
 
 import libcst as cst
 
-from prefixlint.python import appended
 from prefixlint.python.evaluate import Env, Evaluator, func_name
-from prefixlint.python.frameworks import PARTS, SinkModel
+from prefixlint.python.frameworks import SinkModel
 from prefixlint.python.prompt import Prompt
-from prefixlint.python.scopes import ModuleIndex, string_value
-from prefixlint.python.segments import Break, Value, choice, concat, text
-
-# Parts that are one message's text, and the role they are sent as.
-_ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
-
-
-def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Value | None:
-    """What a call of a modelled API sends: its prompt arguments evaluated, in request order (and
-    within a part, in the order the row lists them); None when the call passes none of them."""
-    from prefixlint.python import fills
-
-    found: list[tuple[str, int, Value]] = []
-    position = 0
-    env = fills.with_items(ev, call, env)  # in a loop over items: one request per item
-    # a template filled in this module is judged where it is filled, not by its placeholders' names
-    inner = env.deeper(template=row.templates and not fills.filled_here(ev, call))
-    named = fills.fill_values(ev, call, row, env) if row.fills else None
-    chained = fills.piped(ev, call, env) if "messages" in row.arguments.values() else None
-    if chained is not None:  # `(prompt | llm).invoke({...})`: the prompt, filled
-        return in_order([("messages", 0, chained)])
-    for arg in call.args:
-        if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
-            nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] = {}
-            for key, item in _mapping(ev, arg.value, env, nodes=nodes).items():
-                part = row.part_of(key, -1)
-                if part is not None:
-                    found.append((part, row.rank(key if key in row.arguments else "*"), item))
-                nested = row.fields_of(key, -1)
-                if nested and key in nodes:  # `**{"body": {"system": ...}}`: the fields the row names
-                    owner, node, at = nodes[key]
-                    for part, rank, value in field_values(owner, row, key, node, nested, at):
-                        found.append((part, rank, value if owner is ev else ev.anchor(value, arg.value)))
-            continue
-        if arg.star:
-            continue
-        keyword = arg.keyword.value if arg.keyword is not None else None
-        key = keyword if keyword is not None else str(position)
-        part = row.part_of(keyword, position)
-        nested = row.fields_of(keyword, position)
-        if keyword is None:
-            position += 1
-        if part is not None:
-            if part == "prompt" and isinstance(arg.value, (cst.List, cst.Tuple)) and arg.value.elements:
-                # `llm.generate([p1, p2])`: a batch, each prompt a request of its own
-                value = choice([argument_value(ev, el.value, inner) for el in arg.value.elements])
-            else:
-                value = argument_value(ev, arg.value, inner)
-            if named is not None and part == "prompt":  # the template, filled with what the call passes
-                value = fills.filled(ev, fills.template_of(ev, arg.value, value, env), call, named)
-            found.append((part, row.rank(key if key in row.arguments else "*"), value))
-        if nested:
-            found += field_values(ev, row, key, arg.value, nested, inner)
-    if not found:
-        return None
-    # what the provider renders ahead of the messages (`response_format=`), first in its part
-    found += [(part, -1, value) for part, value in appended.ahead(ev, call)]
-    value = in_order(found)
-    assert value is not None
-    return appended.template_call(ev, call, value, env) if row.templates else appended.after(ev, call, value)
-
-
-def field_values(
-    ev: Evaluator, row: SinkModel, key: str, node: cst.BaseExpression, nested: list[tuple[str, str]], env: Env
-) -> list[tuple[str, int, Value]]:
-    """The fields the row names inside an argument (`config=types.GenerateContentConfig(
-    system_instruction=...)`, `body=json.dumps({"system": ...})`): (part, rank, value) each."""
-    given = fields_given(ev.index, node)
-    if given is None:
-        return []
-    return [
-        (part, row.rank(f"{key}.{name}"), argument_value(ev, given[name], env))
-        for name, part in nested
-        if name in given
-    ]
-
-
-def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.BaseExpression] | None:
-    """The fields of a config object or payload as written: a call's keywords, a dict literal's
-    string keys, through `json.dumps(...)` and names assigned once; None when they cannot be seen."""
-    for _ in range(4):  # `body = json.dumps(request)`, `request = {...}`
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            node = index.assigned(node)
-        elif isinstance(node, cst.Call) and "json.dumps" in index.qualified_names(node.func):
-            node = node.args[0].value if node.args else None
-        elif isinstance(node, cst.Call) and (made := _made_by(index, node)) is not None:
-            node = made  # `config=make_config()`: what the helper returns
-        elif isinstance(node, cst.Call):
-            return {a.keyword.value: a.value for a in node.args if a.keyword is not None}
-        elif isinstance(node, cst.Dict):
-            return {
-                string_value(e.key): e.value
-                for e in node.elements
-                if isinstance(e, cst.DictElement)
-                and isinstance(e.key, cst.SimpleString)
-                and isinstance(string_value(e.key), str)
-            }
-        if node is None:
-            return None
-    return None
-
-
-def _mapping(
-    ev: Evaluator,
-    node: cst.BaseExpression,
-    env: Env,
-    hops: int = 0,
-    nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
-) -> dict[str, Value]:
-    """The entries of a dict passed as `**mapping`: a dict display, or a name bound to one here
-    (and its entries set afterwards, `kwargs["tools"] = tools`), each entry's value evaluated; or
-    what a project helper called for it returns (`**self._build_request(messages)`), read the same
-    way in the helper with what the call passes. `nodes` gets each displayed entry's expression
-    (where its evaluator reads it), for the fields a row names inside one."""
-    from prefixlint.python.prompt_files import entries_set_after, last_assignment
-
-    shown = last_assignment(ev, node) if isinstance(node, cst.Name) else node
-    if isinstance(shown, cst.Call) and hops < 2:
-        return _returned_mapping(ev, shown, env, hops, nodes)
-    out: dict[str, Value] = {}
-    if isinstance(shown, cst.Dict):
-        for el in shown.elements:
-            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
-                key = string_value(el.key)
-                if isinstance(key, str):
-                    out[key] = ev.value(el.value, env.deeper())
-                    if nodes is not None:
-                        nodes[key] = (ev, el.value, env.deeper())
-    if isinstance(node, cst.Name):
-        out.update({k: v for k, v in entries_set_after(ev, node, env).items() if isinstance(v, tuple)})
-    return out
-
-
-def _returned_mapping(
-    ev: Evaluator,
-    call: cst.Call,
-    env: Env,
-    hops: int,
-    nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
-) -> dict[str, Value]:
-    """The entries of the dicts a project helper returns, with what `call` passes for its parameters
-    (one per key: where its returns disagree, the key's options)."""
-    found = ev.resolve_callable(call.func, call)
-    if found is None or env.depth > 8:
-        return {}
-    callee, fn = found
-    inner = Env(args={**env.args, fn: ev.bind_arguments(fn, call, env)}, depth=env.depth + 1)
-    options: dict[str, list[Value]] = {}
-    for ret in callee.index.bodies[fn].returns:
-        if ret.value is not None:
-            for key, value in _mapping(callee, ret.value, inner, hops + 1, nodes).items():
-                options.setdefault(key, []).append(value if callee is ev else ev.anchor(value, call))
-    return {key: choice(values) for key, values in options.items()}
-
-
-def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:
-    """An argument's text; a function or method passed by reference (`instructions=build_instructions`,
-    `instructions=self.instructions`, one imported) is called by the framework for each request:
-    what it returns."""
-    if isinstance(node, (cst.Name, cst.Attribute)) and not _local(ev.index, node):
-        found = ev.resolve_callable(node, node)
-        if found is not None:
-            callee, fn = found
-            output = callee.function_output(fn, None, env)
-            return output if callee is ev else ev.anchor(output, node)
-    return ev.value(node, env)
-
-
-def _local(index: ModuleIndex, node: cst.BaseExpression) -> bool:
-    """A name its function binds (a parameter `prompt`), not the module's function of that name."""
-    scope = index.scope_for(node)
-    return (
-        isinstance(node, cst.Name)
-        and scope is not index.module_scope
-        and (node.value in scope.params or node.value in scope.bindings)
-    )
-
-
-def assemble(parts: dict[str, list[Value]]) -> Value:
-    """The parts in request order, each message part opened by a `Break` of its role (a message
-    value that has a role of its own keeps it, but system text is system text whatever builds it)."""
-    out: list[Value] = []
-    for part in PARTS:
-        for value in parts.get(part, ()):
-            role = _ROLE_OF_PART.get(part)
-            if part == "messages" and not (value and isinstance(value[0], Break)):
-                role = "user"  # a plain string where messages go (`input="..."`) is the user turn
-            if role is not None:
-                if value and isinstance(value[0], Break) and part != "messages":
-                    value = value[1:]
-                value = (Break(role), *value)
-            out.append(value)
-    return concat(*out)
+from prefixlint.python.request import assemble, fields_given, in_order, request_value
+from prefixlint.python.scopes import ModuleIndex
+from prefixlint.python.segments import Value, text
+from prefixlint.python.summaries import requests_at_call, value_requests
 
 
 def class_value(ev: Evaluator, cls: cst.ClassDef, row: SinkModel) -> Value | None:
@@ -229,24 +40,6 @@ def class_value(ev: Evaluator, cls: cst.ClassDef, row: SinkModel) -> Value | Non
             elif given is not None and field in given:
                 found.append((part, row.rank(key, table), ev.value(given[field], Env())))
     return in_order(found)
-
-
-def _made_by(index: ModuleIndex, call: cst.Call) -> cst.BaseExpression | None:
-    """What a module function called here returns, when it has one `return`."""
-    fn = index.functions.get(call.func.value) if isinstance(call.func, cst.Name) else None
-    returns = index.bodies[fn].returns if fn is not None and fn in index.bodies else []
-    return returns[0].value if len(returns) == 1 else None
-
-
-def in_order(found: list[tuple[str, int, Value]]) -> Value | None:
-    """(part, rank, value) triples as one request: parts in request order, and within a part by
-    rank (the row's order), equal ranks in the order written."""
-    if not found:
-        return None
-    parts: dict[str, list[Value]] = {}
-    for part, _, value in sorted(found, key=lambda f: f[1]):
-        parts.setdefault(part, []).append(value)
-    return assemble(parts)
 
 
 def _class_attributes(cls: cst.ClassDef) -> list[tuple[str, cst.BaseExpression]]:
@@ -300,15 +93,11 @@ class _SinkFinder:
                 return
             if row is not None:
                 return  # a client constructor: configuration only
-            from prefixlint.python.summaries import requests_at_call
-
             wrapped = requests_at_call(self.ev, node, Env())
             for name, template in wrapped:
                 what = f"the request `{name}()` sends ({template.what})"
                 self._add(node, template.value, what, template.whole)
             if not wrapped:  # a sink passed or bound as a value, or a callable parameter
-                from prefixlint.python.valuecalls import value_requests
-
                 for _, template in value_requests(self.ev, node, Env()):
                     self._add(node, template.value, f"the request of {template.what}", template.whole)
         except RecursionError:  # pathologically deep code: skip this request, not the file

@@ -7,6 +7,10 @@ what its constructor was given (`self.system = system` in `__init__`, read as `s
 `llm.ask(f"{datetime.now()} ...")`, `send_message_to_model_wrapper(system_message=...)` or
 `Agent(system_prompt=...)` of a project class are sinks when they lead to a modelled API, through
 wrappers of wrappers up to MAX_WRAPPER_DEPTH. Computed on demand, once per function.
+
+A sink reached through a value (valuecalls.py: passed or bound as a value, or a callable parameter
+whose callers pass one) is a request too, and a function calling one is a wrapper of it:
+`value_requests` says what such a call sends.
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from prefixlint.python.evaluate import Env, Evaluator, _default_of
+from prefixlint.python.evaluate import Env, Evaluator, _default_of, calls_in
 from prefixlint.python.frameworks import SinkModel
-from prefixlint.python.scopes import ModuleIndex
+from prefixlint.python.hierarchy import dispatch
+from prefixlint.python.registries import registered_classes
+from prefixlint.python.request import request_value
 from prefixlint.python.segments import Hole, Provenance, Value, concat, holes
+from prefixlint.python.valuecalls import Reference, passed_callables, through_value
 
 MAX_WRAPPER_DEPTH = 3
 
@@ -33,30 +40,6 @@ class Template:
     whole: bool
 
 
-def calls_in(index: ModuleIndex, fn: cst.FunctionDef) -> list[cst.Call]:
-    """The calls written inside `fn` (nested functions included), in source order."""
-    by_function = _CALLS.get(id(index))
-    if by_function is None or by_function[0] is not index:
-        table: dict[int, list[cst.Call]] = {}
-        stack: list[cst.FunctionDef] = []
-        for entering, node in index.events:
-            if type(node) is cst.FunctionDef:
-                if entering:
-                    stack.append(node)
-                else:
-                    stack.pop()
-            elif entering and type(node) is cst.Call:
-                for owner in stack:
-                    table.setdefault(id(owner), []).append(node)
-        if len(_CALLS) > 512:
-            _CALLS.clear()
-        by_function = _CALLS[id(index)] = (index, table)
-    return by_function[1].get(id(fn), [])
-
-
-_CALLS: dict[int, tuple[ModuleIndex, dict[int, list[cst.Call]]]] = {}
-
-
 def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[Template]:
     """What the sinks called inside `fn` send, with `fn`'s parameters left as parameters."""
     memo = ev.project.summaries
@@ -67,8 +50,6 @@ def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[T
     out: list[Template] = []
     env = Env(summary=fn)
     frameworks = ev.project.frameworks
-    from prefixlint.python.sinks import request_value
-
     for call in calls_in(ev.index, fn):
         row = frameworks.match_call(ev.index, call)
         if isinstance(row, SinkModel):
@@ -76,8 +57,6 @@ def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[T
             if value:
                 out.append(Template(value, f"`{ev.label(call.func)}()` ({row.name})", row.whole_request))
         elif row is None and depth < MAX_WRAPPER_DEPTH:
-            from prefixlint.python.valuecalls import value_requests
-
             found = requests_at_call(ev, call, env, depth + 1) or value_requests(ev, call, env, depth + 1)
             out += [template for _, template in found]
     memo[key] = out
@@ -97,11 +76,9 @@ def requests_at_call(
             if not _reads_parameters(template.value, fn):
                 continue
             if bound is None:
-                from prefixlint.python.fills import with_items
-
                 # a call in a loop over items: one request per item (looked at only for a call
                 # that reaches a sink reading what it passes)
-                bound = ev.bind_arguments(fn, call, with_items(ev, call, env))
+                bound = ev.bind_arguments(fn, call, ev.with_items(call, env))
             value = _put_arguments(ev, callee_ev, template.value, fn, bound, call)
             name = fn.name.value if owner is None else owner.name.value
             out.append((name, Template(value, template.what, template.whole)))
@@ -131,15 +108,11 @@ _PROMPT_KEYWORDS = {"system", "system_prompt", "system_message", "prompt", "mess
 def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
     """The project functions a call may run (`owner` None), or the class it constructs (`fn` its
     `__init__`, `owner` the class)."""
-    from prefixlint.python.hierarchy import dispatch
-
     if isinstance(call.func, cst.Attribute):
-        receiver = receiver_class(ev, call.func.value, call)
+        receiver = ev.receiver_class(call.func.value, call)
         # the class's method or an override in a project subclass (an abstract `Model.generate`)
         methods = dispatch(receiver[0], receiver[1], call.func.attr.value) if receiver is not None else []
         if receiver is None:  # an object made from a registry look-up: any registered class's method
-            from prefixlint.python.registries import registered_classes
-
             for cls_ev, cls in registered_classes(ev, call.func.value):
                 methods += [m for m in dispatch(cls_ev, cls, call.func.attr.value) if m not in methods]
         if methods:
@@ -152,7 +125,7 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
         init = cls[0].method(cls[1], "__init__")
         return [(cls[0], init[1], cls[1])] if init is not None else []
     # `model(messages)`, `self.model(messages)` on an object of a project class: its `__call__`
-    called = receiver_class(ev, call.func, call)
+    called = ev.receiver_class(call.func, call)
     if called is not None:
         return [(m_ev, fn, None) for m_ev, fn in dispatch(called[0], called[1], "__call__")]
     if not isinstance(call.func, cst.Attribute):
@@ -160,116 +133,8 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
     name = call.func.attr.value
     keywords = {a.keyword.value for a in call.args if a.keyword is not None}
     if _CHATTY.search(name.lower()) or keywords & _PROMPT_KEYWORDS:
-        return [(other, fn, None) for other, fn in ev.project.methods_named(name)]
+        return [(other, fn, None) for other, fn in ev.methods_named(name)]
     return []
-
-
-def receiver_class(
-    ev: Evaluator, node: cst.BaseExpression, at: cst.CSTNode
-) -> tuple[Evaluator, cst.ClassDef] | None:
-    """The project class of an object: `x = Client(...)`, a parameter `x: Client`, `self.x` set to
-    `Client(...)` (or a parameter so annotated) in a method, or a class attribute `x: Client`."""
-    if isinstance(node, cst.Name):
-        scope = ev.index.scope_for(at)
-        for binding in reversed(scope.bindings.get(node.value, ())):
-            if binding.kind == "assign" and isinstance(binding.expr, cst.Call):
-                return ev.find_class(binding.expr.func)
-        found = _parameter_class(ev, node)
-        outer = ev.index.enclosing_function(scope.node)
-        if found is None and outer is not None and node.value not in scope.params:
-            found = _scope_class(ev, outer, node.value)  # a closure's name, of the function around it
-        return found
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        cls = ev.index.scope_for(at).cls
-        if cls is None:
-            return None
-        for binding in ev.index.instance_attrs.get((cls.name.value, node.attr.value), ()):
-            expr = binding.expr
-            # `self.llm = Client(...)`, `self.llm = llm` (a parameter `llm: Client`), or
-            # `self.llm = handler()` (a parameter `handler: type[Base] = Client`)
-            target = expr.func if isinstance(expr, cst.Call) else expr
-            if isinstance(target, (cst.Name, cst.Attribute)) and target is not None:
-                found = ev.find_class(target) or _parameter_class(ev, target)
-                if found is not None:
-                    return found
-        return _field_class(ev, cls, node.attr.value)
-    return None
-
-
-def _field_class(
-    ev: Evaluator, cls: cst.ClassDef, name: str, depth: int = 0
-) -> tuple[Evaluator, cst.ClassDef] | None:
-    """The class a field is annotated with in a class body (`model: Model = field(...)` of a
-    dataclass or attrs class), in the class or its bases."""
-    from prefixlint.python.evaluate import _annotation_names
-
-    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if (
-                isinstance(small, cst.AnnAssign)
-                and isinstance(small.target, cst.Name)
-                and small.target.value == name
-            ):
-                for part in _annotation_names(small.annotation.annotation):
-                    found = ev.find_class(part)
-                    if found is not None:
-                        return found
-                return None
-    if depth < 4:
-        for base_ev, base in ev.base_classes(cls):
-            found = _field_class(base_ev, base, name, depth + 1)
-            if found is not None:
-                return found
-    return None
-
-
-def _scope_class(ev: Evaluator, fn: cst.FunctionDef, name: str) -> tuple[Evaluator, cst.ClassDef] | None:
-    """The class of `name` in function `fn`: what it was last assigned by a class call, else the
-    class its parameter stands for."""
-    scope = ev.index.scopes.get(fn)
-    if scope is None:
-        return None
-    for binding in reversed(scope.bindings.get(name, ())):
-        if binding.kind == "assign" and isinstance(binding.expr, cst.Call):
-            return ev.find_class(binding.expr.func)
-    if name not in scope.params:
-        return None
-    default = _default_of(fn, name)
-    if isinstance(default, (cst.Name, cst.Attribute)):
-        found = ev.find_class(default)
-        if found is not None:
-            return found
-    return _annotated_class(ev, fn, name)
-
-
-def _parameter_class(ev: Evaluator, node: cst.BaseExpression) -> tuple[Evaluator, cst.ClassDef] | None:
-    """The class a parameter stands for: its default when that is a class, else its annotation."""
-    if not isinstance(node, cst.Name):
-        return None
-    scope = ev.index.scope_for(node)
-    if not (isinstance(scope.node, cst.FunctionDef) and node.value in scope.params):
-        return None
-    default = _default_of(scope.node, node.value)
-    if isinstance(default, (cst.Name, cst.Attribute)):
-        found = ev.find_class(default)
-        if found is not None:
-            return found
-    return _annotated_class(ev, scope.node, node.value)
-
-
-def _annotated_class(ev: Evaluator, fn: cst.FunctionDef, name: str) -> tuple[Evaluator, cst.ClassDef] | None:
-    from prefixlint.python.evaluate import _annotation_names
-
-    p = fn.params
-    for param in (*p.posonly_params, *p.params, *p.kwonly_params):
-        if param.name.value == name and param.annotation is not None:
-            for part in _annotation_names(param.annotation.annotation):
-                found = ev.find_class(part)
-                if found is not None:
-                    return found
-    return None
 
 
 def _reads_parameters(value: Value, fn: cst.FunctionDef) -> bool:
@@ -310,3 +175,72 @@ def _put_arguments(
 
 def _splice(value: Value, put: object) -> Value:
     return concat(*(put(seg) for seg in value))  # type: ignore[operator]
+
+
+def value_requests(ev: Evaluator, call: cst.Call, env: Env, depth: int = 0) -> list[tuple[str, Template]]:
+    """What a call that matches no row and names no project wrapper sends through values: (how it
+    is reached, the request), for the finder and for the summaries of the functions around it."""
+    found = through_value(ev, call)
+    if found is not None:
+        value = request_value(ev, found.call, found.row, env)
+        if not value:
+            return []
+        what = f"`{ev.label(found.call.func)}()` ({found.row.name}, {found.via})"
+        return [(what, Template(value, what, found.row.whole_request))]
+    if depth >= MAX_WRAPPER_DEPTH:
+        return []
+    return parameter_requests(ev, call, env, depth)
+
+
+def parameter_requests(ev: Evaluator, call: cst.Call, env: Env, depth: int) -> list[tuple[str, Template]]:
+    """What a call of a callable parameter sends: what each callable the callers pass sends."""
+    func = call.func
+    if not isinstance(func, cst.Name):
+        return []
+    scope = ev.index.scope_for(call)
+    fn = scope.node
+    if not isinstance(fn, cst.FunctionDef) or func.value not in scope.params or func.value in scope.bindings:
+        return []
+    out: list[tuple[str, Template]] = []
+    name = f"`{func.value}` (a callable parameter of `{fn.name.value}()`)"
+    for site_ev, passed in passed_callables(ev, fn, func.value):
+        if isinstance(passed, Reference):
+            # a partial's own arguments are another module's nodes there: only this module's are read
+            ref = passed if site_ev is ev else Reference(passed.row, passed.func)
+            value = request_value(ev, ref.called_with(call.args), passed.row, env)
+            if value:
+                what = f"`{site_ev.label(passed.func)}()` ({passed.row.name}, called as {name})"
+                out.append((name, Template(value, what, passed.row.whole_request)))
+        elif isinstance(passed, cst.Lambda):
+            out += [(name, t) for _, t in _lambda_requests(ev, call, env, site_ev, passed, depth)]
+        else:
+            found = requests_at_call(ev, call, env, depth + 1, callees=[(site_ev, passed, None)])
+            out += [(name, t) for _, t in found]
+    return out
+
+
+def _lambda_requests(
+    ev: Evaluator, call: cst.Call, env: Env, site_ev: Evaluator, lam: cst.Lambda, depth: int
+) -> list[tuple[str, Template]]:
+    """A lambda passed for the parameter: its body's call, its parameters bound to what the call
+    of the parameter passes (as comprehension names are bound, `Env.shadow`)."""
+    body = lam.body
+    if not isinstance(body, cst.Call):
+        return []
+    names = [p.name.value for p in lam.params.params]
+    shadow = dict(env.shadow)
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    for name, arg in zip(names, positional, strict=False):
+        shadow[name] = ev.value(arg.value, env.deeper())
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in names:
+            shadow[arg.keyword.value] = ev.value(arg.value, env.deeper())
+    inner = env.deeper(shadow=shadow)
+    row = site_ev.project.frameworks.match_call(site_ev.index, body)
+    if isinstance(row, SinkModel):
+        value = request_value(site_ev, body, row, inner)
+        what = f"`{site_ev.label(body.func)}()` ({row.name}, in a lambda)"
+        return [(what, Template(value, what, row.whole_request))] if value else []
+    if row is not None:
+        return []
+    return requests_at_call(site_ev, body, inner, depth + 1) + value_requests(site_ev, body, inner, depth + 1)

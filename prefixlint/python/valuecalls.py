@@ -15,6 +15,7 @@ passed or bound as a value rather than written as the called expression.
 
 Everything is read from the indexes already built; the callers in other modules are found by a text
 search (once per name and process) and only those are parsed, at most MAX_CALLER_MODULES of them.
+What a call reached so sends is worked out with the wrappers' summaries (summaries.value_requests).
 """
 
 from __future__ import annotations
@@ -25,10 +26,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from prefixlint.python.evaluate import MAX_CALLERS, Env, Evaluator
+from prefixlint.python.evaluate import MAX_CALLERS, Evaluator, calls_in
 from prefixlint.python.frameworks import SinkModel
 from prefixlint.python.project import Project, python_sources, read_text
-from prefixlint.python.summaries import MAX_WRAPPER_DEPTH, Template, calls_in, requests_at_call
 
 # Names, partials, factories and callers followed for one callable (a closure made by a factory,
 # assigned to a name, passed through two methods to the one that calls it is five).
@@ -141,81 +141,6 @@ def _forwards(ev: Evaluator, call: cst.Call, position: int) -> bool:
 Passed = tuple[Evaluator, "cst.FunctionDef | cst.Lambda | Reference"]
 
 
-def value_requests(ev: Evaluator, call: cst.Call, env: Env, depth: int = 0) -> list[tuple[str, Template]]:
-    """What a call that matches no row and names no project wrapper sends through values: (how it
-    is reached, the request), for the finder and for the summaries of the functions around it."""
-    from prefixlint.python.sinks import request_value
-
-    found = through_value(ev, call)
-    if found is not None:
-        value = request_value(ev, found.call, found.row, env)
-        if not value:
-            return []
-        what = f"`{ev.label(found.call.func)}()` ({found.row.name}, {found.via})"
-        return [(what, Template(value, what, found.row.whole_request))]
-    if depth >= MAX_WRAPPER_DEPTH:
-        return []
-    return parameter_requests(ev, call, env, depth)
-
-
-def parameter_requests(ev: Evaluator, call: cst.Call, env: Env, depth: int) -> list[tuple[str, Template]]:
-    """What a call of a callable parameter sends: what each callable the callers pass sends."""
-    func = call.func
-    if not isinstance(func, cst.Name):
-        return []
-    scope = ev.index.scope_for(call)
-    fn = scope.node
-    if not isinstance(fn, cst.FunctionDef) or func.value not in scope.params or func.value in scope.bindings:
-        return []
-    from prefixlint.python.sinks import request_value
-
-    out: list[tuple[str, Template]] = []
-    name = f"`{func.value}` (a callable parameter of `{fn.name.value}()`)"
-    for site_ev, passed in passed_callables(ev, fn, func.value):
-        if isinstance(passed, Reference):
-            # a partial's own arguments are another module's nodes there: only this module's are read
-            ref = passed if site_ev is ev else Reference(passed.row, passed.func)
-            value = request_value(ev, ref.called_with(call.args), passed.row, env)
-            if value:
-                what = f"`{site_ev.label(passed.func)}()` ({passed.row.name}, called as {name})"
-                out.append((name, Template(value, what, passed.row.whole_request)))
-        elif isinstance(passed, cst.Lambda):
-            out += [(name, t) for _, t in _lambda_requests(ev, call, env, site_ev, passed, depth)]
-        else:
-            found = requests_at_call(ev, call, env, depth + 1, callees=[(site_ev, passed, None)])
-            out += [(name, t) for _, t in found]
-    return out
-
-
-def _lambda_requests(
-    ev: Evaluator, call: cst.Call, env: Env, site_ev: Evaluator, lam: cst.Lambda, depth: int
-) -> list[tuple[str, Template]]:
-    """A lambda passed for the parameter: its body's call, its parameters bound to what the call
-    of the parameter passes (as comprehension names are bound, `Env.shadow`)."""
-    body = lam.body
-    if not isinstance(body, cst.Call):
-        return []
-    names = [p.name.value for p in lam.params.params]
-    shadow = dict(env.shadow)
-    positional = [a for a in call.args if a.keyword is None and not a.star]
-    for name, arg in zip(names, positional, strict=False):
-        shadow[name] = ev.value(arg.value, env.deeper())
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in names:
-            shadow[arg.keyword.value] = ev.value(arg.value, env.deeper())
-    inner = env.deeper(shadow=shadow)
-    from prefixlint.python.sinks import request_value
-
-    row = site_ev.project.frameworks.match_call(site_ev.index, body)
-    if isinstance(row, SinkModel):
-        value = request_value(site_ev, body, row, inner)
-        what = f"`{site_ev.label(body.func)}()` ({row.name}, in a lambda)"
-        return [(what, Template(value, what, row.whole_request))] if value else []
-    if row is not None:
-        return []
-    return requests_at_call(site_ev, body, inner, depth + 1) + value_requests(site_ev, body, inner, depth + 1)
-
-
 def passed_callables(ev: Evaluator, fn: cst.FunctionDef, name: str, hops: int = 0) -> list[Passed]:
     """The callables the project's calls of `fn` pass for its parameter `name` (memoized per
     project; a parameter being worked out passes nothing more to itself)."""
@@ -319,7 +244,7 @@ def callers(ev: Evaluator, fn: cst.FunctionDef) -> list[tuple[Evaluator, cst.Cal
     for path in nearest:
         if os.path.abspath(path) == here or found >= MAX_CALLER_MODULES:
             continue
-        other = ev.project.evaluator(path)
+        other = ev.evaluator(path)
         if other is None:
             continue
         found += 1

@@ -6,7 +6,7 @@ becomes (`PARTS`, in the order the request puts them). `[[config]]` rows name ca
 arguments only configure a client (keys, URLs, timeouts): a volatile value passed to them is no
 prompt text. `[[source]]` rows name calls whose result is content made per request (retrievers and
 vector stores, memory recalled by the input, tools retrieved for the query, web search): a value of
-that provenance wherever it lands (prefixlint/python/evaluate.py asks `match_source`). A project's
+that provenance wherever it lands (prefixlint/python/evaluate/calls.py asks `match_source`). A project's
 own prompt builders (`[tool.prefixlint.python] sinks`) and sources (`[[...python.source]]`) are rows
 of the same table. Every row carries a valid and an invalid example that the tests run
 (`tests/test_frameworks.py`), as Fixit runs its rules' examples.

@@ -1,0 +1,271 @@
+"""Parameters: what a function's parameter holds when its caller is not followed, and what its
+callers pass when they are.
+
+A parameter is judged by its annotation (a `random.Random`, a set) or its name; a request entry
+point's parameters are the request itself; the calls of the function in this module say what it
+gets. A call inside a loop over a collection sends one request per item: the names the loop binds
+are per-request values there. A template parameter with a default holds that default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import libcst as cst
+
+from prefixlint.python.evaluate.base import EvaluatorBase
+from prefixlint.python.evaluate.env import (
+    MAX_CALLERS,
+    MAX_DEPTH,
+    PARAMETER_OF,
+    Env,
+    _annotation_heads,
+    _annotation_names,
+    _default_of,
+    _inside,
+)
+from prefixlint.python.scopes import ModuleIndex, Scope
+from prefixlint.python.scopes import names_in_target as _names_in_target
+from prefixlint.python.segments import Hole, Provenance, Value, choice, holes, is_constant
+from prefixlint.python.volatile import SET_TYPES, parameter_provenance, qualified_provenance
+
+# Classes whose instances are volatile (a parameter annotated so: `rnd: random.Random`).
+_VOLATILE_TYPES = {
+    "random.Random",
+    "random.SystemRandom",
+    "numpy.random.Generator",
+    "numpy.random.RandomState",
+}
+
+Loop = tuple[tuple[str, ...], cst.BaseExpression]  # the names a loop binds, and what it iterates
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+class Parameters(EvaluatorBase):
+    """Parameters, what callers pass, and loops over items."""
+
+    def parameter(self, name: str, scope: Scope, node: cst.CSTNode, env: Env) -> Value:
+        """A parameter whose caller we do not follow: its annotation (a `random.Random`) or its name
+        decides; a constructor's parameters configure the object and are static. Each such hole
+        says which parameter it is, so that a call can put what it passes in its place."""
+        fn = scope.node
+        param = (id(fn), name)
+        if isinstance(fn, cst.FunctionDef):
+            entry = self.project.frameworks.entry_point(self.index, fn)
+            if entry is not None and not isinstance(_default_of(fn, name), cst.Call):
+                # What a route or a handler receives is the request itself, whatever its name (a
+                # default made by a call, `Depends(get_db)`, is wiring, not input).
+                where = f"a parameter of `{fn.name.value}()`, a request entry point ({entry.name})"
+                (hole,) = self.hole(Provenance.REQUEST, node, name, weak=False)
+                return (replace(hole, via=where, param=param),)
+            if self.set_annotated(fn, name):
+                # `enabled: set[str]` iterated: its order is the caller's process's, whatever it
+                # holds (kept by a constructor, it is the attribute's order too)
+                (hole,) = self.hole(Provenance.UNORDERED, node, name, weak=False)
+                return (replace(hole, via=f"{PARAMETER_OF} `{fn.name.value}()`", param=param),)
+            if fn.name.value == "__init__":
+                (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+                return (replace(hole, param=param),)
+            if env.summary is not fn:
+                passed = self.passed_by_callers(fn, name)
+                if passed is not None:
+                    return passed
+            where = f"{PARAMETER_OF} `{fn.name.value}()`"
+        else:
+            where = ""
+        found = parameter_provenance(name)
+        if found is None:
+            (hole,) = self.hole(Provenance.UNKNOWN, node, name, by_name=True)
+            return (replace(hole, param=param),)
+        prov, weak = found
+        (hole,) = self.hole(prov, node, name, by_name=True, weak=weak)
+        return (replace(hole, via=where, param=param),)
+
+    def passed_by_callers(self, fn: cst.FunctionDef, name: str) -> Value | None:
+        """What the calls of `fn` in this module pass for parameter `name` (its default where a call
+        leaves it out), or None when nothing in this module calls it: then its caller is unknown."""
+        key = (id(fn), name)
+        if key in self.project.following:
+            return None
+        calls = [
+            c
+            for c in self.calls_named(fn.name.value)
+            if not _inside(self.index, c, fn) and self.resolve_callable(c.func, c) == (self, fn)
+        ][:MAX_CALLERS]
+        if not calls:
+            return None
+        self.project.following.add(key)
+        try:
+            values = []
+            for call in calls:
+                # a call in a loop over items passes one item per call (each its own request)
+                bound = self.bind_arguments(fn, call, self.with_items(call, Env(depth=MAX_DEPTH // 2)))
+                default = _default_of(fn, name)
+                if name in bound and _is_parameter(bound[name]):
+                    return None  # the caller passes its own parameter on: still an unknown caller
+                if name in bound:
+                    values.append(self.anchor(bound[name], call))
+                elif default is not None:
+                    values.append(self.value(default, Env(depth=MAX_DEPTH // 2)))
+                else:
+                    values.append(self.hole(Provenance.UNKNOWN, call, name, by_name=True))
+        finally:
+            self.project.following.discard(key)
+        return choice(values)
+
+    def annotation_provenance(self, fn: cst.FunctionDef, name: str) -> Provenance | None:
+        """The provenance of a parameter annotated with a volatile type (`rnd: random.Random`)."""
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                for part in _annotation_names(param.annotation.annotation):
+                    names = self.index.qualified_names(part, self.index.module_scope)
+                    if names & _VOLATILE_TYPES:
+                        return qualified_provenance(names & _VOLATILE_TYPES)
+        return None
+
+    def set_annotated(self, fn: cst.FunctionDef, name: str) -> bool:
+        """Whether parameter `name` of `fn` is annotated as a set (`set[str]`, `AbstractSet[T]`,
+        `frozenset | None`)."""
+        p = fn.params
+        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
+            if param.name.value == name and param.annotation is not None:
+                for head in _annotation_heads(param.annotation.annotation):
+                    names = self.index.qualified_names(head, self.index.module_scope)
+                    names = {n.removeprefix("builtins.") for n in names}
+                    if isinstance(head, cst.Name) and not names:
+                        names = {head.value}
+                    if names & SET_TYPES:
+                        return True
+        return False
+
+    def receiver_provenance(self, node: cst.BaseExpression) -> Provenance | None:
+        """The provenance of calls on an object of a volatile type: a parameter annotated
+        `random.Random`, or `self.rnd` set from one in a method."""
+        scope = self.index.scope_for(node)
+        if (
+            isinstance(node, cst.Name)
+            and node.value in scope.params
+            and isinstance(scope.node, cst.FunctionDef)
+        ):
+            return self.annotation_provenance(scope.node, node.value)
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+            and scope.cls is not None
+        ):
+            for binding in self.index.instance_attrs.get((scope.cls.name.value, node.attr.value), ()):
+                if isinstance(binding.expr, cst.Name):
+                    found = self.receiver_provenance(binding.expr)
+                    if found is not None:
+                        return found
+        return None
+
+    def with_items(self, call: cst.Call, env: Env) -> Env:
+        """`env` with the names bound by the loops around `call` as per-item request values. A loop
+        over fixed items (a literal list, constants) sends the same requests on every run: its names
+        keep their values."""
+        loops = loops_around(self.index, call)
+        if not loops:
+            return env
+        shadow = dict(env.shadow)
+        for names, iterable in loops:
+            collection = self.value(iterable, env.deeper(shadow=shadow))
+            if is_constant(collection) or not collection:
+                continue
+            # As confident as a parameter: sure when the collection is a per-request input known as
+            # one (or volatile at its source), else "if its callers pass one".
+            strong = any(
+                h.provenance.volatile
+                and not h.history
+                and not h.weak
+                and not h.by_name
+                or h.provenance is Provenance.REQUEST
+                and not h.weak
+                and not h.history
+                for h in holes(collection)
+            )
+            label = self.label(iterable)
+            for name in names:
+                (hole,) = self.hole(Provenance.REQUEST, iterable, name, by_name=True, weak=not strong)
+                shadow[name] = (replace(hole, item=label, timing="call"),)
+        return env.deeper(shadow=shadow) if shadow != env.shadow else env
+
+    def template_of(self, node: cst.BaseExpression, value: Value, env: Env) -> Value:
+        """The template a parameter holds where its callers are not seen: its default, when it has one
+        (`tmpl: str = DEFAULT_TMPL`): a template configures the call, it is not the request's data."""
+        if not (isinstance(node, cst.Name) and len(value) == 1 and isinstance(value[0], Hole)):
+            return value
+        if value[0].param is None:
+            return value
+        fn = self.index.scope_for(node).node
+        default = _default_of(fn, node.value) if env.summary is not fn else None
+        if default is None or (isinstance(default, cst.Name) and default.value == "None"):
+            return value
+        return self.value(default, Env(depth=env.depth + 1))
+
+
+def _is_parameter(value: Value) -> bool:
+    """A value that is just a parameter of the function it was read in."""
+    return (
+        len(value) == 1
+        and isinstance(value[0], Hole)
+        and value[0].by_name  # an entry point's parameter is the request, not an unknown caller's value
+        and value[0].via.startswith(PARAMETER_OF)
+    )
+
+
+def loops_around(index: ModuleIndex, call: cst.Call) -> tuple[Loop, ...]:
+    """The loops (outermost first) around `call` within its function (or the module's top level)."""
+    owner = index.scope_for(call).node
+    table = _TABLES.get(id(owner))
+    if table is None or table[0] is not owner:
+        if len(_TABLES) > 256:
+            _TABLES.clear()
+        found: dict[int, tuple[Loop, ...]] = {}
+        _walk(owner, owner, (), found)
+        table = _TABLES[id(owner)] = (owner, found)
+    return table[1].get(id(call), ())
+
+
+_TABLES: dict[int, tuple[cst.CSTNode, dict[int, tuple[Loop, ...]]]] = {}
+
+
+def _walk(
+    node: cst.CSTNode, owner: cst.CSTNode, loops: tuple[Loop, ...], out: dict[int, tuple[Loop, ...]]
+) -> None:
+    if node is not owner and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return  # a scope of its own: its calls are looked up from it
+    if isinstance(node, cst.Call):
+        if loops:
+            out[id(node)] = loops
+        lam = node.args[0].value if len(node.args) >= 2 else None
+        if isinstance(node.func, cst.Name) and node.func.value == "map" and isinstance(lam, cst.Lambda):
+            # `map(lambda n: llm.predict(..., n), nodes)`: the lambda runs once per item
+            for arg in node.args[1:]:
+                _walk(arg, owner, loops, out)
+            params = tuple(p.name.value for p in lam.params.params[:1])
+            _walk(lam.body, owner, (*loops, (params, node.args[1].value)), out)
+            return
+    elif isinstance(node, cst.For):
+        _walk(node.iter, owner, loops, out)
+        _walk(node.body, owner, (*loops, (tuple(_names_in_target(node.target)), node.iter)), out)
+        if node.orelse is not None:
+            _walk(node.orelse, owner, loops, out)
+        return
+    elif isinstance(node, _COMPREHENSIONS):
+        inner = loops
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            _walk(comp.iter, owner, inner, out)
+            inner = (*inner, (tuple(_names_in_target(comp.target)), comp.iter))
+            for test in comp.ifs:
+                _walk(test, owner, inner, out)
+            comp = comp.inner_for_in
+        parts = (node.key, node.value) if isinstance(node, cst.DictComp) else (node.elt,)
+        for part in parts:
+            _walk(part, owner, inner, out)
+        return
+    for child in node.children:
+        _walk(child, owner, loops, out)

@@ -1,0 +1,370 @@
+"""Prompt text kept outside the code: files read by a path written in the code, and YAML/JSON data.
+
+A read is followed when its path is known statically (a literal, `__file__`-relative, or with a
+static tail such as `f"{pkg_dir}/prompts/{name}.txt"` with `name` known): the file's text becomes
+static text. Data (a YAML or JSON file, a dict literal) is a structure of dicts, lists and values
+that subscripts and `**mapping` read; a template named by a path (`Template(Path("agent.jinja"))`)
+is that file's text. Jinja templates rendered from Python are in rendering.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import libcst as cst
+
+from prefixlint.python.evaluate.base import EvaluatorBase
+from prefixlint.python.evaluate.env import Env
+from prefixlint.python.scopes import string_value
+from prefixlint.python.segments import Text, Value, is_static, static_text, text
+from prefixlint.python.volatile import PATH_METHODS, PATH_TYPES
+
+# Calls that read a whole text file, by qualified name or by method name.
+_READ_METHODS = {"read", "read_text", "readlines", "read_bytes"}
+_OPENERS = {"open", "io.open", "codecs.open", "builtins.open"}
+_PATH_TYPES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "Path"}
+_LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "json.loads", "tomllib.load",
+            "tomllib.loads", "toml.load", "toml.loads"}  # fmt: skip
+# Functions of a project's own we cannot read but whose name says they read a file by its path.
+_READER_NAME = re.compile(r"^(load|read|get|open)_?(text|file|prompt|template|yaml|json|txt)s?$", re.I)
+TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".txt", ".md", ".prompt")
+
+
+class PromptFiles(EvaluatorBase):
+    """Prompt text read from files and data by a path written in the code."""
+
+    def _path_of(self, node: cst.BaseExpression, env: Env, depth: int = 0) -> str | None:
+        """The file a path expression names, if it can be found: `"prompts/x.txt"`, `Path(__file__).parent
+        / "x.yaml"`, `os.path.join(HERE, "x.j2")`, `importlib.resources.files(pkg) / "x.md"`."""
+        written = self._path_text(node, env, depth)
+        if written is None:
+            return None
+        return self._find(written)
+
+    def _find(self, written: str) -> str | None:
+        here = os.path.dirname(os.path.abspath(self.path))
+        if os.path.isabs(written):
+            return written if os.path.isfile(written) else None
+        return self.project.find_file(written, here)
+
+    def _path_text(self, node: cst.BaseExpression, env: Env, depth: int) -> str | None:
+        """A path as written, with anything unknown before its last static part dropped (the folder a
+        package is installed in is not needed to find the file in the project)."""
+        if depth > 8:
+            return None
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+            left = self._path_text(node.left, env, depth + 1)
+            right = self._path_text(node.right, env, depth + 1)
+            if right is None:
+                return None
+            return right if left is None or os.path.isabs(right) else os.path.join(left, right)
+        if isinstance(node, cst.Attribute) and node.attr.value == "parent":
+            inner = self._path_text(node.value, env, depth + 1)
+            return os.path.dirname(inner) if inner is not None else None
+        if isinstance(node, cst.Call):
+            qnames = self.index.qualified_names(node.func)
+            name = node.func.attr.value if isinstance(node.func, cst.Attribute) else ""
+            args = [a.value for a in node.args if a.keyword is None]
+            if qnames & (_PATH_TYPES | {"os.path.join"}) or name == "joinpath":
+                parts = [node.func.value] if name == "joinpath" else []
+                texts = [self._path_text(a, env, depth + 1) for a in parts + args]
+                known = [t for t in texts if t is not None]
+                return os.path.join(*known) if known else None
+            if qnames & {"os.path.dirname"} and args:
+                inner = self._path_text(args[0], env, depth + 1)
+                return os.path.dirname(inner) if inner is not None else None
+            if qnames & {"os.path.abspath", "os.path.realpath", "os.path.normpath"} and args:
+                return self._path_text(args[0], env, depth + 1)
+            if name in ("resolve", "absolute", "expanduser"):
+                return self._path_text(node.func.value, env, depth + 1)
+            if name == "with_name" and args:  # `Path(__file__).with_name("prompt.txt")`
+                folder = self._path_text(node.func.value, env, depth + 1)
+                file = self._path_text(args[0], env, depth + 1)
+                if file is None:
+                    return None
+                return os.path.join(os.path.dirname(folder), file) if folder is not None else file
+            if qnames & {"importlib.resources.files", "importlib_resources.files"} and args:
+                return self._package_folder(args[0], env)
+            return None
+        value = self.value(node, env.deeper())
+        if is_static(value):
+            return static_text(value) or None
+        # The static tail after the last unknown part: `f"{package_path}/prompts/{name}.txt"`.
+        last = max(i for i, seg in enumerate(value) if not isinstance(seg, Text))
+        tail = static_text(value[last + 1 :]).lstrip("/\\")
+        return tail if "/" in tail or "." in tail else None
+
+    def _package_folder(self, node: cst.BaseExpression, env: Env) -> str | None:
+        value = self.value(node, env.deeper())
+        if not is_static(value):
+            return None
+        init = self.project.module_path(static_text(value), self.path)
+        return os.path.dirname(init) if init is not None and init.endswith("__init__.py") else None
+
+    def _file_value(self, path: str) -> Value | None:
+        content = self.project.text(path)
+        return text(content) if content is not None else None
+
+    def _template_source(self, source: cst.BaseExpression, env: Env) -> Value:
+        """The text of `Template(...)`: a string, or a file named by a path (`Path("agent.jinja")`)."""
+        value = self.value(source, env.deeper(template=env.template))
+        if is_static(value) and static_text(value).endswith(TEMPLATE_SUFFIXES):
+            path = self.project.find_file(static_text(value), os.path.dirname(os.path.abspath(self.path)))
+            content = self.project.text(path) if path is not None else None
+            if content is not None:
+                return text(content)
+        return value
+
+    def path_like(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether `node` is a path object: made by `Path(...)`, joined with `/`, `.parent`, a
+        path method, or a name assigned one (`TOOLS = Path(__file__).parent / "tools"`)."""
+        if depth > 4:
+            return False
+        deeper = depth + 1
+        if isinstance(node, cst.Call):
+            if self.index.qualified_names(node.func) & PATH_TYPES:
+                return True
+            func = node.func
+            return (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in PATH_METHODS
+                and self.path_like(func.value, deeper)
+            )
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Divide):
+            return self.path_like(node.left, deeper)
+        if isinstance(node, cst.Attribute) and node.attr.value == "parent":
+            return self.path_like(node.value, deeper)
+        if isinstance(node, (cst.Name, cst.Attribute)) and (value := self.index.assigned(node)) is not None:
+            return self.path_like(value, deeper)
+        return False
+
+    def read_call(self, node: cst.Call, env: Env) -> Value | None:
+        """The text a call reads from a prompt file, or None if it is not such a read."""
+        func = node.func
+        qnames = self.index.qualified_names(func)
+        args = [a.value for a in node.args if a.keyword is None]
+        if isinstance(func, cst.Attribute) and func.attr.value in _READ_METHODS:
+            path = self._opened(func.value, env)
+            return self._file_value(path) if path is not None else None
+        if isinstance(func, cst.Attribute) and func.attr.value == "get_template" and args:
+            path = self._path_of(args[0], env)  # a loader's folder is not followed: found by its name
+            return self._file_value(path) if path is not None else None
+        if qnames & {"importlib.resources.read_text", "pkg_resources.resource_string"} and len(args) >= 2:
+            folder = self._package_folder(args[0], env)
+            name = self.value(args[1], env.deeper())
+            if folder is not None and is_static(name):
+                path = os.path.join(folder, static_text(name))
+                return self._file_value(path) if os.path.isfile(path) else None
+        if qnames & _LOADERS and args:
+            loaded = self.data(node, env)
+            return _as_text(loaded)
+        if isinstance(func, (cst.Name, cst.Attribute)) and args and self.resolve_callable(func, node) is None:
+            name = func.value if isinstance(func, cst.Name) else func.attr.value
+            if _READER_NAME.match(name):
+                path = self._path_of(args[0], env)
+                if path is not None:
+                    return self._file_value(path)
+        return None
+
+    def _opened(self, node: cst.BaseExpression, env: Env) -> str | None:
+        """The file behind `open(P)`, `P.open()`, a `Path`, or a name bound to one (`with open(P) as f`
+        binds `f` to `open(P)`)."""
+        if isinstance(node, cst.Call):
+            qnames = self._call_names(node.func)
+            args = [a.value for a in node.args if a.keyword is None]
+            if qnames & _OPENERS and args:
+                return self._path_of(args[0], env)
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "open":
+                return self._path_of(node.func.value, env)
+        if isinstance(node, cst.Name):
+            expr = self.last_assignment(node)
+            if expr is not None:
+                return self._opened(expr, env)
+        return self._path_of(node, env)
+
+    def entries_set_after(self, node: cst.Name, env: Env) -> dict[str, Any]:
+        """Entries set on a dict after it was built (`variables["date"] = value`), before `node`."""
+        out: dict[str, Any] = {}
+        scope = self.index.scope_for(node)
+        for binding in scope.bindings.get(node.value, ()):
+            if binding.kind == "setitem" and binding.pos < self.index.pos(node) and binding.key is not None:
+                key = self.value(binding.key, env.deeper())
+                name = static_text(key) if is_static(key) else "\x00" + self.label(binding.key)
+                out[name] = self.value(binding.expr, env.deeper()) if binding.expr is not None else None
+        return out
+
+    def _call_names(self, func: cst.BaseExpression) -> set[str]:
+        """Qualified names of a callee; a builtin (`open`) that nothing in the module rebinds is itself."""
+        names = self.index.qualified_names(func)
+        if not names and isinstance(func, cst.Name) and func.value not in self.index.functions:
+            scope = self.index.scope_for(func)
+            if func.value not in scope.bindings and func.value not in self.index.module_scope.bindings:
+                return {func.value}
+        return names
+
+    def last_assignment(self, node: cst.Name) -> cst.BaseExpression | None:
+        """The expression `node` was last assigned, when that is the one assignment that reaches it
+        (ModuleIndex.assigned)."""
+        return self.index.assigned(node)
+
+    # --- data: YAML, JSON and literal containers ---------------------------------------------------
+    def data(self, node: cst.BaseExpression, env: Env, depth: int = 0) -> Any:
+        """A structure of dicts, lists and text values (`Value`s) for an expression, or None."""
+        if depth > 8:
+            return None
+        if isinstance(node, cst.Dict):
+            out: dict[str, Any] = {}
+            for el in node.elements:
+                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                    key = string_value(el.key)
+                    item = self.data(el.value, env, depth + 1)
+                    if item is None:  # not data we can read (`os.environ["X"]`): what it evaluates to
+                        item = self.value(el.value, env.deeper())
+                    out[key if isinstance(key, str) else repr(key)] = item
+                elif isinstance(el, cst.StarredDictElement):
+                    inner = self.data(el.value, env, depth + 1)
+                    if isinstance(inner, dict):
+                        out.update(inner)
+            return out
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return [self.data(el.value, env, depth + 1) for el in node.elements]
+        if isinstance(node, cst.Name):
+            extra = self.keywords_collected(node, env)
+            if extra is not None:
+                return extra
+            expr = self.last_assignment(node)
+            if expr is not None:
+                found = self.data(expr, env, depth + 1)
+                if isinstance(found, dict):
+                    found = {**found, **self.entries_set_after(node, env)}
+                return found
+            for qualified in sorted(self.index.imported_as(node.value)):  # a constant of another module
+                found = self.resolve(qualified)
+                bindings = found[0].index.module_scope.bindings.get(found[1]) if found is not None else None
+                if bindings and bindings[-1].kind == "assign" and bindings[-1].expr is not None:
+                    return found[0].data(bindings[-1].expr, env, depth + 1)
+            return self.value(node, env.deeper())
+        if (
+            isinstance(node, cst.Subscript)
+            and len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Index)
+        ):
+            container = self.data(node.value, env, depth + 1)
+            key = self.value(node.slice[0].slice.value, env.deeper())
+            if isinstance(container, dict) and is_static(key):
+                return container.get(static_text(key))
+            return None
+        if isinstance(node, cst.Call):
+            qnames = self.index.qualified_names(node.func)
+            args = [a.value for a in node.args if a.keyword is None]
+            if qnames & _LOADERS and args:
+                source = args[0]
+                path = (
+                    self._opened(source, env)
+                    if not qnames & {"json.loads", "tomllib.loads", "toml.loads"}
+                    else None
+                )
+                content = self.project.text(path) if path is not None else None
+                if content is None:
+                    value = self.value(source, env.deeper())
+                    content = static_text(value) if is_static(value) else None
+                return _parse(content, path or "") if content is not None else None
+            if isinstance(node.func, cst.Name) and node.func.value == "dict":
+                return {
+                    a.keyword.value: self.data(a.value, env, depth + 1)
+                    for a in node.args
+                    if a.keyword is not None
+                }
+        value = self.value(node, env.deeper())
+        return value
+
+    def keywords_collected(self, node: cst.Name, env: Env) -> dict[str, Value] | None:
+        """`kwargs` of a `def render(self, **kwargs)` being inlined: the keywords its call passes that
+        name no parameter of its own (`Prompt(...).render(now=...)` gives `{"now": ...}`)."""
+        scope = self.index.scope_for(node)
+        fn = scope.node
+        if not isinstance(fn, cst.FunctionDef) or fn not in env.args:
+            return None
+        star = fn.params.star_kwarg
+        if not isinstance(star, cst.Param) or star.name.value != node.value:
+            return None
+        params = fn.params
+        own = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+        return {name: value for name, value in env.args[fn].items() if name not in own}
+
+    def dumps_constant(self, node: cst.Call, env: Env) -> Value | None:
+        """`json.dumps(SCHEMA, ...)` of a constant: the very text it gives (dicts keep their order)."""
+        args = [a.value for a in node.args if a.keyword is None]
+        plain = _plain(self.data(args[0], env)) if args else None
+        if plain is None:
+            return None
+        options: dict[str, Any] = {}
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in ("indent", "sort_keys", "ensure_ascii"):
+                if not isinstance(arg.value, (cst.Integer, cst.Name)):
+                    return None
+                raw = arg.value.value
+                options[arg.keyword.value] = int(raw) if raw.isdigit() else raw == "True"
+        return text(json.dumps(plain, **options))
+
+    def named_arguments(self, call: cst.Call, env: Env) -> dict[str, Value]:
+        """The values a `.format(...)`-like call passes by name: keywords, `**mapping` and a dict passed
+        positionally (`.invoke({...})`, `.format_map(d)`)."""
+        named: dict[str, Value] = {}
+        for arg in call.args:
+            if arg.keyword is not None:
+                named[arg.keyword.value] = self.value(arg.value, env.deeper())
+            elif arg.star == "**" or (not arg.star and isinstance(arg.value, (cst.Dict, cst.Name))):
+                mapping = self.data(arg.value, env)
+                if isinstance(mapping, dict):
+                    for key, item in mapping.items():
+                        value = _as_text(item) if item is not None else None
+                        if value is not None:
+                            named[key] = value
+        return named
+
+
+def _parse(content: str, path: str) -> Any:
+    try:
+        if path.endswith((".yaml", ".yml")) or not path.endswith(".json"):
+            import yaml
+
+            loaded = yaml.safe_load(content)
+        else:
+            loaded = json.loads(content)
+    except Exception:  # noqa: BLE001 - a broken data file is not the code's prompt
+        return None
+    return _values(loaded)
+
+
+def _values(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _values(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_values(v) for v in obj]
+    return text(obj if isinstance(obj, str) else json.dumps(obj))
+
+
+def _as_text(obj: Any) -> Value | None:
+    if isinstance(obj, tuple):
+        return obj
+    if isinstance(obj, (dict, list)):
+        plain = _plain(obj)
+        return text(json.dumps(plain, ensure_ascii=False)) if plain is not None else None
+    return None
+
+
+def _plain(obj: Any) -> Any:
+    """The structure as plain Python data if every leaf is static text."""
+    if isinstance(obj, dict):
+        out = {k: _plain(v) for k, v in obj.items()}
+        return None if any(v is None for v in out.values()) else out
+    if isinstance(obj, list):
+        items = [_plain(v) for v in obj]
+        return None if any(v is None for v in items) else items
+    if isinstance(obj, tuple) and is_static(obj):
+        return static_text(obj)
+    return None
