@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.token_memo import identity as book_identity
-from prefixlint.tokenizer_process import Encoded
+from prefixlint.tokenizer_backend import Encoded
 
 if TYPE_CHECKING:
     import sqlite3

@@ -30,7 +30,7 @@ from typing import Any
 
 from prefixlint.fingerprint import package_digest
 from prefixlint.runmemo import stamp
-from prefixlint.tokenizer_process import Encoded
+from prefixlint.tokenizer_backend import Encoded
 
 FORMAT = "tokens-v1"
 

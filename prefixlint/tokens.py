@@ -4,7 +4,6 @@ and token-level comparison of rendered prompts. Never touches the network."""
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import re
@@ -14,22 +13,20 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file, read_limited
+from prefixlint.files import read_limited
 from prefixlint.ollama import PREFIX as OLLAMA_PREFIX
 from prefixlint.token_memo import book_for, cache_dir_in_use
+from prefixlint.tokenizer_backend import TokenizerError, gguf_tokenizer, load_backend
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
     from prefixlint.token_index import TokenIndex
-    from prefixlint.tokenizer_process import Encoded, TokenizerProcess
+    from prefixlint.tokenizer_backend import Encoded
+    from prefixlint.tokenizer_process import TokenizerProcess
 
 EMBEDDED_NAME = "deepseek (embedded default)"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.json.gz")
-
-
-class TokenizerError(Exception):
-    """A tokenizer that cannot be found or loaded; the message says where and why."""
 
 
 _UNANSWERED = object()  # "ask the in-process tokenizer": None is a real answer (an unknown token)
@@ -289,42 +286,6 @@ def resolve_tokenizer_path(spec: str | None) -> Path:
     raise TokenizerError(f"{spec}: no such file or folder")
 
 
-def load_backend(path: str) -> Tokenizer:
-    """Build the `tokenizers.Tokenizer` of a file, here or in a helper (the same checks, the same
-    TokenizerError messages)."""
-    from tokenizers import Tokenizer
-
-    from prefixlint.gguf import is_gguf
-
-    p = Path(path)
-    if is_gguf(p):
-        return _gguf_tokenizer(path).tokenizer
-    try:
-        check_input_file(p, MAX_TOKENIZER_BYTES)
-    except (OSError, InputError) as exc:
-        raise TokenizerError(
-            f"{path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
-        ) from exc
-    try:
-        if p.name.endswith(".gz"):
-            with gzip.open(p, "rb") as fh:
-                data = fh.read(MAX_TOKENIZER_BYTES + 1)  # a gzip bomb stops at the limit
-            if len(data) > MAX_TOKENIZER_BYTES:
-                raise InputError(f"too large once decompressed: over {MAX_TOKENIZER_BYTES >> 20} MB")
-            backend = Tokenizer.from_str(data.decode("utf-8"))
-        else:
-            backend = Tokenizer.from_file(str(p))
-    except Exception as exc:  # tokenizers raises plain Exceptions for malformed files
-        raise TokenizerError(
-            f"{path}: not a loadable tokenizer.json ({str(exc).splitlines()[0][:160]})"
-        ) from exc
-    # A saved truncation (gpt2's tokenizer.json cuts at 50 tokens) or padding is not what a server
-    # applies to a prompt: transformers drops both unless asked, and so do we.
-    backend.no_truncation()
-    backend.no_padding()
-    return backend
-
-
 # Loaded once per run, by file path. A failed load is not kept: asked again, it fails again.
 _LOADED: dict[str, LoadedTokenizer] = {}
 # Helpers loading a file in a forked process (start_loading), by file path.
@@ -414,31 +375,13 @@ def stop_all_loading(keep: Collection[str] = ()) -> None:
             stop_loading(path)
 
 
-def _gguf_tokenizer(path: str, about: bool = False) -> Any:
-    """The tokenizer a GGUF file's metadata describes (built once, then from the cache), or with
-    `about` only its special tokens and build warnings."""
-    from prefixlint.gguf_tokenizer import (
-        GGUFError,
-        GGUFTokenizerError,
-        gguf_tokenizer_about,
-        load_gguf_tokenizer,
-    )
-
-    try:
-        check_input_file(path, 0)  # a model is gigabytes: only its header is read
-        return gguf_tokenizer_about(path) if about else load_gguf_tokenizer(path)
-    except (OSError, InputError, GGUFError, GGUFTokenizerError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise TokenizerError(f"{path}: not a usable GGUF tokenizer ({reason})") from exc
-
-
 def _identity(p: Path) -> tuple[str, dict[str, str], list[str]]:
     """A tokenizer file's name, the special tokens of the tokenizer_config.json beside it (a
     GGUF's own, from its metadata), and what its build had to work around."""
     from prefixlint.gguf import is_gguf
 
     if is_gguf(p):
-        special, warnings = _gguf_tokenizer(str(p), about=True)
+        special, warnings = gguf_tokenizer(str(p), about=True)
         return str(p), special, [f"{p}: {warning}" for warning in warnings]
     config = p.parent / "tokenizer_config.json"
     special = read_special_tokens(config) if config.is_file() else {}
