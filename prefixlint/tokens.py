@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.files import read_limited
+from prefixlint.gguf import names_model
 from prefixlint.ollama import PREFIX as OLLAMA_PREFIX
 from prefixlint.token_memo import book_for, cache_dir_in_use
 from prefixlint.tokenizer_backend import TokenizerError, gguf_tokenizer, load_backend
@@ -394,9 +395,7 @@ def load_tokenizer(spec: str | None, wait: bool = True) -> LoadedTokenizer:
 
 def carries_tokenizer(source_path: str) -> bool:
     """A GGUF model (a `.gguf` file, an `ollama:` name) holds its own tokenizer."""
-    from prefixlint.sources import source_kind
-
-    return source_kind(source_path) == "gguf"
+    return names_model(source_path)
 
 
 def choose_tokenizer(
