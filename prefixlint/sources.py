@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.gguf import names_model
+from prefixlint.models.gguf import names_model
 
 if TYPE_CHECKING:  # its regexes cost ~5 ms to compile: only for runs that classify
     from prefixlint.jinja.classify import Classification

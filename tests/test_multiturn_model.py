@@ -17,7 +17,7 @@ from prefixlint.jinja.reasoning import tag_pair
 from prefixlint.jinja.switches import caller_switches, own_variables, spelled, switch_values
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.model import Severity
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer, load_tokenizer_file
+from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer, load_tokenizer_file
 
 ctu = pytest.importorskip("transformers.utils.chat_template_utils")
 MULTITURN = FIXTURES / "multiturn"

@@ -17,8 +17,8 @@ def run_diff(
     """Gate the sources under `paths` on their change since `ref`, print the result and exit."""
     from prefixlint.diffgate import DiffError, diff_gate, render_diff
     from prefixlint.model import Severity
+    from prefixlint.models.tokens import TokenizerError
     from prefixlint.sources import SourceError
-    from prefixlint.tokens import TokenizerError
 
     paths = paths or (".",)
     options, fail_on, _ = setup(paths, kw)

@@ -137,7 +137,7 @@ def explain(
 ) -> None:
     """Why the prefix cache misses: two requests (A B), a request log (--log), or a TEMPLATE."""
     from prefixlint.explain.command import ExplainError, run
-    from prefixlint.tokens import TokenizerError
+    from prefixlint.models.tokens import TokenizerError
 
     kw["template_vars"] = parse_template_vars(chat_template_kwargs, template_var)
     try:

@@ -19,8 +19,8 @@ def report_of(paths: tuple[str, ...], options: Options, fix: bool, unsafe_fixes:
     """The report of `check`, the fixes written first with `--fix`; exits 2 on a tokenizer or
     path error, or a fix that cannot be written."""
     from prefixlint.api import lint_paths
+    from prefixlint.models.tokens import TokenizerError
     from prefixlint.sources import SourceError
-    from prefixlint.tokens import TokenizerError
 
     try:
         if fix:

@@ -125,7 +125,7 @@ def setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
         block_size=kw["block_size"],
     )
     if kw["tokenizer"] is None and config.tokenizer is not None:
-        from prefixlint.tokens import TokenizerError, resolve_tokenizer_path
+        from prefixlint.models.tokens import TokenizerError, resolve_tokenizer_path
 
         try:  # name the file and the key: the path came from there, not from the command line
             resolve_tokenizer_path(config.tokenizer)
@@ -142,7 +142,7 @@ def tokenizer_spec(spec: str | None) -> str | None:
         return spec
     from pathlib import Path
 
-    from prefixlint.tokens import find_tokenizer_file
+    from prefixlint.models.tokens import find_tokenizer_file
 
     folder = Path(spec).parent
     found = find_tokenizer_file(folder)
@@ -194,7 +194,7 @@ class _SourcePath(click.Path):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and value.startswith("ollama:"):
-            from prefixlint.ollama import unknown_model
+            from prefixlint.models.ollama import unknown_model
 
             problem = unknown_model(value)
             if problem is not None:

@@ -78,13 +78,13 @@ def render(
     from prefixlint.api import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line, unread_variables
+    from prefixlint.models.tokens import TokenizerError, choose_tokenizer, special_tokens_for
     from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
-    from prefixlint.tokens import TokenizerError, choose_tokenizer, special_tokens_for
 
     try:
         loaded = choose_tokenizer(template_path, tokenizer)[0]
         if source_kind(template_path) == "gguf":
-            from prefixlint.gguf import GGUFError, source_name, template_named
+            from prefixlint.models.gguf import GGUFError, source_name, template_named
 
             try:
                 found = template_named(template_path, template_name)

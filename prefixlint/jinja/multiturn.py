@@ -41,9 +41,9 @@ from prefixlint.jinja.switches import as_vars, caller_switches, switch_values
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
+from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, encode_isolating
 from prefixlint.rules import RULES, engine_losses
 from prefixlint.severity import Cost, cost_severity
-from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, encode_isolating
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
 MOVED_MIN_CHARS = 24  # a shorter run of history text reappearing later is not a moved block

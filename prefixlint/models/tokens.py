@@ -1,5 +1,8 @@
-"""Tokenizer loading (a file, a model folder, the local Hugging Face cache, or the embedded default)
-and token-level comparison of rendered prompts. Never touches the network."""
+"""The tokenizer a source is analysed with: where its file is (`--tokenizer`, a GGUF model's own, a
+tokenizer.json beside the source, a model folder, the local Hugging Face cache, the embedded
+default), loading it once per run (here, or in a forked helper while the run starts), and the
+token-level comparison of rendered prompts. Building a tokenizer from its file is backend.py's.
+Never touches the network."""
 
 from __future__ import annotations
 
@@ -14,17 +17,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.files import read_limited
-from prefixlint.gguf import names_model
-from prefixlint.ollama import PREFIX as OLLAMA_PREFIX
-from prefixlint.token_memo import book_for, cache_dir_in_use
-from prefixlint.tokenizer_backend import TokenizerError, gguf_tokenizer, load_backend
+from prefixlint.models.backend import TokenizerError, gguf_tokenizer, load_backend
+from prefixlint.models.gguf import names_model
+from prefixlint.models.ollama import PREFIX as OLLAMA_PREFIX
+from prefixlint.models.token_memo import book_for, cache_dir_in_use
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
-    from prefixlint.token_index import TokenIndex
-    from prefixlint.tokenizer_backend import Encoded
-    from prefixlint.tokenizer_process import TokenizerProcess
+    from prefixlint.models.backend import Encoded
+    from prefixlint.models.token_index import TokenIndex
+    from prefixlint.models.tokenizer_process import TokenizerProcess
 
 EMBEDDED_NAME = "deepseek (embedded default)"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.json.gz")
@@ -36,7 +39,7 @@ _UNANSWERED = object()  # "ask the in-process tokenizer": None is a real answer 
 class LoadedTokenizer:
     """A tokenizer with its name and the special tokens of its tokenizer_config.json. Backed by a
     `tokenizers.Tokenizer` in this process, or by a forked helper still loading it
-    (prefixlint/tokenizer_process.py); `tokenizer` always gives the in-process one, loading it then."""
+    (prefixlint/models/tokenizer_process.py); `tokenizer` always gives the in-process one, loading it then."""
 
     def __init__(
         self,
@@ -68,7 +71,7 @@ class LoadedTokenizer:
         remote = self._remote
         if remote is None:
             return None
-        from prefixlint.tokenizer_process import HelperGone
+        from prefixlint.models.tokenizer_process import HelperGone
 
         try:
             state, value = remote.status()
@@ -89,7 +92,7 @@ class LoadedTokenizer:
         """One encoding (`.ids`, `.offsets`) per text."""
         # Rendered chat prompts already hold their special tokens as text: add none. Many variants
         # render the same text (a template without a clock, say): each distinct text is encoded
-        # once, and one the source's book holds (prefixlint/token_memo.py) not at all.
+        # once, and one the source's book holds (prefixlint/models/token_memo.py) not at all.
         unique = list(dict.fromkeys(texts))
         book = book_for(self.path)
         encoded: dict[str, Encoding | Encoded] = {}
@@ -146,7 +149,7 @@ class LoadedTokenizer:
     def _ask(
         self, of_index: Callable[[TokenIndex], Any], of_helper: Callable[[TokenizerProcess], Any]
     ) -> Any:
-        """The answer of the tokenizer's index (prefixlint/token_index.py), else of the helper, or
+        """The answer of the tokenizer's index (prefixlint/models/token_index.py), else of the helper, or
         _UNANSWERED when neither can give it (the caller then asks the tokenizer in this process,
         loading it). Once the tokenizer is loaded here, it answers everything itself."""
         if self._tokenizer is not None:
@@ -162,7 +165,7 @@ class LoadedTokenizer:
         remote = self._helper()
         if remote is None:
             return _UNANSWERED
-        from prefixlint.tokenizer_process import HelperGone
+        from prefixlint.models.tokenizer_process import HelperGone
 
         try:
             return of_helper(remote)
@@ -182,7 +185,7 @@ def _index_of(path: str) -> TokenIndex | None:
     directory = cache_dir_in_use()
     if directory is None:
         return None
-    from prefixlint.token_index import index_for
+    from prefixlint.models.token_index import index_for
 
     return index_for(directory, path)
 
@@ -192,7 +195,7 @@ def _loaded_here(path: str, backend: Tokenizer) -> None:
     analysed has a cache dir: the next run encodes a new text without loading it."""
     directory = cache_dir_in_use()
     if directory is not None:
-        from prefixlint.token_index import write_index
+        from prefixlint.models.token_index import write_index
 
         write_index(directory, path, backend)
 
@@ -263,7 +266,7 @@ def resolve_tokenizer_path(spec: str | None) -> Path:
     if spec is None:
         return _embedded_dir() / "tokenizer.json"
     if spec.startswith(OLLAMA_PREFIX):
-        from prefixlint.ollama import OllamaError, resolve_ollama
+        from prefixlint.models.ollama import OllamaError, resolve_ollama
 
         try:
             return resolve_ollama(spec)
@@ -302,8 +305,8 @@ def load_tokenizer_file(path: str, wait: bool = True) -> LoadedTokenizer:
     if loaded is None:
         remote = _LOADING.get(path)
         # A book of the source being analysed vouches that the file loads: it loads when a text
-        # misses the book, if ever (prefixlint/token_memo.py).
-        # So does an index of its vocabulary (prefixlint/token_index.py): it was written after a load.
+        # misses the book, if ever (prefixlint/models/token_memo.py).
+        # So does an index of its vocabulary (prefixlint/models/token_index.py): it was written after a load.
         book = book_for(path) if remote is None else None
         vouched = remote is None and ((book is not None and book.vouches) or _index_of(path) is not None)
         backend = load_backend(path) if remote is None and not vouched else None
@@ -328,7 +331,7 @@ def start_loading(path: str) -> None:
     nothing happens where fork is unavailable, or if the file is loaded or loading already."""
     if path in _LOADED or path in _LOADING:
         return
-    from prefixlint import tokenizer_process
+    from prefixlint.models import tokenizer_process
 
     if not tokenizer_process.fork_available():
         return
@@ -349,14 +352,14 @@ def stop_loading(path: str, cache_dir: str | None = None) -> None:
     """Stop (and reap) the helper of `path`. Its tokenizer, if it loaded, stays known by name and
     loads here if used again; one not known to have loaded is forgotten. With `cache_dir`, a
     helper whose tokenizer was used writes its index there first, if none holds (once: the next
-    run then encodes new text without a load, prefixlint/token_index.py)."""
+    run then encodes new text without a load, prefixlint/models/token_index.py)."""
     remote = _LOADING.pop(path, None)
     if remote is None:
         return
     loaded = _LOADED.get(path)
     if cache_dir is not None and loaded is not None and loaded._remote is remote and loaded._verified:
-        from prefixlint.token_index import wants_index
-        from prefixlint.tokenizer_process import HelperGone
+        from prefixlint.models.token_index import wants_index
+        from prefixlint.models.tokenizer_process import HelperGone
 
         if wants_index(cache_dir, path):
             with contextlib.suppress(HelperGone):
@@ -379,7 +382,7 @@ def stop_all_loading(keep: Collection[str] = ()) -> None:
 def _identity(p: Path) -> tuple[str, dict[str, str], list[str]]:
     """A tokenizer file's name, the special tokens of the tokenizer_config.json beside it (a
     GGUF's own, from its metadata), and what its build had to work around."""
-    from prefixlint.gguf import is_gguf
+    from prefixlint.models.gguf import is_gguf
 
     if is_gguf(p):
         special, warnings = gguf_tokenizer(str(p), about=True)

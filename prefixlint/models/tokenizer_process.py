@@ -17,7 +17,7 @@ import struct
 import sys
 from typing import Any
 
-from prefixlint.tokenizer_backend import Encoded, TokenizerError, load_backend
+from prefixlint.models.backend import Encoded, TokenizerError, load_backend
 
 _HEADER = struct.Struct("<Q")
 # The helper looks for its parent this often while idle: a pipe end inherited by another child
@@ -117,7 +117,7 @@ class TokenizerProcess:
         return self._call("token_to_id", token)
 
     def write_index(self, cache_dir: str) -> None:
-        """Have the helper write its tokenizer's index (prefixlint/token_index.py) into `cache_dir`."""
+        """Have the helper write its tokenizer's index (prefixlint/models/token_index.py) into `cache_dir`."""
         self._call("write_index", cache_dir)
 
     def _call(self, op: str, arg: Any) -> Any:
@@ -186,7 +186,7 @@ def _serve(path: str, requests: int, responses: int, parent: int) -> None:
         elif op == "token_to_id":
             _send(responses, tokenizer.token_to_id(arg))
         elif op == "write_index":
-            from prefixlint.token_index import write_index
+            from prefixlint.models.token_index import write_index
 
             write_index(arg, path, tokenizer)
             _send(responses, None)

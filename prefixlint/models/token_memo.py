@@ -29,8 +29,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from prefixlint.fingerprint import package_digest
+from prefixlint.models.backend import Encoded
 from prefixlint.runmemo import stamp
-from prefixlint.tokenizer_backend import Encoded
 
 FORMAT = "tokens-v1"
 

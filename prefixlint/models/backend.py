@@ -34,7 +34,7 @@ def load_backend(path: str) -> Tokenizer:
     TokenizerError messages)."""
     from tokenizers import Tokenizer
 
-    from prefixlint.gguf import is_gguf
+    from prefixlint.models.gguf import is_gguf
 
     p = Path(path)
     if is_gguf(p):
@@ -68,7 +68,7 @@ def load_backend(path: str) -> Tokenizer:
 def gguf_tokenizer(path: str, about: bool = False) -> Any:
     """The tokenizer a GGUF file's metadata describes (built once, then from the cache), or with
     `about` only its special tokens and build warnings."""
-    from prefixlint.gguf_tokenizer import (
+    from prefixlint.models.gguf_tokenizer import (
         GGUFError,
         GGUFTokenizerError,
         gguf_tokenizer_about,

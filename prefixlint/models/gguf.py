@@ -21,7 +21,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from prefixlint.ollama import PREFIX as OLLAMA_PREFIX
+from prefixlint.models.ollama import PREFIX as OLLAMA_PREFIX
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)  # version 1 counted in 32 bits; no file in use still has it
