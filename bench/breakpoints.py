@@ -84,7 +84,7 @@ def main() -> None:
     import prefixlint.explain.log as explain
     from prefixlint.engines import load_engines
     from prefixlint.explain.requests import Renderer
-    from prefixlint.tokens import load_tokenizer
+    from prefixlint.models.tokens import load_tokenizer
 
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "agent.jsonl"

@@ -57,7 +57,7 @@ You may call one or more functions. Their signatures:
 def vocabulary(rng: random.Random, size: int = 3000) -> list[str]:
     """English words (single tokens of the bundled tokenizer, as most English words are) and a
     fifth made-up names, which split into several tokens."""
-    from prefixlint.tokens import load_tokenizer
+    from prefixlint.models.tokens import load_tokenizer
 
     vocab = load_tokenizer(None).tokenizer.get_vocab()
     english = sorted(t[1:] for t in vocab if t.startswith("Ġ") and t[1:].isascii() and t[1:].isalpha())
@@ -177,7 +177,7 @@ def phase_raw(log: str, template: str, every: int) -> dict:
     """Render the sampled requests (not timed), then time only `encode_batch` on their prompts."""
     from prefixlint.explain.log import BATCH, _requests
     from prefixlint.explain.reading import Reading
-    from prefixlint.tokens import load_tokenizer
+    from prefixlint.models.tokens import load_tokenizer
 
     tok = load_tokenizer(None).tokenizer
     renderer = _renderer(template)
@@ -204,7 +204,7 @@ def phase_raw(log: str, template: str, every: int) -> dict:
 def phase_explain(log: str, template: str, progress: bool) -> dict:
     from prefixlint.engines import load_engines
     from prefixlint.explain.log import explain_log
-    from prefixlint.tokens import load_tokenizer
+    from prefixlint.models.tokens import load_tokenizer
 
     engines = [load_engines()[n] for n in ("vllm", "sglang", "openai")]
     renderer = _renderer(template)

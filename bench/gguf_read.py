@@ -28,7 +28,7 @@ def write_model(path: Path, gib: int) -> None:
     import numpy as np
     from gguf_files import add_tokenizer, gguf, read_tokenizer_json
 
-    from prefixlint.tokens import _embedded_dir
+    from prefixlint.models.tokens import _embedded_dir
 
     writer = gguf.GGUFWriter(str(path), "llama")
     add_tokenizer(
@@ -69,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gib", type=int, default=8)
     args = parser.parse_args()
-    from prefixlint.gguf import chat_templates, read_metadata
+    from prefixlint.models.gguf import chat_templates, read_metadata
 
     with tempfile.TemporaryDirectory() as scratch:
         model = Path(scratch) / "model.gguf"

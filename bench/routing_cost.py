@@ -35,7 +35,7 @@ def route_requests(log: str, template: str) -> tuple[list, float]:
     from prefixlint.explain.reading import Reading
     from prefixlint.explain.routing import route_request
     from prefixlint.explain.simulate import pack
-    from prefixlint.tokens import load_tokenizer
+    from prefixlint.models.tokens import load_tokenizer
 
     tok = load_tokenizer(None).tokenizer
     renderer = _renderer(template)

@@ -15,6 +15,15 @@ from typing import Any
 from prefixlint.files import MAX_SOURCE_BYTES, read_limited
 from prefixlint.jinja.classify import FALLBACK_REASON
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
+from prefixlint.models.tokens import (
+    LoadedTokenizer,
+    TokenizerError,
+    choose_tokenizer,
+    load_tokenizer,
+    read_special_tokens,
+    resolve_tokenizer_path,
+    special_tokens_for,
+)
 from prefixlint.rules import RULES
 from prefixlint.runmemo import stamp
 from prefixlint.settings import Options, source_tokenizer_file
@@ -27,15 +36,6 @@ from prefixlint.sources import (
     discover,
     templates_in_tokenizer_config,
     uses_includes,
-)
-from prefixlint.tokens import (
-    LoadedTokenizer,
-    TokenizerError,
-    choose_tokenizer,
-    load_tokenizer,
-    read_special_tokens,
-    resolve_tokenizer_path,
-    special_tokens_for,
 )
 
 
@@ -155,7 +155,7 @@ def analyse_source(source: Source, options: Options) -> list[SourceResult]:
     """`lint_source` of a source file, each cache-busting finding with its verified fix (or a hint
     that says there is none) when `options.fixes` (prefixlint/fixes.py). The texts it encodes are
     remembered for its next analysis, when the result cache is on (prefixlint/token_memo.py)."""
-    from prefixlint.token_memo import remembering
+    from prefixlint.models.token_memo import remembering
 
     # Without a result cache, verifying fixes still reads the check's encodings from memory: each
     # candidate is an analysis of nearly the same text (an h2ogpt module: 87 s of encoding each).
@@ -179,7 +179,7 @@ def lint_gguf(source: Source, options: Options, file: str | None = None) -> list
     whose lines are the template's; analysed with the model's own tokenizer unless `--tokenizer`
     names another. A file that is no readable GGUF is PFX001 naming it. `file` stands in for the
     source's file (the diff gate's old version)."""
-    from prefixlint.gguf import GGUFError, chat_templates, read_metadata, source_name
+    from prefixlint.models.gguf import GGUFError, chat_templates, read_metadata, source_name
 
     try:
         metadata = read_metadata(file or resolve_tokenizer_path(source.path))
@@ -425,9 +425,9 @@ def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[Sou
     forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
     overlaps imports, compiling and rendering here. A helper stops after the last source that
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
-    from prefixlint.token_index import has_index
-    from prefixlint.token_memo import has_book
-    from prefixlint.tokens import start_loading, stop_all_loading, stop_loading
+    from prefixlint.models.token_index import has_index
+    from prefixlint.models.token_memo import has_book
+    from prefixlint.models.tokens import start_loading, stop_all_loading, stop_loading
 
     files = [source_tokenizer_file(s.path, s.kind, options.tokenizer) for s in sources]
     # A source whose book holds its encodings from the last run, or whose tokenizer has an index,
@@ -490,7 +490,7 @@ def _lint_in_pool(sources: list[Source], options: Options, workers: int) -> Iter
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from prefixlint.tokens import stop_all_loading
+    from prefixlint.models.tokens import stop_all_loading
 
     stop_all_loading()  # each worker loads its own: a helper would only compete with them for a core
     # fork: workers start at once, with everything imported; a worker loads each tokenizer once.
@@ -656,7 +656,7 @@ def _inputs(walked: list[str], sources: list[Source], options: Options) -> list[
     out = walked + [s.path for s in sources]
     for source in sources:
         if source.path.startswith("ollama:"):  # what the name resolves to: its manifest and blob
-            from prefixlint.ollama import OllamaError, manifest_path, store_dir
+            from prefixlint.models.ollama import OllamaError, manifest_path, store_dir
 
             try:
                 out += [str(manifest_path(source.path.removeprefix("ollama:"), store_dir()))]

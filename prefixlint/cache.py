@@ -11,7 +11,6 @@ repository must not run code.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -20,8 +19,9 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prefixlint.fingerprint import package_digest
 from prefixlint.model import Diagnostic, Edit, Evidence, Fix, Severity, SourceResult, Span
-from prefixlint.runmemo import package_stamp, stamp
+from prefixlint.runmemo import stamp
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -45,11 +45,6 @@ _FILTER_OPTIONS = frozenset(
         "root",
     }
 )
-
-
-@functools.cache
-def package_digest() -> str:
-    return hashlib.sha256(json.dumps(package_stamp()).encode()).hexdigest()
 
 
 def default_cache_dir(root: Path) -> Path:

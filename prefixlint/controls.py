@@ -4,7 +4,7 @@ the markup they make in front of per-request text.
 
 Two things rest on them (issue 23, point 5). The embedded stand-in tokenizer splits such strings
 into pieces the model never sees, so a verdict it gives is checked again with each control
-string counted as one token (`prefixlint.tokens.encode_isolating`). And the turn markers right
+string counted as one token (`prefixlint.models.tokens.encode_isolating`). And the turn markers right
 before a user's text (`<|im_end|>\\n<|im_start|>user\\n`) cost nothing shareable: a value moved
 out of the way still leaves them in front of text that differs per request.
 """

@@ -200,8 +200,8 @@ def _canonical_ids(source: Source, text: str, name: str, options: Options) -> li
     """The token ids of one fixed request (system prompt, one user turn, fixed clock)."""
     from prefixlint.jinja.inputs import USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate
+    from prefixlint.models.tokens import choose_tokenizer, read_special_tokens, special_tokens_for
     from prefixlint.sources import ConfigError, templates_in_tokenizer_config
-    from prefixlint.tokens import choose_tokenizer, read_special_tokens, special_tokens_for
 
     tokenizer = choose_tokenizer(source.path, options.tokenizer)[0]
     special = special_tokens_for(source.path, tokenizer)
@@ -297,7 +297,7 @@ def _gate_source(
 ) -> None:
     """Compare one source now with its version at `result.ref`; the changes go to `result`."""
     from prefixlint.api import read_text
-    from prefixlint.tokens import common_prefix_len
+    from prefixlint.models.tokens import common_prefix_len
 
     ref = result.ref
     new_results = _analyse(source, None, options, enabled)
@@ -368,7 +368,7 @@ def diff_gate(
 ) -> DiffResult:
     """Compare each source under `paths` with its version at git `ref`."""
     from prefixlint.api import iter_sources
-    from prefixlint.token_memo import remembering
+    from prefixlint.models.token_memo import remembering
 
     paths = paths or ["."]
     anchor = Path(paths[0]).resolve()

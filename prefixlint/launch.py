@@ -39,8 +39,8 @@ def _start_tokenizer_early(args: list[str]) -> None:
         return  # nothing to tokenize, or a folder: maybe many files, and a pool that loads its own
     spec = _option_value(args, "--tokenizer")
     try:
+        from prefixlint.models.tokens import start_loading
         from prefixlint.settings import tokenizer_file_for
-        from prefixlint.tokens import start_loading
 
         path = tokenizer_file_for(os.path.dirname(templates[0]), spec)
         if path is not None and not _remembered(path, templates):
@@ -54,9 +54,9 @@ def _remembered(tokenizer: str, templates: list[str]) -> bool:
     tokenizer an index (prefixlint/token_index.py), in a cache dir where the run may look: then
     the tokenizer likely never loads, and a helper loading it would cost as much CPU as the rest
     of the run."""
+    from prefixlint.models.token_index import has_index
+    from prefixlint.models.token_memo import has_book
     from prefixlint.runmemo import cache_dirs
-    from prefixlint.token_index import has_index
-    from prefixlint.token_memo import has_book
 
     folders = list(cache_dirs())
     if any(has_index(folder, tokenizer) for folder in folders):

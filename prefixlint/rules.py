@@ -160,7 +160,7 @@ def loss_severity(
     loss of a block or more keeps its verdict at any position; a shorter one costs a block or
     nothing depending on where the boundaries fall, which only the model's own tokenizer tells.
     The stand-in's verdict is never above it (counted with the template's control strings as
-    single tokens, `prefixlint.tokens.encode_isolating`), and the finding says so when that is
+    single tokens, `prefixlint.models.tokens.encode_isolating`), and the finding says so when that is
     lower (TOKENIZER_DEPENDS_NOTE)."""
     if any_alignment:
         return min(

@@ -150,7 +150,7 @@ def tokenizer_file_for(folder: str, spec: str | None) -> str | None:
     """The tokenizer file that analyses the sources in `folder`: `--tokenizer` (`spec`) if given,
     else a tokenizer.json beside them, else the embedded default; None when `spec` cannot be
     resolved (loading it reports why)."""
-    from prefixlint.tokens import TokenizerError, tokenizer_path_for
+    from prefixlint.models.tokens import TokenizerError, tokenizer_path_for
 
     try:
         return str(tokenizer_path_for(Path(folder or "."), spec))
@@ -162,7 +162,7 @@ def source_tokenizer_file(path: str, kind: str, spec: str | None) -> str | None:
     """The tokenizer file that analyses one source: a GGUF model's own (unless `--tokenizer`
     names another), else its folder's (tokenizer_file_for)."""
     if kind == "gguf" and spec is None:
-        from prefixlint.tokens import TokenizerError, resolve_tokenizer_path
+        from prefixlint.models.tokens import TokenizerError, resolve_tokenizer_path
 
         try:
             return str(resolve_tokenizer_path(path))

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from prefixlint.controls import control_strings
 from prefixlint.engines import Engine
 from prefixlint.model import Severity
+from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, encode_isolating
 from prefixlint.rules import TOKENIZER_DEPENDS_NOTE, loss_severity
-from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, encode_isolating
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.ollama import PREFIX as OLLAMA_PREFIX  # a model in the local Ollama store
+from prefixlint.models.gguf import names_model
 
 if TYPE_CHECKING:  # its regexes cost ~5 ms to compile: only for runs that classify
     from prefixlint.jinja.classify import Classification
@@ -112,7 +112,7 @@ def uses_includes(data: bytes) -> bool:
 
 def source_kind(path: str | os.PathLike[str]) -> str | None:
     name = os.path.basename(os.fspath(path))
-    if name.endswith(".gguf") or os.fspath(path).startswith(OLLAMA_PREFIX):
+    if names_model(path):  # a .gguf file or an `ollama:` model
         return "gguf"
     if name == "tokenizer_config.json":
         return "tokenizer_config"

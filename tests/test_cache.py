@@ -68,7 +68,7 @@ def test_content_options_and_tokenizer_change_the_key(project: Path, monkeypatch
     lint_paths([str(project)], Options(cache_dir=cache_dir, engine="openai"))
     lint_paths([str(project)], Options(cache_dir=cache_dir, static_variables=("tools",)))
     # A tokenizer.json placed beside the template changes what the analysis would use.
-    from prefixlint.tokens import resolve_tokenizer_path
+    from prefixlint.models.tokens import resolve_tokenizer_path
 
     (project / "tokenizer.json").write_bytes(resolve_tokenizer_path(None).read_bytes())
     lint_paths([str(project)], Options(cache_dir=cache_dir))

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from conftest import CORPUS, FIXTURES
 
 from prefixlint.cli import cli
-from prefixlint.tokens import EMBEDDED_NAME, _embedded_dir
+from prefixlint.models.tokens import EMBEDDED_NAME, _embedded_dir
 
 TEMPLATES = FIXTURES / "templates"
 CLOCK = str(TEMPLATES / "clock_in_system.jinja")

@@ -257,7 +257,7 @@ def test_a_config_tokenizer_that_is_missing_names_the_file_and_key(tmp_path: Pat
 
 
 def test_the_summary_names_each_tokenizer_used(tmp_path: Path) -> None:
-    from prefixlint.tokens import EMBEDDED_NAME, _embedded_dir
+    from prefixlint.models.tokens import EMBEDDED_NAME, _embedded_dir
 
     (tmp_path / "model").mkdir()
     shutil.copy(CLEAN, tmp_path / "model" / "chat.jinja")
@@ -342,7 +342,7 @@ def test_render_takes_a_model_folder_and_refuses_other_files(tmp_path: Path) -> 
 
 
 def test_tokenizer_option_naming_a_tokenizer_config(tmp_path: Path) -> None:
-    from prefixlint.tokens import _embedded_dir
+    from prefixlint.models.tokens import _embedded_dir
 
     model = tmp_path / "model"
     model.mkdir()

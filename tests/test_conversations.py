@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from prefixlint.cli import cli
 from prefixlint.explain.conversations import Conversations, compare, difference
-from prefixlint.tokens import load_tokenizer
+from prefixlint.models.tokens import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 SYSTEM = "You are a coding agent working in the user's repository. Read before you edit; run the tests."

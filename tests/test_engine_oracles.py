@@ -46,7 +46,7 @@ def prompts(tmp_path_factory: pytest.TempPathFactory) -> list[list[int]]:
     from prefixlint.explain.requests import Renderer
     from prefixlint.explain.segments import SegmentEncoder
     from prefixlint.jinja.template import ChatTemplate
-    from prefixlint.tokens import load_tokenizer
+    from prefixlint.models.tokens import load_tokenizer
 
     log = tmp_path_factory.mktemp("oracles") / "requests.jsonl"
     build_log(log, REQUESTS)

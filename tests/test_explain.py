@@ -17,7 +17,7 @@ from prefixlint.explain.requests import Renderer, parse_request
 from prefixlint.explain.whatif import move_span
 from prefixlint.jinja.environment import RenderLimitError
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.tokens import load_tokenizer
+from prefixlint.models.tokens import load_tokenizer
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "explain"
 HEAD = FIX / "timestamp_head.jinja"

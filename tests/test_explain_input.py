@@ -31,7 +31,7 @@ from prefixlint.explain.observed import prefill_ms
 from prefixlint.explain.reading import Reading
 from prefixlint.explain.requests import Renderer, RequestError, iter_log, open_log
 from prefixlint.explain.server import ServerArgsError, parse_server_args, read_metrics
-from prefixlint.tokens import load_tokenizer
+from prefixlint.models.tokens import load_tokenizer
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "tokenizers"
 POLICY = (

@@ -11,7 +11,7 @@ from test_explain import TAIL, bodies, n_tokens, prefix_tokens, rendered_texts, 
 from prefixlint.cli import cli
 from prefixlint.explain.requests import parse_request
 from prefixlint.explain.routing import POLICIES
-from prefixlint.tokens import load_tokenizer
+from prefixlint.models.tokens import load_tokenizer
 
 
 def run_json(log: str, *extra: str) -> dict:

@@ -12,7 +12,7 @@ from prefixlint.explain import segments
 from prefixlint.explain.log import explain_log
 from prefixlint.explain.reading import Skip, Skips
 from prefixlint.explain.requests import Renderer
-from prefixlint.tokens import load_tokenizer
+from prefixlint.models.tokens import load_tokenizer
 
 
 def report_json(log: str, tpl, **options) -> str:

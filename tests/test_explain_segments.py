@@ -14,7 +14,7 @@ from prefixlint.explain.requests import DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_PATH
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch
 from prefixlint.explain.simulate import RadixCache, pack
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.tokens import load_backend, load_tokenizer
+from prefixlint.models.tokens import load_backend, load_tokenizer
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "explain"
 CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "tokenizers"

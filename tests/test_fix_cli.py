@@ -126,7 +126,7 @@ def test_fix_does_not_go_with_diff_or_add_noqa(clock: Path) -> None:
 def test_a_gguf_is_never_written(tmp_path: Path) -> None:
     from gguf_files import write_gguf
 
-    from prefixlint.tokens import _embedded_dir
+    from prefixlint.models.tokens import _embedded_dir
 
     model = write_gguf(
         tmp_path / "tiny.gguf",

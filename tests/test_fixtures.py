@@ -12,7 +12,7 @@ from conftest import FIXTURES
 from prefixlint.api import Options, lint_paths, tokenizer_for
 from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.tokens import common_prefix_len
+from prefixlint.models.tokens import common_prefix_len
 
 TEMPLATES = FIXTURES / "templates"
 OPTIONS = Options(multiturn=False)

@@ -25,8 +25,8 @@ import pytest
 from gguf_files import gguf
 
 from prefixlint.api import Options, lint_paths
-from prefixlint.gguf import GGUFError, chat_templates, read_metadata
-from prefixlint.gguf_tokenizer import GGUFTokenizerError, build_tokenizer
+from prefixlint.models.gguf import GGUFError, chat_templates, read_metadata
+from prefixlint.models.gguf_tokenizer import GGUFTokenizerError, build_tokenizer
 
 SHORT, LONG = 40, 1000
 SLOWEST_ALLOWED = 10.0  # seconds for one input, check included; a few ms for the header alone

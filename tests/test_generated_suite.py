@@ -26,8 +26,8 @@ from generalisation_cases import (
     value_call_cases,
 )
 
+from prefixlint.models.tokens import load_tokenizer
 from prefixlint.python.frameworks import builtin
-from prefixlint.tokens import load_tokenizer
 
 CASES = cases()
 VALUE_CASES = value_call_cases()

@@ -13,8 +13,8 @@ import pytest
 from conftest import CORPUS, FIXTURES, needs_corpus, run_prefixlint
 from gguf_files import read_tokenizer_json, write_gguf
 
-from prefixlint.gguf import GGUFError, chat_templates, read_metadata
-from prefixlint.gguf_tokenizer import build_tokenizer, load_gguf_tokenizer
+from prefixlint.models.gguf import GGUFError, chat_templates, read_metadata
+from prefixlint.models.gguf_tokenizer import build_tokenizer, load_gguf_tokenizer
 
 TOKENIZERS = CORPUS / "tokenizers"
 CLOCK = (FIXTURES / "templates" / "clock_in_system.jinja").read_text(encoding="utf-8")
@@ -27,7 +27,7 @@ SAMPLE = (
 
 
 def embedded_tokenizer() -> Path:
-    from prefixlint.tokens import _embedded_dir
+    from prefixlint.models.tokens import _embedded_dir
 
     return _embedded_dir() / "tokenizer.json"
 
@@ -187,7 +187,7 @@ def test_the_built_tokenizer_is_cached_by_file_identity(
     def no_build(_metadata: object) -> None:
         raise AssertionError("built again although cached")
 
-    monkeypatch.setattr("prefixlint.gguf_tokenizer.build_tokenizer", no_build)
+    monkeypatch.setattr("prefixlint.models.gguf_tokenizer.build_tokenizer", no_build)
     again = load_gguf_tokenizer(str(model))
     assert again.tokenizer.encode(SAMPLE).ids == first.tokenizer.encode(SAMPLE).ids
     model.touch()  # a new mtime: another file as far as the cache knows
@@ -234,7 +234,7 @@ def test_ollama_model_name_resolves_through_the_manifest(tmp_path: Path) -> None
 
 
 def test_ollama_model_not_pulled_is_a_clear_error(tmp_path: Path) -> None:
-    from prefixlint.ollama import OllamaError, manifest_path, resolve_ollama
+    from prefixlint.models.ollama import OllamaError, manifest_path, resolve_ollama
 
     assert manifest_path("qwen3:8b", tmp_path) == tmp_path / "manifests/registry.ollama.ai/library/qwen3/8b"
     assert manifest_path("me/m", tmp_path) == tmp_path / "manifests/registry.ollama.ai/me/m/latest"
@@ -389,10 +389,10 @@ def test_explain_takes_a_gguf_as_template_and_tokenizer(tmp_path: Path) -> None:
 def test_a_vocabulary_past_the_limit_is_refused_before_it_is_decoded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from prefixlint.gguf_tokenizer import GGUFTokenizerError
+    from prefixlint.models.gguf_tokenizer import GGUFTokenizerError
 
     model = write_gguf(tmp_path / "m.gguf", embedded_tokenizer(), pre="deepseek-v3")
-    monkeypatch.setattr("prefixlint.gguf_tokenizer.MAX_VOCABULARY", 1000)
+    monkeypatch.setattr("prefixlint.models.gguf_tokenizer.MAX_VOCABULARY", 1000)
     metadata = read_metadata(model)
     monkeypatch.setattr(type(metadata), "array", lambda *_: pytest.fail("decoded"))
     with pytest.raises(

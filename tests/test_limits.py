@@ -20,7 +20,7 @@ import pytest
 from prefixlint.api import Options, lint_paths
 from prefixlint.jinja.environment import Limits, RenderLimitError, time_limit
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.tokens import load_tokenizer
+from prefixlint.models.tokens import load_tokenizer
 
 LIMITS = Limits(seconds=1.0, template_seconds=3.0)
 OPTIONS = Options(limits=LIMITS, multiturn=False)

@@ -11,7 +11,7 @@ from prefixlint.jinja.inputs import ASSISTANT_REPLY, FOLLOW_UP, SYSTEM_PROMPT, U
 from prefixlint.jinja.multiturn import MultiTurnResult, analyze_multiturn
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.model import Severity
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer
+from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer
 
 MULTITURN = FIXTURES / "multiturn"
 

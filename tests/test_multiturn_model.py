@@ -17,7 +17,7 @@ from prefixlint.jinja.reasoning import tag_pair
 from prefixlint.jinja.switches import caller_switches, own_variables, spelled, switch_values
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.model import Severity
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer, load_tokenizer_file
+from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer, load_tokenizer_file
 
 ctu = pytest.importorskip("transformers.utils.chat_template_utils")
 MULTITURN = FIXTURES / "multiturn"
@@ -199,11 +199,11 @@ def test_own_variables(source: str, own: set[str]) -> None:
     ("value", "text"), [(True, "true"), (False, "false"), ("high", "high"), ("true", '"true"')]
 )
 def test_values_are_spelled_as_var_reads_them(value, text: str) -> None:
-    """`--var NAME=VALUE` reads VALUE as JSON, else as a string (prefixlint/cli.py)."""
-    from prefixlint.cli import _parse_var
+    """`--var NAME=VALUE` reads VALUE as JSON, else as a string (prefixlint/cli/options.py)."""
+    from prefixlint.cli.options import parse_var
 
     assert spelled(value) == text
-    assert _parse_var(f"x={text}") == ("x", value)
+    assert parse_var(f"x={text}") == ("x", value)
 
 
 def test_one_finding_per_code_is_as_costly_as_its_costliest_break(tokenizer: LoadedTokenizer) -> None:

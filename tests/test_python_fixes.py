@@ -21,11 +21,11 @@ import prefixlint.python.fixes as fixes
 from prefixlint.api import lint_source
 from prefixlint.fixes import apply_edits, first_verified
 from prefixlint.model import Diagnostic, Edit, Fix, Severity, SourceResult, Span
+from prefixlint.models.token_memo import remembering
 from prefixlint.python import analyze_python
 from prefixlint.python.fixes.precision import day_format
 from prefixlint.settings import Options
 from prefixlint.sources import Source
-from prefixlint.token_memo import remembering
 
 PATH = "prompts.py"
 CODES = {"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201"}

@@ -48,12 +48,12 @@ def test_fixtures_cover_every_rule() -> None:
 def test_module_without_prompts_is_silent_and_loads_no_tokenizer(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import prefixlint.tokens
+    import prefixlint.models.tokens
 
     def boom(*args: object) -> None:
         raise AssertionError("the tokenizer is only needed for a prompt's numbers or a finding")
 
-    monkeypatch.setattr(prefixlint.tokens, "choose_tokenizer", boom)
+    monkeypatch.setattr(prefixlint.models.tokens, "choose_tokenizer", boom)
     module = tmp_path / "geometry.py"
     module.write_text("import math\n\ndef area(r: float) -> float:\n    return math.pi * r * r\n")
     result = analyze_python(str(module), module.read_text(), Options())

@@ -102,7 +102,7 @@ def _canary_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def _tokenizer_loaded() -> None:
     # prefixlint's own tokenizer helper (a fork, then a kill) is not the template reaching the OS:
     # loaded before any recording, as an earlier test file of the same run would have.
-    from prefixlint.tokens import load_tokenizer
+    from prefixlint.models.tokens import load_tokenizer
 
     load_tokenizer(None)
 

@@ -14,8 +14,8 @@ from prefixlint.api import Options, lint_paths
 from prefixlint.controls import control_strings, markup_suffix
 from prefixlint.engines import load_engines
 from prefixlint.model import Severity
+from prefixlint.models.tokens import encode_isolating, load_tokenizer
 from prefixlint.rules import aligned_loss, loss_severity
-from prefixlint.tokens import encode_isolating, load_tokenizer
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 

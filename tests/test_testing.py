@@ -20,8 +20,8 @@ import pytest
 import time_machine
 from conftest import CORPUS, FIXTURES
 
+from prefixlint.models.tokens import load_tokenizer
 from prefixlint.testing import UNVARIED, PrefixUnstableError, assert_prefix_stable, check_prefix_stable
-from prefixlint.tokens import load_tokenizer
 
 APPS = FIXTURES / "testing"
 

@@ -1,4 +1,4 @@
-"""A tokenizer's index (prefixlint/token_index.py) encodes as the whole tokenizer does, ids and
+"""A tokenizer's index (prefixlint/models/token_index.py) encodes as the whole tokenizer does, ids and
 offsets, for every BPE tokenizer of the corpus; declines what it cannot answer instead of
 answering wrong; and is never read for another tokenizer file or when damaged."""
 
@@ -17,10 +17,10 @@ from conftest import CORPUS, FIXTURES
 from test_tokenizer_process import TEXTS as HELPER_TEXTS
 from test_tokenizer_process import _as_lists
 
-from prefixlint import token_index, tokens
-from prefixlint.token_index import Unusable, index_file, index_for, wants_index, write_index
-from prefixlint.token_memo import remembering
-from prefixlint.tokens import resolve_tokenizer_path
+from prefixlint.models import token_index, tokens
+from prefixlint.models.token_index import Unusable, index_file, index_for, wants_index, write_index
+from prefixlint.models.token_memo import remembering
+from prefixlint.models.tokens import resolve_tokenizer_path
 
 DEFAULT = str(resolve_tokenizer_path(None))
 CORPUS_TOKENIZERS = ["gpt2", "gpt-neox-20b_olmo1", "olmo2_dolma2", "qwen3", "mistral-7b-v0.1", "deepseek-v3"]

@@ -1,4 +1,4 @@
-"""Encodings remembered across runs (prefixlint/token_memo.py): a hook run of an edited file whose
+"""Encodings remembered across runs (prefixlint/models/token_memo.py): a hook run of an edited file whose
 prompt text did not change loads no tokenizer, and every run says what a cold run says."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ os.register_at_fork(after_in_parent=lambda: forks.append(1))
 atexit.register(lambda: sys.stderr.write(
     f"\\nprobe: forks={len(forks)} tokenizers={'tokenizers' in sys.modules} loads={len(loads)}\\n"))
 sys.argv = ["prefixlint", *sys.argv[1:]]
-from prefixlint import tokens
+from prefixlint.models import tokens
 whole = tokens.load_backend
 tokens.load_backend = lambda path: loads.append(path) or whole(path)
 from prefixlint.launch import main

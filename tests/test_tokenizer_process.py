@@ -1,4 +1,4 @@
-"""A tokenizer loaded in a forked helper (prefixlint/tokenizer_process.py) answers exactly as one
+"""A tokenizer loaded in a forked helper (prefixlint/models/tokenizer_process.py) answers exactly as one
 loaded in this process, reports the same load errors, and leaves no process behind."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from conftest import CORPUS, FIXTURES, REPO, needs_corpus, run_prefixlint
 
-from prefixlint import tokenizer_process, tokens
 from prefixlint.api import Options, lint_paths
+from prefixlint.models import tokenizer_process, tokens
+from prefixlint.models.tokenizer_process import TokenizerProcess
+from prefixlint.models.tokens import LoadedTokenizer, TokenizerError, load_backend, resolve_tokenizer_path
 from prefixlint.report import render_report
-from prefixlint.tokenizer_process import TokenizerProcess
-from prefixlint.tokens import LoadedTokenizer, TokenizerError, load_backend, resolve_tokenizer_path
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="helpers need fork")
 
@@ -211,7 +211,7 @@ def test_a_broken_neighbour_still_falls_back_with_a_note(
 def test_the_helper_exits_when_its_parent_dies(tmp_path: Path) -> None:
     script = (
         "import os, sys\n"
-        "from prefixlint import tokenizer_process, tokens\n"
+        "from prefixlint.models import tokenizer_process, tokens\n"
         "h = tokenizer_process.TokenizerProcess(str(tokens.resolve_tokenizer_path(None)))\n"
         "print(h.pid, flush=True)\n"
         "if sys.argv[1] == 'loaded':\n"

@@ -278,7 +278,7 @@ def test_a_multi_turn_break_where_only_tokens_differ_says_so(tmp_path) -> None:
 def _analyse(source: str, path: str, **kwargs) -> list:
     from prefixlint.jinja.analyze import analyze_template
     from prefixlint.jinja.template import ChatTemplate
-    from prefixlint.tokens import load_tokenizer
+    from prefixlint.models.tokens import load_tokenizer
 
     tokenizer = load_tokenizer(None)
     template = ChatTemplate(source, path, special_tokens=dict(tokenizer.special_tokens))

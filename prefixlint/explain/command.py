@@ -11,9 +11,9 @@ from prefixlint.api import read_text
 from prefixlint.engines import Engine, load_engines
 from prefixlint.explain.reading import LogLimitError, LogLimits, Reading
 from prefixlint.jinja.template import ChatTemplate
+from prefixlint.models.tokens import LoadedTokenizer, choose_tokenizer, load_tokenizer, special_tokens_for
 from prefixlint.settings import Options
 from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
-from prefixlint.tokens import LoadedTokenizer, choose_tokenizer, load_tokenizer, special_tokens_for
 
 DEFAULT_ENGINES = ("vllm", "sglang", "openai")
 TEMPLATE_SUFFIXES = (".jinja", ".j2")
@@ -25,7 +25,7 @@ class ExplainError(Exception):
 
 def _template_from(path: Path, tokenizer: LoadedTokenizer) -> ChatTemplate:
     if source_kind(path) == "gguf":
-        from prefixlint.gguf import GGUFError, source_name, template_named
+        from prefixlint.models.gguf import GGUFError, source_name, template_named
 
         try:
             found = template_named(path)

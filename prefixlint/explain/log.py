@@ -31,7 +31,7 @@ from prefixlint.explain.requests import Rendered, Renderer, Request, RequestErro
 from prefixlint.explain.routing import Routing, route_request
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
 from prefixlint.explain.simulate import REFERENCE_TOKENS, Simulation, pack
-from prefixlint.tokens import LoadedTokenizer
+from prefixlint.models.tokens import LoadedTokenizer
 
 if TYPE_CHECKING:
     from prefixlint.explain.observed import LogObservations

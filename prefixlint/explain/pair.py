@@ -8,7 +8,7 @@ from prefixlint.engines import Engine
 from prefixlint.explain.causes import classify, diverge
 from prefixlint.explain.requests import Renderer, Request
 from prefixlint.explain.simulate import RadixCache, pack
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len
+from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len
 
 CONTEXT_TOKENS = 8
 

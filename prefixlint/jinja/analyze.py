@@ -29,9 +29,9 @@ from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
+from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 from prefixlint.rules import engine_losses
 from prefixlint.severity import Cost
-from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 from prefixlint.words import counted
 
 if TYPE_CHECKING:

@@ -436,7 +436,7 @@ def _insertions(longer: str, shorter: str) -> set[str]:
     m = len(longer) - len(shorter)
     if m < 0:
         return set()
-    from prefixlint.tokens import common_prefix_len
+    from prefixlint.models.tokens import common_prefix_len
 
     head = common_prefix_len(longer, shorter)
     tail = common_prefix_len(longer[::-1], shorter[::-1])
@@ -513,7 +513,7 @@ def preserves(
     moved text, which still renders and holds no turn marker or special token; else why not."""
     if not isinstance(candidate, (TemplateMove, TrailingWhitespace)):
         return None
-    from prefixlint.tokens import choose_tokenizer, special_tokens_for
+    from prefixlint.models.tokens import choose_tokenizer, special_tokens_for
 
     special = special_tokens_for(source.path, choose_tokenizer(source.path, options.tokenizer)[0])
     if isinstance(candidate, TrailingWhitespace):

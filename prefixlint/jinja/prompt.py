@@ -45,7 +45,7 @@ from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.tracer import TracedRender, TracedTemplate, TracingLoader
 from prefixlint.jinja.variables import clock_named, provenance_code, sample_values
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
-from prefixlint.tokens import LoadedTokenizer, common_prefix_len, token_at_char
+from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len, token_at_char
 from prefixlint.words import counted
 
 if TYPE_CHECKING:

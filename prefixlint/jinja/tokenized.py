@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from prefixlint.jinja.tracer import TracedRender
-from prefixlint.tokens import LoadedTokenizer
+from prefixlint.models.tokens import LoadedTokenizer
 
 
 @dataclass

@@ -20,8 +20,8 @@ from prefixlint.python.segments import holes
 from prefixlint.python.sinks import find_sinks
 
 if TYPE_CHECKING:
+    from prefixlint.models.tokens import LoadedTokenizer
     from prefixlint.settings import Options
-    from prefixlint.tokens import LoadedTokenizer
 
 
 class _LazyTokenizer:
@@ -33,7 +33,7 @@ class _LazyTokenizer:
 
     def get(self) -> LoadedTokenizer:
         if self._tokenizer is None:
-            from prefixlint.tokens import choose_tokenizer
+            from prefixlint.models.tokens import choose_tokenizer
 
             self._tokenizer = choose_tokenizer(self.path, self.options.tokenizer)[0]
         return self._tokenizer
@@ -43,7 +43,7 @@ class _LazyTokenizer:
 
     def stand_in(self) -> bool:
         """Whether the counts come from the embedded stand-in, not the model's own tokenizer."""
-        from prefixlint.tokens import EMBEDDED_NAME
+        from prefixlint.models.tokens import EMBEDDED_NAME
 
         return self.get().name == EMBEDDED_NAME
 

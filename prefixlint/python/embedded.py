@@ -14,8 +14,8 @@ from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import is_static, static_text
 
 if TYPE_CHECKING:
+    from prefixlint.models.tokens import LoadedTokenizer
     from prefixlint.settings import Options
-    from prefixlint.tokens import LoadedTokenizer
 
 _CONSTRUCTORS = {
     "jinja2.Template",

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from prefixlint.models.tokens import LoadedTokenizer, TokenizerError, common_prefix_len, token_at_char
 from prefixlint.testing.record import Call
-from prefixlint.tokens import LoadedTokenizer, TokenizerError, common_prefix_len, token_at_char
 
 
 class PromptShapeError(TypeError):

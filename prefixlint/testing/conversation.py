@@ -158,8 +158,8 @@ def check_conversation_stable(
     input. `template`/`tokenizer` as for check_prefix_stable: the rendering the tokens are counted on."""
     from prefixlint.explain.conversations import break_difference, compare
     from prefixlint.explain.requests import RequestError, parse_request
+    from prefixlint.models.tokens import common_prefix_len
     from prefixlint.testing.compare import PromptShapeError, load_renderer, prompt_of
-    from prefixlint.tokens import common_prefix_len
 
     renderer, loaded = load_renderer(template, tokenizer)
     tracing = tracemalloc.is_tracing()

@@ -17,7 +17,7 @@ from prefixlint.jinja.multiturn.scenarios import Scenario, Step
 from prefixlint.jinja.reasoning import ReasoningFormat
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
-from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, encode_isolating
+from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, encode_isolating
 
 MOVED_MIN_CHARS = 24  # a shorter run of history text reappearing later is not a moved block
 

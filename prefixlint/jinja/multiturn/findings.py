@@ -14,9 +14,9 @@ from prefixlint.jinja.multiturn.render import MultiTurnRenders, render_multiturn
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
+from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer
 from prefixlint.rules import RULES, engine_losses
 from prefixlint.severity import Cost, cost_severity
-from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
 

@@ -13,7 +13,7 @@ from prefixlint.jinja.multiturn.render import MultiTurnRenders, render_multiturn
 from prefixlint.jinja.switches import as_vars, caller_switches, switch_values
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.model import Diagnostic, Severity
-from prefixlint.tokens import LoadedTokenizer
+from prefixlint.models.tokens import LoadedTokenizer
 
 # A hint is checked again by the whole check (analyze.py gives this): the diagnostics of the check
 # run with a setting as `--var`s, and the codes already found without it.

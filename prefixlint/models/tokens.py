@@ -1,10 +1,12 @@
-"""Tokenizer loading (a file, a model folder, the local Hugging Face cache, or the embedded default)
-and token-level comparison of rendered prompts. Never touches the network."""
+"""The tokenizer a source is analysed with: where its file is (`--tokenizer`, a GGUF model's own, a
+tokenizer.json beside the source, a model folder, the local Hugging Face cache, the embedded
+default), loading it once per run (here, or in a forked helper while the run starts), and the
+token-level comparison of rendered prompts. Building a tokenizer from its file is backend.py's.
+Never touches the network."""
 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import json
 import os
 import re
@@ -14,22 +16,21 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file, read_limited
-from prefixlint.ollama import PREFIX as OLLAMA_PREFIX
-from prefixlint.token_memo import book_for, cache_dir_in_use
+from prefixlint.files import read_limited
+from prefixlint.models.backend import TokenizerError, gguf_tokenizer, load_backend
+from prefixlint.models.gguf import names_model
+from prefixlint.models.ollama import PREFIX as OLLAMA_PREFIX
+from prefixlint.models.token_memo import book_for, cache_dir_in_use
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer
 
-    from prefixlint.token_index import TokenIndex
-    from prefixlint.tokenizer_process import Encoded, TokenizerProcess
+    from prefixlint.models.backend import Encoded
+    from prefixlint.models.token_index import TokenIndex
+    from prefixlint.models.tokenizer_process import TokenizerProcess
 
 EMBEDDED_NAME = "deepseek (embedded default)"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.json.gz")
-
-
-class TokenizerError(Exception):
-    """A tokenizer that cannot be found or loaded; the message says where and why."""
 
 
 _UNANSWERED = object()  # "ask the in-process tokenizer": None is a real answer (an unknown token)
@@ -38,7 +39,7 @@ _UNANSWERED = object()  # "ask the in-process tokenizer": None is a real answer 
 class LoadedTokenizer:
     """A tokenizer with its name and the special tokens of its tokenizer_config.json. Backed by a
     `tokenizers.Tokenizer` in this process, or by a forked helper still loading it
-    (prefixlint/tokenizer_process.py); `tokenizer` always gives the in-process one, loading it then."""
+    (prefixlint/models/tokenizer_process.py); `tokenizer` always gives the in-process one, loading it then."""
 
     def __init__(
         self,
@@ -70,7 +71,7 @@ class LoadedTokenizer:
         remote = self._remote
         if remote is None:
             return None
-        from prefixlint.tokenizer_process import HelperGone
+        from prefixlint.models.tokenizer_process import HelperGone
 
         try:
             state, value = remote.status()
@@ -91,7 +92,7 @@ class LoadedTokenizer:
         """One encoding (`.ids`, `.offsets`) per text."""
         # Rendered chat prompts already hold their special tokens as text: add none. Many variants
         # render the same text (a template without a clock, say): each distinct text is encoded
-        # once, and one the source's book holds (prefixlint/token_memo.py) not at all.
+        # once, and one the source's book holds (prefixlint/models/token_memo.py) not at all.
         unique = list(dict.fromkeys(texts))
         book = book_for(self.path)
         encoded: dict[str, Encoding | Encoded] = {}
@@ -148,7 +149,7 @@ class LoadedTokenizer:
     def _ask(
         self, of_index: Callable[[TokenIndex], Any], of_helper: Callable[[TokenizerProcess], Any]
     ) -> Any:
-        """The answer of the tokenizer's index (prefixlint/token_index.py), else of the helper, or
+        """The answer of the tokenizer's index (prefixlint/models/token_index.py), else of the helper, or
         _UNANSWERED when neither can give it (the caller then asks the tokenizer in this process,
         loading it). Once the tokenizer is loaded here, it answers everything itself."""
         if self._tokenizer is not None:
@@ -164,7 +165,7 @@ class LoadedTokenizer:
         remote = self._helper()
         if remote is None:
             return _UNANSWERED
-        from prefixlint.tokenizer_process import HelperGone
+        from prefixlint.models.tokenizer_process import HelperGone
 
         try:
             return of_helper(remote)
@@ -184,7 +185,7 @@ def _index_of(path: str) -> TokenIndex | None:
     directory = cache_dir_in_use()
     if directory is None:
         return None
-    from prefixlint.token_index import index_for
+    from prefixlint.models.token_index import index_for
 
     return index_for(directory, path)
 
@@ -194,7 +195,7 @@ def _loaded_here(path: str, backend: Tokenizer) -> None:
     analysed has a cache dir: the next run encodes a new text without loading it."""
     directory = cache_dir_in_use()
     if directory is not None:
-        from prefixlint.token_index import write_index
+        from prefixlint.models.token_index import write_index
 
         write_index(directory, path, backend)
 
@@ -265,7 +266,7 @@ def resolve_tokenizer_path(spec: str | None) -> Path:
     if spec is None:
         return _embedded_dir() / "tokenizer.json"
     if spec.startswith(OLLAMA_PREFIX):
-        from prefixlint.ollama import OllamaError, resolve_ollama
+        from prefixlint.models.ollama import OllamaError, resolve_ollama
 
         try:
             return resolve_ollama(spec)
@@ -289,42 +290,6 @@ def resolve_tokenizer_path(spec: str | None) -> Path:
     raise TokenizerError(f"{spec}: no such file or folder")
 
 
-def load_backend(path: str) -> Tokenizer:
-    """Build the `tokenizers.Tokenizer` of a file, here or in a helper (the same checks, the same
-    TokenizerError messages)."""
-    from tokenizers import Tokenizer
-
-    from prefixlint.gguf import is_gguf
-
-    p = Path(path)
-    if is_gguf(p):
-        return _gguf_tokenizer(path).tokenizer
-    try:
-        check_input_file(p, MAX_TOKENIZER_BYTES)
-    except (OSError, InputError) as exc:
-        raise TokenizerError(
-            f"{path}: {exc.strerror if isinstance(exc, OSError) and exc.strerror else exc}"
-        ) from exc
-    try:
-        if p.name.endswith(".gz"):
-            with gzip.open(p, "rb") as fh:
-                data = fh.read(MAX_TOKENIZER_BYTES + 1)  # a gzip bomb stops at the limit
-            if len(data) > MAX_TOKENIZER_BYTES:
-                raise InputError(f"too large once decompressed: over {MAX_TOKENIZER_BYTES >> 20} MB")
-            backend = Tokenizer.from_str(data.decode("utf-8"))
-        else:
-            backend = Tokenizer.from_file(str(p))
-    except Exception as exc:  # tokenizers raises plain Exceptions for malformed files
-        raise TokenizerError(
-            f"{path}: not a loadable tokenizer.json ({str(exc).splitlines()[0][:160]})"
-        ) from exc
-    # A saved truncation (gpt2's tokenizer.json cuts at 50 tokens) or padding is not what a server
-    # applies to a prompt: transformers drops both unless asked, and so do we.
-    backend.no_truncation()
-    backend.no_padding()
-    return backend
-
-
 # Loaded once per run, by file path. A failed load is not kept: asked again, it fails again.
 _LOADED: dict[str, LoadedTokenizer] = {}
 # Helpers loading a file in a forked process (start_loading), by file path.
@@ -340,8 +305,8 @@ def load_tokenizer_file(path: str, wait: bool = True) -> LoadedTokenizer:
     if loaded is None:
         remote = _LOADING.get(path)
         # A book of the source being analysed vouches that the file loads: it loads when a text
-        # misses the book, if ever (prefixlint/token_memo.py).
-        # So does an index of its vocabulary (prefixlint/token_index.py): it was written after a load.
+        # misses the book, if ever (prefixlint/models/token_memo.py).
+        # So does an index of its vocabulary (prefixlint/models/token_index.py): it was written after a load.
         book = book_for(path) if remote is None else None
         vouched = remote is None and ((book is not None and book.vouches) or _index_of(path) is not None)
         backend = load_backend(path) if remote is None and not vouched else None
@@ -366,7 +331,7 @@ def start_loading(path: str) -> None:
     nothing happens where fork is unavailable, or if the file is loaded or loading already."""
     if path in _LOADED or path in _LOADING:
         return
-    from prefixlint import tokenizer_process
+    from prefixlint.models import tokenizer_process
 
     if not tokenizer_process.fork_available():
         return
@@ -387,14 +352,14 @@ def stop_loading(path: str, cache_dir: str | None = None) -> None:
     """Stop (and reap) the helper of `path`. Its tokenizer, if it loaded, stays known by name and
     loads here if used again; one not known to have loaded is forgotten. With `cache_dir`, a
     helper whose tokenizer was used writes its index there first, if none holds (once: the next
-    run then encodes new text without a load, prefixlint/token_index.py)."""
+    run then encodes new text without a load, prefixlint/models/token_index.py)."""
     remote = _LOADING.pop(path, None)
     if remote is None:
         return
     loaded = _LOADED.get(path)
     if cache_dir is not None and loaded is not None and loaded._remote is remote and loaded._verified:
-        from prefixlint.token_index import wants_index
-        from prefixlint.tokenizer_process import HelperGone
+        from prefixlint.models.token_index import wants_index
+        from prefixlint.models.tokenizer_process import HelperGone
 
         if wants_index(cache_dir, path):
             with contextlib.suppress(HelperGone):
@@ -414,31 +379,13 @@ def stop_all_loading(keep: Collection[str] = ()) -> None:
             stop_loading(path)
 
 
-def _gguf_tokenizer(path: str, about: bool = False) -> Any:
-    """The tokenizer a GGUF file's metadata describes (built once, then from the cache), or with
-    `about` only its special tokens and build warnings."""
-    from prefixlint.gguf_tokenizer import (
-        GGUFError,
-        GGUFTokenizerError,
-        gguf_tokenizer_about,
-        load_gguf_tokenizer,
-    )
-
-    try:
-        check_input_file(path, 0)  # a model is gigabytes: only its header is read
-        return gguf_tokenizer_about(path) if about else load_gguf_tokenizer(path)
-    except (OSError, InputError, GGUFError, GGUFTokenizerError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise TokenizerError(f"{path}: not a usable GGUF tokenizer ({reason})") from exc
-
-
 def _identity(p: Path) -> tuple[str, dict[str, str], list[str]]:
     """A tokenizer file's name, the special tokens of the tokenizer_config.json beside it (a
     GGUF's own, from its metadata), and what its build had to work around."""
-    from prefixlint.gguf import is_gguf
+    from prefixlint.models.gguf import is_gguf
 
     if is_gguf(p):
-        special, warnings = _gguf_tokenizer(str(p), about=True)
+        special, warnings = gguf_tokenizer(str(p), about=True)
         return str(p), special, [f"{p}: {warning}" for warning in warnings]
     config = p.parent / "tokenizer_config.json"
     special = read_special_tokens(config) if config.is_file() else {}
@@ -451,9 +398,7 @@ def load_tokenizer(spec: str | None, wait: bool = True) -> LoadedTokenizer:
 
 def carries_tokenizer(source_path: str) -> bool:
     """A GGUF model (a `.gguf` file, an `ollama:` name) holds its own tokenizer."""
-    from prefixlint.sources import source_kind
-
-    return source_kind(source_path) == "gguf"
+    return names_model(source_path)
 
 
 def choose_tokenizer(

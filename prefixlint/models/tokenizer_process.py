@@ -17,6 +17,8 @@ import struct
 import sys
 from typing import Any
 
+from prefixlint.models.backend import Encoded, TokenizerError, load_backend
+
 _HEADER = struct.Struct("<Q")
 # The helper looks for its parent this often while idle: a pipe end inherited by another child
 # would otherwise keep it waiting after the parent died.
@@ -32,15 +34,6 @@ def fork_available() -> bool:
     does not survive a fork (the child prints a warning and runs single-threaded), and a process
     that already loaded a tokenizer gains nothing from a helper."""
     return hasattr(os, "fork") and "tokenizers" not in sys.modules
-
-
-class Encoded:
-    """What `check` reads of a `tokenizers.Encoding`."""
-
-    __slots__ = ("ids", "offsets")
-
-    def __init__(self, ids: list[int], offsets: list[tuple[int, int]]) -> None:
-        self.ids, self.offsets = ids, offsets
 
 
 def _send(fd: int, obj: Any) -> None:
@@ -124,7 +117,7 @@ class TokenizerProcess:
         return self._call("token_to_id", token)
 
     def write_index(self, cache_dir: str) -> None:
-        """Have the helper write its tokenizer's index (prefixlint/token_index.py) into `cache_dir`."""
+        """Have the helper write its tokenizer's index (prefixlint/models/token_index.py) into `cache_dir`."""
         self._call("write_index", cache_dir)
 
     def _call(self, op: str, arg: Any) -> Any:
@@ -170,8 +163,6 @@ def _serve(path: str, requests: int, responses: int, parent: int) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
-    from prefixlint.tokens import TokenizerError, load_backend
-
     try:
         tokenizer = load_backend(path)
     except TokenizerError as exc:
@@ -195,7 +186,7 @@ def _serve(path: str, requests: int, responses: int, parent: int) -> None:
         elif op == "token_to_id":
             _send(responses, tokenizer.token_to_id(arg))
         elif op == "write_index":
-            from prefixlint.token_index import write_index
+            from prefixlint.models.token_index import write_index
 
             write_index(arg, path, tokenizer)
             _send(responses, None)

@@ -28,8 +28,9 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from prefixlint.fingerprint import package_digest
+from prefixlint.models.backend import Encoded
 from prefixlint.runmemo import stamp
-from prefixlint.tokenizer_process import Encoded
 
 FORMAT = "tokens-v1"
 
@@ -45,8 +46,6 @@ def _library_stamp() -> list[Any]:
 
 def identity(tokenizer_path: str) -> list[Any]:
     """What must not change for a book of `tokenizer_path` to hold."""
-    from prefixlint.cache import package_digest
-
     return [FORMAT, stamp(os.path.abspath(tokenizer_path)), _library_stamp(), package_digest()]
 
 

@@ -3,7 +3,7 @@ encoded without loading the tokenizer.
 
 Loading the embedded tokenizer (129,280 tokens, 127,741 merges) costs ~0.35 s of CPU, as much as
 importing everything else a one-file hook run needs; a hook run whose prompt text changed used to
-pay it for a few hundred new characters (the books of prefixlint/token_memo.py answer only texts
+pay it for a few hundred new characters (the books of prefixlint/models/token_memo.py answer only texts
 encoded before). A BPE tokenizer only ever uses, for a word, the tokens that are substrings of
 that word, and the merges that build them. So a run that loaded the tokenizer writes, once, an
 index of its vocabulary (one SQLite file under `<cache dir>/tokindex-v1/`): every token with its
@@ -34,8 +34,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.token_memo import identity as book_identity
-from prefixlint.tokenizer_process import Encoded
+from prefixlint.models.backend import Encoded
+from prefixlint.models.token_memo import identity as book_identity
 
 if TYPE_CHECKING:
     import sqlite3

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.gguf import GGUFError, GGUFMetadata, read_metadata
+from prefixlint.models.gguf import GGUFError, GGUFMetadata, read_metadata
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -21,6 +21,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+from prefixlint.models.ollama import PREFIX as OLLAMA_PREFIX
+
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)  # version 1 counted in 32 bits; no file in use still has it
 MAX_ARRAY_DEPTH = 2  # arrays of arrays are allowed by the format; deeper is a hostile file
@@ -50,6 +52,12 @@ _MIN_TENSOR_INFO = 8 + 4 + 4 + 8  # an empty name, no dimensions, a type, an off
 
 
 SUFFIX = ".gguf"
+
+
+def names_model(path: str | os.PathLike[str]) -> bool:
+    """Whether a path names a GGUF model by its name alone: a `.gguf` file, or a model of the
+    local Ollama store (`ollama:NAME[:TAG]`, a GGUF blob). Nothing is read."""
+    return os.path.basename(os.fspath(path)).endswith(SUFFIX) or os.fspath(path).startswith(OLLAMA_PREFIX)
 
 
 def is_gguf(path: str | os.PathLike[str]) -> bool:
