@@ -197,7 +197,7 @@ def _settings(paths: tuple[str, ...], options: Any, fail_on: str, config: Any) -
     from dataclasses import asdict
 
     from prefixlint.api import iter_sources
-    from prefixlint.settings import plan_for, tokenizer_file_for
+    from prefixlint.plan import plan_for, tokenizer_file_for
 
     values: dict[str, Any] = {
         "config-file": str(config.path) if config.path is not None else None,
@@ -412,9 +412,10 @@ def _add_noqa(report: Any, options: Any, quiet: bool) -> None:
     """`check --add-noqa`: a suppression for every finding reported; exit 0 when all are written,
     1 (naming them) when some could not be."""
     from prefixlint.noqa import add_noqa
+    from prefixlint.plan import template_part
 
     try:
-        result = add_noqa(report.diagnostics, options)
+        result = add_noqa(report.diagnostics, template_part(options))
     except OSError as exc:
         _fail(f"cannot write a suppression: {exc}")
     if not quiet:
@@ -577,7 +578,7 @@ def render(
     template_path = _render_target(template_path)
     tokenizer = _tokenizer_spec(tokenizer)
 
-    from prefixlint.api import read_text
+    from prefixlint.files import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line, unread_variables
     from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config

@@ -39,7 +39,7 @@ def _start_tokenizer_early(args: list[str]) -> None:
         return  # nothing to tokenize, or a folder: maybe many files, and a pool that loads its own
     spec = _option_value(args, "--tokenizer")
     try:
-        from prefixlint.settings import tokenizer_file_for
+        from prefixlint.plan import tokenizer_file_for
         from prefixlint.tokens import start_loading
 
         path = tokenizer_file_for(os.path.dirname(templates[0]), spec)

@@ -29,6 +29,7 @@ from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
+from prefixlint.plan import TemplatePart, as_template_part
 from prefixlint.rules import engine_losses
 from prefixlint.severity import Cost
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
@@ -123,15 +124,15 @@ class _Renderer:
         return Render(traced, scenario=scenario, variant=variant, content_start=start, clock_calls=calls)
 
 
-def _varied_variables(template: ChatTemplate, options: Options) -> list[tuple[str, str, bool]]:
+def _varied_variables(template: ChatTemplate, part: TemplatePart) -> list[tuple[str, str, bool]]:
     """(name, code, surely per request) of the template variables to vary: those the config says
     are dynamic, and those whose names say request, id or machine, unless the config says static."""
     out = []
     for name in sorted(template.external_variables):
-        if name in options.static_variables:
+        if name in part.static_variables:
             continue
         code = provenance_code(name)
-        if name in options.dynamic_variables:
+        if name in part.dynamic_variables:
             out.append((name, code or "PFX105", True))
         elif code is not None:
             out.append((name, code, False))
@@ -612,10 +613,16 @@ def cacheable_prefix(renders: list[Render]) -> int:
 
 
 def analyze_template(
-    template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options, *, hints: bool = True
+    template: ChatTemplate,
+    tokenizer: LoadedTokenizer,
+    settings: TemplatePart | Options,
+    *,
+    hints: bool = True,
 ) -> SourceResult:
-    """Every analysis of one chat template. `hints`: name the template settings that keep a
-    multi-turn prefix stable, each verified by this same check run again with it as `--var`s."""
+    """Every analysis of one chat template, with the run's template part (a library caller's
+    `Options` resolve to it). `hints`: name the template settings that keep a multi-turn prefix
+    stable, each verified by this same check run again with it as `--var`s."""
+    part = as_template_part(settings)
     result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
     failed = compile_diagnostic(template)  # compile first: a template that does not parse is PFX001
     if failed is not None:
@@ -627,7 +634,7 @@ def analyze_template(
             conversation(USER_TURNS[0], system=scenario.system), scenario.tools
         )
     renderer = _Renderer(template)
-    variables = _varied_variables(template, options)
+    variables = _varied_variables(template, part)
     per_scenario = [(s, _render_variants(renderer, s, variables)) for s in SCENARIOS]
     per_scenario = [(s, rs) for s, rs in per_scenario if rs]
     working = [s for s, _ in per_scenario]
@@ -637,7 +644,7 @@ def analyze_template(
         return result
 
     multiturn = None
-    if options.multiturn:
+    if part.multiturn:
         from prefixlint.jinja.multiturn import render_multiturn
 
         multiturn = render_multiturn(template)  # before the first encode: a tokenizer may be loading
@@ -648,7 +655,7 @@ def analyze_template(
     tokenize_renders(all_renders, tokenizer)
 
     stand_in = tokenizer.name == EMBEDDED_NAME  # token boundaries it finds may not be the model's
-    engine = options.engine_profile()
+    engine = part.engine
     findings = [f for _, rs in per_scenario for f in _findings(rs, template, engine, stand_in)]
     found = _merge(findings, working, template, engine, tokenizer)
 
@@ -666,7 +673,7 @@ def analyze_template(
 
         def recheck(setting: dict[str, Any]) -> list[Diagnostic]:
             return analyze_template(
-                template.with_variables(setting), tokenizer, options, hints=False
+                template.with_variables(setting), tokenizer, part, hints=False
             ).diagnostics
 
         known = frozenset(d.code for d in result.diagnostics) | {d.code for d, _ in found}
