@@ -341,7 +341,7 @@ def sample_inputs(template: PromptTemplate, part: TemplatePart) -> dict[str, Any
 def analyze_prompt_template(
     template: PromptTemplate, tokenizer: LoadedTokenizer, part: TemplatePart
 ) -> SourceResult:
-    from prefixlint.jinja.analyze import compile_diagnostic
+    from prefixlint.jinja.broken import compile_diagnostic
 
     result = SourceResult(template.path, "prompt_template", tokenizer=tokenizer.name)
     failed = compile_diagnostic(template)
