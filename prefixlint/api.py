@@ -413,9 +413,8 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         cache = ResultCache(Path(run.cache_dir))
     walked: list[str] = []
     sources = list(iter_sources(paths, run, walked))
-    contents = [
-        _read_bytes(s, run.limits.file_bytes) for s in sources
-    ]  # once: for the key and for suppressions
+    # Read once: for the key and for suppressions.
+    contents = [_read_bytes(s, run.limits.file_bytes) for s in sources]
     # A template that includes others depends on files the key does not cover: never cached.
     includes = [
         s.kind == "jinja" and data is not None and uses_includes(data)

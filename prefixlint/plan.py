@@ -123,8 +123,17 @@ class RunPlan:
 
         return set(self.enabled) - per_file_ignored(Path(self.root), self.per_file_ignores, path)
 
-    def tokenizer_file(self, path: str, kind: str) -> str | None:
-        return source_tokenizer_file(path, kind, self.tokenizer)
+    def source(self, path: str, kind: str) -> SourcePlan:
+        """What the run does with one source: its tokenizer file, engine block and rules."""
+        return SourcePlan(
+            path=path,
+            kind=kind,
+            tokenizer_file=source_tokenizer_file(path, kind, self.tokenizer),
+            engine=self.engine_name,
+            block_size=self.engine.block_size if self.engine is not None else None,
+            rules=tuple(sorted(self.codes_for(path))),
+            template_vars=dict(self.template.template_vars),
+        )
 
 
 def template_part(options: Options) -> TemplatePart:
@@ -242,13 +251,5 @@ class SourcePlan:
 
 
 def plan_for(path: str, kind: str, options: Options) -> SourcePlan:
-    profile = options.engine_profile()
-    return SourcePlan(
-        path=path,
-        kind=kind,
-        tokenizer_file=source_tokenizer_file(path, kind, options.tokenizer),
-        engine=options.engine,
-        block_size=profile.block_size if profile is not None else None,
-        rules=tuple(sorted(options.codes_for(path))),
-        template_vars=dict(options.template_vars),
-    )
+    """The plan of one source of a run with `options` (`check --show-settings`)."""
+    return resolve(options).source(path, kind)
