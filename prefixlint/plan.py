@@ -4,7 +4,10 @@
 `resolve` turns the settings into a `RunPlan`: the engine profile with `--block-size` applied, the
 codes enabled, the cache and fix switches, and one frozen part per stage: `TemplatePart` for the
 Jinja stage (rendering, variants, multi-turn), `PythonPart` for the Python frontend (with the
-template part its embedded templates use), `FixPart` for the verifier. No stage sees `Options`.
+template part its embedded templates use), `FixPart` for the verifier. No stage's internals see
+`Options`: the public entries that library callers and tests reach with one (`api.lint_source`,
+`prefixlint.python.analyze_python`, `jinja.analyze.analyze_template`) resolve it at the door
+(`plan_of`, `as_python_part`, `as_template_part`).
 The tokenizer file of a source is decided here and nowhere else (`source_tokenizer_file`; loading
 it, with the fallback for a broken neighbour, is prefixlint/tokens.py's); `plan_for` is what
 `check --show-settings` prints of one source.
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.limits import Limits
+from prefixlint.settings import per_file_ignored
 from prefixlint.tokens import TokenizerError, resolve_tokenizer_path, tokenizer_path_for
 
 if TYPE_CHECKING:
@@ -119,8 +123,6 @@ class RunPlan:
 
     def codes_for(self, path: str) -> set[str]:
         """The codes reported for `path`: the selection less its `per-file-ignores`."""
-        from prefixlint.settings import per_file_ignored
-
         return set(self.enabled) - per_file_ignored(Path(self.root), self.per_file_ignores, path)
 
     def source(self, path: str, kind: str) -> SourcePlan:
