@@ -59,7 +59,7 @@ def main() -> None:
     from deskapp.prompts import build_messages
 
     from prefixlint.testing import check_prefix_stable
-    from prefixlint.testing.stability import _build_in
+    from prefixlint.testing.building import build_in as _build_in
     from prefixlint.testing.worlds import BASE_WORLD, KINDS, REPLAY_WORLD, VARIED_WORLDS
 
     worlds = (BASE_WORLD, REPLAY_WORLD, *VARIED_WORLDS)

@@ -1,18 +1,24 @@
-"""The library entry point: `lint_paths` analyses sources and returns results; it never prints."""
+"""The library entry point: `lint_paths` analyses sources and returns results; it never prints.
+
+`lint_paths(paths, options)` resolves the settings once into a run plan (prefixlint/plan.py),
+finds the sources, serves what the result cache holds, analyses the rest (`analyse_source`: the
+frontend of each kind with its part of the plan, then the verified fixes), in this process with
+tokenizers loading in helpers ahead of use, or across pool workers, and filters the raw results
+(prefixlint/filters.py) into a `Report`. `lint_source` is the analysis of one source; both also
+take a library caller's `Options`."""
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from prefixlint.files import MAX_SOURCE_BYTES, read_limited
+from prefixlint.files import decode_source, read_limited, read_text
+from prefixlint.filters import apply_filters, drop_repeats
 from prefixlint.jinja.classify import FALLBACK_REASON
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.models.tokens import (
@@ -20,23 +26,22 @@ from prefixlint.models.tokens import (
     TokenizerError,
     choose_tokenizer,
     load_tokenizer,
-    read_special_tokens,
     resolve_tokenizer_path,
-    special_tokens_for,
 )
+from prefixlint.plan import RunPlan, plan_of, resolve, tokenizer_file_for
 from prefixlint.rules import RULES
 from prefixlint.runmemo import stamp
-from prefixlint.settings import Options, source_tokenizer_file
+from prefixlint.schedule import lint_all
+from prefixlint.settings import Options
 from prefixlint.sources import (
-    PARALLEL_MIN_SOURCES,
     ConfigError,
-    NamedTemplate,
     Source,
     classify_source,
     discover,
     templates_in_tokenizer_config,
     uses_includes,
 )
+from prefixlint.template_sources import judge_reach, lint_gguf, lint_templates
 
 
 @dataclass
@@ -64,47 +69,32 @@ class Report:
         return max((d.severity for d in self.diagnostics), default=None)
 
 
-def read_text(path: str, max_bytes: int = MAX_SOURCE_BYTES) -> str:
-    """A source's text; raises ValueError with a reason for binary, non-UTF-8, too large or
-    non-regular files (prefixlint.files), OSError for unreadable ones and symlink loops."""
-    return decode_source(read_limited(path, max_bytes))
-
-
-def decode_source(data: bytes) -> str:
-    """A source file's bytes as text; raises ValueError for binary or non-UTF-8 data."""
-    if b"\x00" in data[:8192]:
-        raise ValueError("binary file (NUL bytes), not a text source")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc
-
-
 def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
     """The tokenizer that analyses the source at `source_path` (tokens.choose_tokenizer)."""
     return choose_tokenizer(source_path, options.tokenizer)[0]
 
 
-def lint_source(source: Source, options: Options, text: str | None = None) -> list[SourceResult]:
+def lint_source(source: Source, options: RunPlan | Options, text: str | None = None) -> list[SourceResult]:
     """The raw results of one source; `text` stands in for the file's (the diff gate's old blob)."""
+    run = plan_of(options)
     if source.kind == "gguf":
-        return lint_gguf(source, options)
+        return lint_gguf(source, run.template)
     bad_input_code = "PFX003" if source.kind == "python" else "PFX001"
     try:
-        text = read_text(source.path, options.limits.file_bytes) if text is None else text
+        text = read_text(source.path, run.limits.file_bytes) if text is None else text
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         diag = Diagnostic(bad_input_code, Span(source.path), f"cannot read: {reason}", Severity.ERROR)
         return [SourceResult(source.path, source.kind, diagnostics=[diag])]
 
-    classification = classify_source(source, text, options.template_kinds, options.root or ".")
+    classification = classify_source(source, text, run.template_kinds, run.root)
     if classification.kind == "not_prompt":
         note = f"{source.path}: skipped, not a prompt: {classification.reason}"
         return [SourceResult(source.path, "not_prompt", notes=[note])]
     if source.kind == "python":
         from prefixlint.python import analyze_python
 
-        return [_scaffolding_severity(analyze_python(source.path, text, options))]
+        return [_scaffolding_severity(analyze_python(source.path, text, run.python))]
     prompt = classification.kind == "prompt_template"
 
     named = None
@@ -121,108 +111,44 @@ def lint_source(source: Source, options: Options, text: str | None = None) -> li
     # A tokenizer still loading in a helper is used unchecked: its load overlaps compiling and
     # rendering. If it turns out broken, the source is analysed again with what `choose_tokenizer`
     # then picks (the embedded default and a note for a broken neighbour), as without helpers.
-    choice = choose_tokenizer(source.path, options.tokenizer, wait=False)
+    choice = choose_tokenizer(source.path, run.tokenizer, wait=False)
     try:
-        results = _lint_templates(source, text, named, options, *choice, prompt=prompt)
+        results = lint_templates(source, text, named, run.template, *choice, prompt=prompt)
         choice[0].check()  # an error the analysis swallowed still counts
     except TokenizerError:
-        retry = choose_tokenizer(source.path, options.tokenizer)
+        retry = choose_tokenizer(source.path, run.tokenizer)
         if retry[0] is choice[0]:
             raise
-        results = _lint_templates(source, text, named, options, *retry, prompt=prompt)
+        results = lint_templates(source, text, named, run.template, *retry, prompt=prompt)
     if source.kind == "jinja" and (prompt or classification.reason == FALLBACK_REASON):
-        _judge_reach(source, results, options)
+        judge_reach(source, results, run.template)
     return results
 
 
-def _judge_reach(source: Source, results: list[SourceResult], options: Options) -> None:
-    """The findings of an app's template that no code of its project renders are info at most
-    (prefixlint/jinja/reach.py); a template file without prompt text of its own, taken for a chat
-    template only for want of a sign, is judged so too."""
-    if not any(r.diagnostics for r in results):
-        return
-    from prefixlint.jinja.loader import project_root
-    from prefixlint.jinja.reach import demote_unrendered, unrendered
-
-    dead, deciding = unrendered(source.path, project_root(source.path, options.project_root))
-    for result in results:
-        if dead:
-            result.diagnostics = demote_unrendered(result.diagnostics)
-        result.dependencies += [stamp(p) for p in deciding if p != os.path.abspath(source.path)]
-
-
-def analyse_source(source: Source, options: Options) -> list[SourceResult]:
+def analyse_source(source: Source, options: RunPlan | Options) -> list[SourceResult]:
     """`lint_source` of a source file, each cache-busting finding with its verified fix (or a hint
-    that says there is none) when `options.fixes` (prefixlint/fixes.py). The texts it encodes are
-    remembered for its next analysis, when the result cache is on (prefixlint/token_memo.py)."""
+    that says there is none) when the plan says fixes (prefixlint/fixes.py). The texts it encodes
+    are remembered for its next analysis, when the result cache is on (prefixlint/token_memo.py)."""
     from prefixlint.models.token_memo import remembering
 
+    run = plan_of(options)
     # Without a result cache, verifying fixes still reads the check's encodings from memory: each
     # candidate is an analysis of nearly the same text (an h2ogpt module: 87 s of encoding each).
-    with remembering(options.cache_dir, source.path, in_memory=options.fixes):
-        results = lint_source(source, options)
-        if options.fixes and any(r.diagnostics for r in results):
+    with remembering(run.cache_dir, source.path, in_memory=run.fixes):
+        results = lint_source(source, run)
+        if run.fixes and any(r.diagnostics for r in results):
             from prefixlint.fixes import attach_fixes
 
             text = ""  # a GGUF is never edited: its findings only get words
             if source.kind != "gguf":
                 try:
-                    text = read_text(source.path, options.limits.file_bytes)
+                    text = read_text(source.path, run.limits.file_bytes)
                 except (OSError, ValueError):
                     return results
-            attach_fixes(source, text, results, options)
+            # The fixed texts are analysed as the source was: this module's `lint_source`, looked
+            # up when called (a test counts the analyses by replacing it).
+            attach_fixes(source, text, results, run.fix, lambda fixed: lint_source(source, run, fixed))
     return results
-
-
-def lint_gguf(source: Source, options: Options, file: str | None = None) -> list[SourceResult]:
-    """Each chat template in a GGUF model's metadata, as a source named `model.gguf[chat_template]`
-    whose lines are the template's; analysed with the model's own tokenizer unless `--tokenizer`
-    names another. A file that is no readable GGUF is PFX001 naming it. `file` stands in for the
-    source's file (the diff gate's old version)."""
-    from prefixlint.models.gguf import GGUFError, chat_templates, read_metadata, source_name
-
-    try:
-        metadata = read_metadata(file or resolve_tokenizer_path(source.path))
-    except (OSError, GGUFError, TokenizerError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        diag = Diagnostic("PFX001", Span(source.path), f"not a readable GGUF model: {reason}", Severity.ERROR)
-        return [SourceResult(source.path, source.kind, diagnostics=[diag])]
-    templates = chat_templates(metadata)
-    if not templates:
-        note = f"{source.path}: no tokenizer.chat_template in this GGUF: nothing checked"
-        return [SourceResult(source.path, source.kind, notes=[note])]
-
-    def lint(tokenizer: LoadedTokenizer, note: str | None) -> list[SourceResult]:
-        special = {**tokenizer.special_tokens, **_gguf_special_tokens(source.path, tokenizer)}
-        notes = [*tokenizer.notes, *([note] if note else [])]
-        results = []
-        for t in templates:
-            named = Source(source_name(source.path, t.name), source.kind)
-            results += _lint_templates(named, t.source, None, options, tokenizer, None, special=special)
-        for result in results:
-            result.notes.extend(notes)
-        return results
-
-    choice = choose_tokenizer(source.path, options.tokenizer, wait=False)
-    try:
-        results = lint(*choice)
-        choice[0].check()
-    except TokenizerError:
-        retry = choose_tokenizer(source.path, options.tokenizer)
-        if retry[0] is choice[0]:
-            raise
-        results = lint(*retry)
-    return results
-
-
-def _gguf_special_tokens(path: str, tokenizer: LoadedTokenizer) -> dict[str, str]:
-    """The GGUF's own `bos_token`, … for its templates, also when `--tokenizer` names another."""
-    if tokenizer.path == str(resolve_tokenizer_path(path)):
-        return {}
-    try:
-        return load_tokenizer(path).special_tokens
-    except TokenizerError:
-        return {}
 
 
 def _scaffolding_severity(result: SourceResult) -> SourceResult:
@@ -242,123 +168,12 @@ def _scaffolding_severity(result: SourceResult) -> SourceResult:
     return result
 
 
-def _lint_templates(
-    source: Source,
-    text: str,
-    named: list[NamedTemplate] | None,
-    options: Options,
-    tokenizer: LoadedTokenizer,
-    tokenizer_note: str | None,
-    prompt: bool = False,
-    special: dict[str, str] | None = None,
-) -> list[SourceResult]:
-    """The results of a template file, or of the `named` templates of a tokenizer_config.json;
-    `prompt`: the file is an app prompt template (prefixlint/jinja/prompt.py)."""
-    from prefixlint.jinja.analyze import analyze_template  # not for Python sources: ~60 ms of imports
-    from prefixlint.jinja.template import ChatTemplate
-
-    if prompt:
-        from prefixlint.jinja.loader import project_root
-        from prefixlint.jinja.prompt import PromptTemplate, analyze_prompt_template
-
-        search = (project_root(source.path, options.project_root), *options.template_search_path)
-        template = PromptTemplate(text, source.path, limits=options.limits, search_path=search)
-        result = analyze_prompt_template(template, tokenizer, options)
-        result.variables = _variables(lambda: template.inputs)
-        if tokenizer_note:
-            result.notes.append(tokenizer_note)
-        return [result]
-    if named is not None:
-        special = read_special_tokens(Path(source.path)) or dict(tokenizer.special_tokens)
-        templates = [
-            ChatTemplate(
-                t.source,
-                source.path,
-                name=t.name if len(named) > 1 else "",
-                special_tokens=special,
-                limits=options.limits,
-                fixed_line=t.line,
-            )
-            for t in named
-        ]
-    else:
-        special = special if special is not None else special_tokens_for(source.path, tokenizer)
-        templates = [ChatTemplate(text, source.path, special_tokens=special, limits=options.limits)]
-    results = []
-    for template in templates:
-        template.extra_kwargs.update(options.template_vars)
-        result = analyze_template(template, tokenizer, options)
-        result.kind = source.kind
-        result.variables = _variables(lambda t=template: t.reads)
-        if tokenizer_note:
-            result.notes.append(tokenizer_note)
-        results.append(result)
-    return results
-
-
-def _variables(reads: Callable[[], list[str]]) -> list[str] | None:
-    """What a template reads from its caller; None when it does not compile (nothing to say)."""
-    try:
-        return reads()
-    except Exception:  # noqa: BLE001 - a syntax error is the template's finding, reported already
-        return None
-
-
-def apply_filters(
-    source: Source, results: list[SourceResult], options: Options, enabled: set[str], text: str | None = None
-) -> None:
-    """Apply inline suppressions (reporting unused ones), per-file ignores and select/ignore."""
-    if options.suppressions and results:
-        from prefixlint.suppress import directives_for, suppress, unused_suppressions
-
-        try:
-            text = read_text(source.path, options.limits.file_bytes) if text is None else text
-            directives = directives_for(source.kind, text)
-        except (OSError, ValueError):
-            directives = []
-        for result in results:
-            own = [d for d in result.diagnostics if d.span.path == source.path]
-            elsewhere = [d for d in result.diagnostics if d.span.path != source.path]
-            result.diagnostics = suppress(own, directives) + _suppress_in_includes(elsewhere, options)
-        skipped = () if options.multiturn else ("PFX4",)
-        results[0].diagnostics += unused_suppressions(directives, source.path, skipped)
-    keep = options.codes_for(source.path) & enabled
-    for result in results:
-        kept = (d for d in result.diagnostics if d.code in keep)
-        result.diagnostics = sorted(kept, key=Diagnostic.sort_key)
-
-
-def _suppress_in_includes(diagnostics: list[Diagnostic], options: Options) -> list[Diagnostic]:
-    """Findings traced into an included file obey that file's own suppression comments."""
-    from prefixlint.suppress import directives_for, suppress
-
-    out: list[Diagnostic] = []
-    for path in dict.fromkeys(d.span.path for d in diagnostics):
-        try:
-            directives = directives_for("jinja", read_text(path, options.limits.file_bytes))
-        except (OSError, ValueError):
-            directives = []
-        out += suppress([d for d in diagnostics if d.span.path == path], directives)
-    return out
-
-
-def _drop_repeats(results: list[SourceResult]) -> None:
-    """A finding traced into an included file is also found when that file is checked on its
-    own: report each (code, place) once, where it was found first."""
-    seen: set[tuple[str, Span]] = set()
-    for result in results:
-        kept = []
-        for d in result.diagnostics:
-            if (d.code, d.span) not in seen:
-                kept.append(d)
-            seen.add((d.code, d.span))
-        result.diagnostics = kept
-
-
-def iter_sources(paths: list[str], options: Options, walked: list[str] | None = None) -> Iterator[Source]:
+def iter_sources(
+    paths: list[str], options: Options | RunPlan, walked: list[str] | None = None
+) -> Iterator[Source]:
     """The sources under `paths`, less the built-in, command-line and config excludes; the folders
     listed go to `walked`."""
-    from prefixlint.settings import PathMatcher
+    from prefixlint.pathmatch import PathMatcher
     from prefixlint.sources import DEFAULT_EXCLUDES
 
     matcher = PathMatcher(Path(options.root or "."), (options.exclude or ()) + options.extend_exclude)
@@ -374,7 +189,7 @@ def iter_sources(paths: list[str], options: Options, walked: list[str] | None = 
     )
 
 
-def list_sources(paths: list[str], options: Options) -> list[tuple[str, str, str]]:
+def list_sources(paths: list[str], options: Options | RunPlan) -> list[tuple[str, str, str]]:
     """(path, kind, why) of every source under `paths`, classified as `check` would, analysing
     nothing (`check --show-files`)."""
     out = []
@@ -393,179 +208,6 @@ def list_sources(paths: list[str], options: Options) -> list[tuple[str, str, str
     return out
 
 
-# Tokenizer files loading in helpers at once, counted from the current source on: the next one
-# loads while this one is analysed, and no more than two loads compete with this process for CPU.
-TOKENIZERS_AHEAD = 2
-# gc thresholds during a run (CPython's default: 700, 10, 10): a young collection per 20,000 new
-# objects, a full one at most per 400 of them (and only once the old generation grew by a quarter).
-RUN_GC_THRESHOLDS = (20_000, 20, 20)
-
-
-def _renders(source: Source, options: Options) -> bool:
-    """Whether a source needs its tokenizer (a helper loading it is worth a fork): a template, a
-    Python file with prompt text (its numbers are counted in tokens), not a base model's
-    tokenizer_config.json without a chat template."""
-    if source.kind in ("tokenizer_config", "python"):
-        try:
-            data = read_limited(source.path)
-        except (OSError, ValueError):
-            return False
-        if source.kind == "python":
-            from prefixlint.python import may_hold_prompts
-
-            return options.python_numbers and may_hold_prompts(
-                data.decode("utf-8", "replace"), options.python_sinks, options.python_sink_rows
-            )
-        return b"chat_template" in data
-    return True
-
-
-def _lint_in_order(sources: list[Source], options: Options) -> Iterator[list[SourceResult]]:
-    """`lint_source` of each source in turn, with the tokenizers the templates need loading in
-    forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
-    overlaps imports, compiling and rendering here. A helper stops after the last source that
-    may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
-    from prefixlint.models.token_index import has_index
-    from prefixlint.models.token_memo import has_book
-    from prefixlint.models.tokens import start_loading, stop_all_loading, stop_loading
-
-    files = [source_tokenizer_file(s.path, s.kind, options.tokenizer) for s in sources]
-    # A source whose book holds its encodings from the last run, or whose tokenizer has an index,
-    # likely loads no tokenizer at all.
-    cache = options.cache_dir
-    starts = [
-        f
-        if f is not None and _renders(s, options) and not (has_book(cache, f, s.path) or has_index(cache, f))
-        else None
-        for s, f in zip(sources, files, strict=True)
-    ]
-    last_use = {f: i for i, f in enumerate(files) if f is not None}
-    # A guess from the command line (launch.py) that missed, or that a book makes useless.
-    stop_all_loading(keep={f for f in starts if f is not None})
-    try:
-        for i, source in enumerate(sources):
-            ahead: list[str] = []
-            for path in starts[i:]:
-                if path is not None and path not in ahead:
-                    start_loading(path)  # a no-op for one loaded or loading already
-                    ahead.append(path)
-                    if len(ahead) == TOKENIZERS_AHEAD:
-                        break
-            yield analyse_source(source, options)
-            for path in [f for f, last in last_use.items() if last == i]:
-                stop_loading(path, cache)  # a helper that served writes the tokenizer's index
-    finally:
-        for path in last_use:
-            stop_loading(path)
-
-
-def _lint_all(sources: list[Source], options: Options, workers: int | None) -> Iterator[list[SourceResult]]:
-    """The raw results of `sources`, in order: in this process for a few, else in a process pool
-    (processes, not threads: analysis is CPU-bound Python, and the render time limit uses SIGALRM,
-    which needs each render in a main thread)."""
-    if workers is None:
-        workers = min(os.cpu_count() or 1, len(sources)) if len(sources) >= PARALLEL_MIN_SOURCES else 1
-    with _fewer_collections():
-        if workers <= 1:
-            yield from _lint_in_order(sources, options)
-        else:
-            yield from _lint_in_pool(sources, options, workers)
-
-
-@contextlib.contextmanager
-def _fewer_collections() -> Iterator[None]:
-    """The cyclic GC collecting less often during a run: the parsed modules, kept for the whole run
-    (millions of objects, none of them garbage), are walked by every full collection, which took
-    ~17% of the CPU of a cold run on llama_index core. The old thresholds come back afterwards."""
-    old = gc.get_threshold()
-    gc.set_threshold(*RUN_GC_THRESHOLDS)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-
-
-def _lint_in_pool(sources: list[Source], options: Options, workers: int) -> Iterator[list[SourceResult]]:
-    """The raw results of `sources`, in order, from `workers` pool processes."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    from prefixlint.models.tokens import stop_all_loading
-
-    stop_all_loading()  # each worker loads its own: a helper would only compete with them for a core
-    # fork: workers start at once, with everything imported; a worker loads each tokenizer once.
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    if method == "fork":
-        _parse_ahead(sources, options)
-        gc.freeze()  # the modules parsed ahead: never walked by the workers' GC (nor their pages copied)
-    batches = _batches(sources, options, workers)
-    results: dict[int, list[SourceResult]] = {}
-    try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
-            jobs = [([sources[i] for i in batch], options) for batch in batches]
-            for batch, done in zip(batches, pool.map(_lint_batch, jobs), strict=True):
-                results.update(zip(batch, done, strict=True))
-    finally:
-        gc.unfreeze()
-    for i in range(len(sources)):
-        yield results[i]
-
-
-def _parse_ahead(sources: list[Source], options: Options) -> None:
-    """The Python modules with prompt text parsed before the workers fork, which then share them:
-    each module parsed once per run, whichever worker checks it and whichever imports it."""
-    from prefixlint.python import parse_ahead
-
-    for source in sources:
-        if source.kind != "python":
-            continue
-        try:
-            text = read_text(source.path, options.limits.file_bytes)
-        except (OSError, ValueError):
-            continue
-        if not parse_ahead(source.path, text, options):
-            return
-
-
-def _lint_batch(job: tuple[list[Source], Options]) -> list[list[SourceResult]]:
-    sources, options = job
-    return [analyse_source(source, options) for source in sources]
-
-
-def _batches(sources: list[Source], options: Options, workers: int) -> list[list[int]]:
-    """Indices of `sources` in batches for pool workers, about one per worker. Sources that share a
-    tokenizer file stay together, as a worker loads every tokenizer it meets (~0.5 s each), and
-    each group is cut, in path order, into one contiguous run per worker of about equal size: a
-    package's modules and the modules they import land in the same worker, which parses each once
-    (interleaved small batches had every worker parse nearly every imported module of the tree)."""
-    groups: dict[str | None, list[int]] = {}
-    for i in sorted(range(len(sources)), key=lambda i: sources[i].path):
-        groups.setdefault(
-            source_tokenizer_file(sources[i].path, sources[i].kind, options.tokenizer), []
-        ).append(i)
-    batches = []
-    for group in groups.values():
-        sizes = [_size(sources[i].path) for i in group]
-        total, filled, start, cut = sum(sizes), 0, 0, 1
-        for n, size in enumerate(sizes):
-            filled += size
-            if cut < workers and filled >= total * cut / workers:
-                batches.append(group[start : n + 1])
-                start = n + 1
-                while cut < workers and filled >= total * cut / workers:
-                    cut += 1
-        if start < len(group):
-            batches.append(group[start:])
-    return sorted(batches, key=len, reverse=True)
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path) + 1
-    except OSError:
-        return 1
-
-
 def lint_paths(paths: list[str], options: Options, workers: int | None = None) -> Report:
     """Analyse every source under `paths`; raises TokenizerError for an unusable `--tokenizer`.
     `workers`: processes to analyse in (None: every core when there are many sources, else 1)."""
@@ -575,6 +217,7 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
         from prefixlint.files import project_root
 
         options = replace(options, project_root=project_root(paths))
+    run = resolve(options)  # from here on, only the plan
     if "prefixlint.python.project" in sys.modules:  # loaded by an earlier run of this process
         sys.modules["prefixlint.python.project"].forget_disk()
     if "prefixlint.python.dispatch" in sys.modules:
@@ -588,55 +231,62 @@ def lint_paths(paths: list[str], options: Options, workers: int | None = None) -
     if "prefixlint.jinja.reach" in sys.modules:  # which templates the code names may have changed
         sys.modules["prefixlint.jinja.reach"].forget()
     cache = None
-    if options.cache_dir is not None:
+    if run.cache_dir is not None:
         from prefixlint.cache import ResultCache
 
-        cache = ResultCache(Path(options.cache_dir))
-    enabled = options.enabled_codes()
+        cache = ResultCache(Path(run.cache_dir))
     walked: list[str] = []
-    sources = list(iter_sources(paths, options, walked))
-    contents = [_read_bytes(s, options) for s in sources]  # once: for the key and for suppressions
+    sources = list(iter_sources(paths, run, walked))
+    # Read once: for the key and for suppressions.
+    contents = [_read_bytes(s, run.limits.file_bytes) for s in sources]
     # A template that includes others depends on files the key does not cover: never cached.
     includes = [
         s.kind == "jinja" and data is not None and uses_includes(data)
         for s, data in zip(sources, contents, strict=True)
     ]
+    folders = _folder_tokenizers(sources, run.tokenizer)
     keys = [
-        cache.key(s, options, data) if cache is not None and data is not None and not inc else None
+        cache.key(s, data, run.analysis_key, folders[_folder(s)])
+        if cache is not None and data is not None and not inc
+        else None
         for s, data, inc in zip(sources, contents, includes, strict=True)
     ]
     found: list[list[SourceResult] | None] = [cache.get(k) if cache is not None else None for k in keys]
     missing = [i for i, f in enumerate(found) if f is None]
-    for i, fresh in zip(missing, _lint_all([sources[i] for i in missing], options, workers), strict=True):
+    for i, fresh in zip(
+        missing, lint_all([sources[i] for i in missing], run, workers, analyse_source), strict=True
+    ):
         found[i] = fresh
         if cache is not None:
             cache.put(keys[i], fresh)
     results: list[SourceResult] = []
     for source, raw, data in zip(sources, found, contents, strict=True):
         assert raw is not None
-        apply_filters(source, raw, options, enabled, _text_or_none(data))
+        apply_filters(source, raw, run, _text_or_none(data))
         results.extend(raw)
-    _drop_repeats(results)
-    if options.tokenizer is not None:
+    drop_repeats(results)
+    if run.tokenizer is not None:
         # Named by the results when every source came from the cache (no tokenizer load at all).
         cached_name = next((r.tokenizer for r in results if r.tokenizer), None)
-        default_name = cached_name or load_tokenizer(options.tokenizer).name
+        default_name = cached_name or load_tokenizer(run.tokenizer).name
     else:
         default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
-    inputs = _inputs(walked, sources, options) + [dep[0] for r in results for dep in r.dependencies]
-    report = Report(default_name, options.engine, results, inputs, template_vars=dict(options.template_vars))
+    inputs = _inputs(walked, sources, folders) + [dep[0] for r in results for dep in r.dependencies]
+    report = Report(
+        default_name, run.engine_name, results, inputs, template_vars=dict(run.template.template_vars)
+    )
     report.replayable = not any(includes)
     return report
 
 
-def _read_bytes(source: Source, options: Options) -> bytes | None:
+def _read_bytes(source: Source, max_bytes: int) -> bytes | None:
     if source.kind == "gguf":  # gigabytes of tensors: its identity stands for its bytes
         try:
             return json.dumps(stamp(str(resolve_tokenizer_path(source.path)))).encode()
         except TokenizerError:
             return None
     try:  # the same checks as the analysis: no FIFO read, no 1 GB file loaded to hash it
-        return read_limited(source.path, options.limits.file_bytes)
+        return read_limited(source.path, max_bytes)
     except (OSError, ValueError):
         return None  # unreadable sources are not cached and are reported by the analysis
 
@@ -648,7 +298,17 @@ def _text_or_none(data: bytes | None) -> str | None:
         return None
 
 
-def _inputs(walked: list[str], sources: list[Source], options: Options) -> list[str]:
+def _folder(source: Source) -> str:
+    return os.path.dirname(source.path) or "."
+
+
+def _folder_tokenizers(sources: list[Source], spec: str | None) -> dict[str, str]:
+    """The tokenizer file of each folder of `sources` (plan.tokenizer_file_for; `spec` itself when
+    it names none), looked up once per folder: 500 templates in one folder share one lookup."""
+    return {f: tokenizer_file_for(f, spec) or str(spec) for f in dict.fromkeys(map(_folder, sources))}
+
+
+def _inputs(walked: list[str], sources: list[Source], folders: dict[str, str]) -> list[str]:
     """What the run read or listed. A source's folder is there because a tokenizer.json or
     tokenizer_config.json appearing beside it changes its analysis."""
     from prefixlint.cache import tokenizer_inputs
@@ -663,8 +323,8 @@ def _inputs(walked: list[str], sources: list[Source], options: Options) -> list[
                 out += [str(resolve_tokenizer_path(source.path))]
             except (OllamaError, TokenizerError):
                 pass
-    for folder in dict.fromkeys(os.path.dirname(s.path) or "." for s in sources):
-        out += [folder, *tokenizer_inputs(folder, options.tokenizer)]
+    for folder, tokenizer in folders.items():
+        out += [folder, *tokenizer_inputs(folder, tokenizer)]
     return out
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.fixes import EditError, apply_edits
+from prefixlint.edits import EditError, apply_edits
 from prefixlint.model import Diagnostic, Fix
 
 if TYPE_CHECKING:

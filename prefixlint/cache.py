@@ -15,7 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,27 +24,10 @@ from prefixlint.model import Diagnostic, Edit, Evidence, Fix, Severity, SourceRe
 from prefixlint.runmemo import stamp
 
 if TYPE_CHECKING:
-    from prefixlint.settings import Options
     from prefixlint.sources import Source
 
 CACHE_DIR_NAME = ".prefixlint_cache"
 FORMAT = "v1"
-# Options that only filter results; everything else on Options is assumed to change the analysis.
-_FILTER_OPTIONS = frozenset(
-    {
-        "select",
-        "extend_select",
-        "ignore",
-        "per_file_ignores",
-        "excludes",
-        "exclude",
-        "extend_exclude",
-        "force_exclude",
-        "suppressions",
-        "cache_dir",
-        "root",
-    }
-)
 
 
 def default_cache_dir(root: Path) -> Path:
@@ -53,18 +36,12 @@ def default_cache_dir(root: Path) -> Path:
     return Path(env) if env else root / CACHE_DIR_NAME
 
 
-def tokenizer_inputs(folder: str, tokenizer: str | None) -> list[str]:
-    """The files that decide which tokenizer analyses the sources in `folder` (given `--tokenizer`),
-    and with which special tokens."""
-    from prefixlint.settings import tokenizer_file_for
-
-    tok = Path(tokenizer_file_for(folder, tokenizer) or str(tokenizer))
+def tokenizer_inputs(folder: str, tokenizer_file: str) -> list[str]:
+    """The files that decide which tokenizer analyses the sources in `folder` (`tokenizer_file`, as
+    the run plan decided it), and with which special tokens."""
+    tok = Path(tokenizer_file)
     beside = os.path.join(folder, "tokenizer_config.json")
     return [str(tok), str(tok.parent / "tokenizer_config.json"), beside]
-
-
-def _analysis_options(options: Options) -> dict[str, str]:
-    return {f.name: repr(getattr(options, f.name)) for f in fields(options) if f.name not in _FILTER_OPTIONS}
 
 
 def timed_out(result: SourceResult) -> bool:
@@ -101,19 +78,17 @@ class ResultCache:
         self.hits = 0
         self.misses = 0
         # Per run, not per source: 500 templates in one folder share one tokenizer lookup.
-        self._folder_stamps: dict[tuple[str, str | None], list[Any]] = {}
-        self._options: tuple[Options, str] | None = None
+        self._folder_stamps: dict[tuple[str, str], list[Any]] = {}
 
-    def key(self, source: Source, options: Options, content: bytes) -> str:
-        """The key of `source` analysed with `options`, given the file's bytes."""
+    def key(self, source: Source, content: bytes, settings: str, tokenizer_file: str) -> str:
+        """The key of `source` given the file's bytes, the run's analysis settings (`settings`, as
+        the run plan writes them) and the tokenizer file of its folder."""
         folder = os.path.dirname(source.path) or "."
-        stamps = self._folder_stamps.get((folder, options.tokenizer))
+        stamps = self._folder_stamps.get((folder, tokenizer_file))
         if stamps is None:
-            stamps = [stamp(p) for p in tokenizer_inputs(folder, options.tokenizer)]
-            self._folder_stamps[folder, options.tokenizer] = stamps
-        if self._options is None or self._options[0] is not options:
-            self._options = (options, json.dumps(_analysis_options(options)))
-        header = json.dumps([package_digest(), source.path, source.kind, stamps]) + self._options[1]
+            stamps = [stamp(p) for p in tokenizer_inputs(folder, tokenizer_file)]
+            self._folder_stamps[folder, tokenizer_file] = stamps
+        header = json.dumps([package_digest(), source.path, source.kind, stamps]) + settings
         return hashlib.sha256(header.encode() + b"\0" + content).hexdigest()
 
     def get(self, key: str | None) -> list[SourceResult] | None:

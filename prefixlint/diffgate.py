@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefixlint.engines import Engine
 from prefixlint.model import Diagnostic, Severity, SourceResult
+from prefixlint.plan import RunPlan, TemplatePart, resolve
 from prefixlint.sources import Source
 from prefixlint.words import counted
 
@@ -175,13 +176,14 @@ def _blob(ref: str, top: Path, path: str, renamed: dict[str, str] | None = None)
 
 
 def _old_gguf(
-    ref: str, top: Path, source: Source, renamed: dict[str, str], options: Options, enabled: set[str]
+    ref: str, top: Path, source: Source, renamed: dict[str, str], run: RunPlan
 ) -> list[SourceResult] | None:
     """The results of a GGUF's templates as they were at `ref` (None if it did not exist there): its
     blob goes to a scratch file, read like the working tree's, with the working tree's tokenizer."""
     import tempfile
 
-    from prefixlint.api import apply_filters, lint_gguf
+    from prefixlint.filters import apply_filters
+    from prefixlint.template_sources import lint_gguf
 
     rel = Path(source.path).resolve().relative_to(top).as_posix()
     try:
@@ -191,19 +193,19 @@ def _old_gguf(
     with tempfile.TemporaryDirectory() as scratch:
         old_file = Path(scratch) / "old.gguf"
         old_file.write_bytes(data)
-        results = lint_gguf(source, options, str(old_file))
-    apply_filters(source, results, options, enabled)
+        results = lint_gguf(source, run.template, str(old_file))
+    apply_filters(source, results, run)
     return results
 
 
-def _canonical_ids(source: Source, text: str, name: str, options: Options) -> list[int] | None:
+def _canonical_ids(source: Source, text: str, name: str, part: TemplatePart) -> list[int] | None:
     """The token ids of one fixed request (system prompt, one user turn, fixed clock)."""
     from prefixlint.jinja.inputs import USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.models.tokens import choose_tokenizer, read_special_tokens, special_tokens_for
     from prefixlint.sources import ConfigError, templates_in_tokenizer_config
 
-    tokenizer = choose_tokenizer(source.path, options.tokenizer)[0]
+    tokenizer = choose_tokenizer(source.path, part.tokenizer)[0]
     special = special_tokens_for(source.path, tokenizer)
     if source.kind == "tokenizer_config":
         try:
@@ -217,8 +219,8 @@ def _canonical_ids(source: Source, text: str, name: str, options: Options) -> li
         special = read_special_tokens(Path(source.path)) or special
     messages = conversation(USER_TURNS[0], system=True)
     try:
-        template = ChatTemplate(text, source.path, special_tokens=special, limits=options.limits)
-        template.extra_kwargs.update(options.template_vars)
+        template = ChatTemplate(text, source.path, special_tokens=special, limits=part.limits)
+        template.extra_kwargs.update(part.template_vars)
         template.supply_required_variables(messages, None)
         rendered = template.render(messages)
     except Exception:  # a template that does not render has no static prefix to compare
@@ -226,11 +228,12 @@ def _canonical_ids(source: Source, text: str, name: str, options: Options) -> li
     return list(tokenizer.encode_many([rendered.text])[0].ids)
 
 
-def _analyse(source: Source, text: str | None, options: Options, enabled: set[str]) -> list[SourceResult]:
-    from prefixlint.api import apply_filters, lint_source
+def _analyse(source: Source, text: str | None, run: RunPlan) -> list[SourceResult]:
+    from prefixlint.api import lint_source
+    from prefixlint.filters import apply_filters
 
-    results = lint_source(source, options, text)
-    apply_filters(source, results, options, enabled, text)
+    results = lint_source(source, run, text)
+    apply_filters(source, results, run, text)
     return results
 
 
@@ -290,23 +293,22 @@ def _gate_source(
     rel: str,
     renamed: dict[str, str],
     top: Path,
-    options: Options,
-    enabled: set[str],
+    run: RunPlan,
     max_prefix_loss: int | None,
     fail_on: Severity,
 ) -> None:
     """Compare one source now with its version at `result.ref`; the changes go to `result`."""
-    from prefixlint.api import read_text
+    from prefixlint.files import read_text
     from prefixlint.models.tokens import common_prefix_len
 
     ref = result.ref
-    new_results = _analyse(source, None, options, enabled)
+    new_results = _analyse(source, None, run)
     try:
-        new_text = None if source.kind == "gguf" else read_text(source.path, options.limits.file_bytes)
+        new_text = None if source.kind == "gguf" else read_text(source.path, run.limits.file_bytes)
     except (OSError, ValueError):
         new_text = None
     if source.kind == "gguf":  # a binary file: its templates are compared one by one, by name
-        found = None if result.first_commit else _old_gguf(ref, top, source, renamed, options, enabled)
+        found = None if result.first_commit else _old_gguf(ref, top, source, renamed, run)
         old_text = None if found is None else ""
         old_by_name = {r.path: r for r in found or []}
     else:
@@ -316,7 +318,7 @@ def _gate_source(
         elif old_text == new_text:  # the same text: the same analysis (`diff HEAD` of a clean tree)
             old_results = new_results
         else:
-            old_results = _analyse(source, old_text, options, enabled)
+            old_results = _analyse(source, old_text, run)
         old_by_name = {r.name: r for r in old_results}
     for new in new_results:
         if new.kind == "not_prompt":
@@ -336,7 +338,7 @@ def _gate_source(
             status=_status(old_text, new_text, rel in renamed),
             old_path=renamed.get(rel),
         )
-        _compare(change, old, new, max_prefix_loss, fail_on, options.engine_profile())
+        _compare(change, old, new, max_prefix_loss, fail_on, run.engine)
         if (
             source.kind in TEMPLATE_KINDS
             and old is not None
@@ -345,8 +347,8 @@ def _gate_source(
             and old_text != new_text
             and change.before
         ):
-            old_ids = _canonical_ids(source, old_text, new.name, options)
-            new_ids = _canonical_ids(source, new_text, new.name, options)
+            old_ids = _canonical_ids(source, old_text, new.name, run.template)
+            new_ids = _canonical_ids(source, new_text, new.name, run.template)
             if old_ids is not None and new_ids is not None:
                 common = common_prefix_len(old_ids, new_ids)
                 if common < min(change.before, len(old_ids)):
@@ -370,12 +372,13 @@ def diff_gate(
     from prefixlint.api import iter_sources
     from prefixlint.models.token_memo import remembering
 
+    run = resolve(options)  # from here on, only the plan
     paths = paths or ["."]
     anchor = Path(paths[0]).resolve()
     folder = anchor if anchor.is_dir() else anchor.parent
     toplevel = _git(["rev-parse", "--show-toplevel"], folder, f"{folder}: not in a git work tree")
     top = Path(toplevel.decode().strip()).resolve()
-    result = DiffResult(ref, [], fail_on, options.engine, template_vars=dict(options.template_vars))
+    result = DiffResult(ref, [], fail_on, run.engine_name, template_vars=dict(run.template.template_vars))
     if _resolve_ref(ref, top):
         renamed, deleted = _changed_paths(ref, top, paths)
     else:
@@ -385,16 +388,15 @@ def diff_gate(
             f"{ref}: the repository has no commit yet (a first commit): every source is new, "
             "so the gate checks their findings only"
         )
-    enabled = options.enabled_codes()
-    for source in iter_sources(paths, options):
+    for source in iter_sources(paths, run):
         if source.kind not in GATED_KINDS:
             continue
         result.sources += 1
         rel = Path(source.path).resolve().relative_to(top).as_posix()
         # One book of encodings for both versions: the version at REF is most often the one the
         # last run analysed as new (prefixlint/token_memo.py).
-        with remembering(options.cache_dir, source.path):
-            _gate_source(result, source, rel, renamed, top, options, enabled, max_prefix_loss, fail_on)
+        with remembering(run.cache_dir, source.path):
+            _gate_source(result, source, rel, renamed, top, run, max_prefix_loss, fail_on)
     for old_rel in deleted:
         path = os.path.relpath(top / old_rel)
         from prefixlint.sources import source_kind

@@ -55,3 +55,19 @@ def project_root(paths: list[str]) -> str:
         if parent == here:
             return common
         here = parent
+
+
+def read_text(path: str, max_bytes: int = MAX_SOURCE_BYTES) -> str:
+    """A source's text; raises ValueError with a reason for binary, non-UTF-8, too large or
+    non-regular files (prefixlint.files), OSError for unreadable ones and symlink loops."""
+    return decode_source(read_limited(path, max_bytes))
+
+
+def decode_source(data: bytes) -> str:
+    """A source file's bytes as text; raises ValueError for binary or non-UTF-8 data."""
+    if b"\x00" in data[:8192]:
+        raise ValueError("binary file (NUL bytes), not a text source")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"not UTF-8 text (byte {exc.start})") from exc

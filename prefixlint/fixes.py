@@ -1,10 +1,9 @@
-"""Fixes: applying edits to a source's text, the candidate generators of each source kind, and the
-verifier that attaches a candidate to its finding only once the fixed text, analysed again, holds.
+"""Fixes: the that attaches a candidate to its finding only once the fixed text, analysed again, holds.
 
 A generator yields unverified candidates for one finding, best first (`CandidateGenerator`; the
 Jinja one is `prefixlint.jinja.fixes`, the Python one `prefixlint.python.fixes`). The first that
-verifies is the finding's fix: the fixed text, analysed again with the run's options (the same
-tokenizer, engine, variables and analyses: `prefixlint.api.lint_source`), no longer has the finding
+verifies is the finding's fix: the fixed text, analysed again with the run's plan (the same
+tokenizer, engine, variables and analyses: the caller passes that analysis in), no longer has the finding
 (its code at its place, or at the moved text), has no finding of any rule at warning or above that
 the original did not have (or did not leave out because an earlier value parts the same requests: a
 move uncovers that one), leaves no other value that varies ahead of all but less than a cache block
@@ -21,24 +20,22 @@ finding's second, so a finding whose candidates all fail cannot spend the budget
 
 from __future__ import annotations
 
-import importlib
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from prefixlint.model import Diagnostic, Edit, Fix, Severity, SourceResult
+from prefixlint.edits import EditError, apply_edits, line_mapping, offset_of
+from prefixlint.fixkinds import KindFixes, fixes_for
+from prefixlint.model import Diagnostic, Fix, Severity, SourceResult
 
 if TYPE_CHECKING:
-    from prefixlint.settings import Options
+    from prefixlint.plan import FixPart
     from prefixlint.sources import Source
 
-# (path, text, finding) -> unverified candidates, best first.
-CandidateGenerator = Callable[[str, str, Diagnostic], Iterable[Fix]]
-# (candidate, source, original text, fixed text, finding, options) -> None when the fixed text keeps
-# what the candidate must keep, else the reason it does not.
-Preserves = Callable[["Fix", "Source", str, str, Diagnostic, "Options"], "str | None"]
+# The analysis of a source's fixed text (the run's own analysis, with the run's plan).
+Analyse = Callable[[str], list[SourceResult]]
 
 # The codes a fix is looked for: what busts the cache (PFX1xx-5xx), not broken input (PFX0xx).
 FIXABLE_FAMILIES = "12345"
@@ -51,137 +48,6 @@ SPENT = "not tried: the source's analyses of fixed text (MAX_REANALYSES) were sp
 NO_FIX = "no automatic fix was found"
 # Why a kind has no candidates at all.
 NOT_EDITED = {"gguf": "a GGUF model is never written"}
-
-
-class EditError(ValueError):
-    """Edits that cannot be applied: out of the text, or overlapping; the message says which."""
-
-
-@dataclass(frozen=True)
-class KindFixes:
-    """What a source kind contributes: its candidates, and what its fixed text must keep."""
-
-    candidates: CandidateGenerator
-    preserves: Preserves | None = None
-
-
-_REGISTRY: dict[str, KindFixes] = {}
-_MISSING: set[str] = set()
-# Kinds whose generators are imported on first use (the hot path imports none of them).
-_LAZY: dict[str, str] = {
-    "jinja": "prefixlint.jinja.fixes",
-    "prompt_template": "prefixlint.jinja.fixes",
-    "tokenizer_config": "prefixlint.jinja.fixes",
-    "python": "prefixlint.python.fixes",
-}
-
-
-def register(kind: str, candidates: CandidateGenerator, preserves: Preserves | None = None) -> None:
-    """Make `candidates` the generator of source kind `kind` (a later call replaces it)."""
-    _REGISTRY[kind] = KindFixes(candidates, preserves)
-
-
-def fixes_for(kind: str) -> KindFixes | None:
-    """The registered fixes of a source kind; a kind's module registers itself when imported, and a
-    module that does not exist (yet) means no fixes for that kind."""
-    if kind not in _REGISTRY and kind in _LAZY and kind not in _MISSING:
-        try:
-            module = importlib.import_module(_LAZY[kind])
-        except ModuleNotFoundError as exc:
-            if exc.name != _LAZY[kind]:
-                raise
-            _MISSING.add(kind)  # asked once a run, not once a finding
-            return None
-        if kind not in _REGISTRY and hasattr(module, "candidates"):
-            register(kind, module.candidates)
-    return _REGISTRY.get(kind)
-
-
-# -- edits -----------------------------------------------------------------------------------------
-
-
-def _line_starts(text: str) -> list[int]:
-    return [0] + [m.end() for m in re.finditer("\n", text)]
-
-
-def offset_of(text: str, line: int, column: int, starts: list[int] | None = None) -> int:
-    """The offset of a 1-based (line, column) in `text`; column len(line)+1 is the line's end."""
-    starts = starts if starts is not None else _line_starts(text)
-    if not 1 <= line <= len(starts):
-        raise EditError(f"line {line} is outside the text ({len(starts)} lines)")
-    end = starts[line] - 1 if line < len(starts) else len(text)
-    at = starts[line - 1] + column - 1
-    if column < 1 or at > end:
-        raise EditError(f"column {column} is outside line {line}")
-    return at
-
-
-def position_of(text: str, offset: int) -> tuple[int, int]:
-    """The 1-based (line, column) of an offset of `text`."""
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
-def edit_between(path: str, text: str, start: int, end: int, replacement: str) -> Edit:
-    """The Edit replacing text[start:end] with `replacement`."""
-    return Edit(path, *position_of(text, start), *position_of(text, end), replacement)
-
-
-def _spans(text: str, edits: Iterable[Edit]) -> list[tuple[int, int, str]]:
-    """(start, end, replacement) offsets of `edits`, in order; EditError for ones that overlap (two
-    insertions at one place are kept in the order given)."""
-    starts = _line_starts(text)
-    spans = []
-    for e in edits:
-        a = offset_of(text, e.start_line, e.start_column, starts)
-        b = offset_of(text, e.end_line, e.end_column, starts)
-        if b < a:
-            raise EditError(f"edit ends before it starts (line {e.start_line})")
-        spans.append((a, b, e.replacement))
-    spans.sort(key=lambda s: (s[0], s[1]))  # stable: insertions at one place keep their order
-    for (a1, b1, _), (a2, b2, _) in zip(spans, spans[1:], strict=False):
-        if a2 < b1 or (a1 == a2 and a1 < b1 and a2 < b2):
-            raise EditError(f"edits overlap at line {position_of(text, a2)[0]}")
-    return spans
-
-
-def apply_edits(text: str, edits: Iterable[Edit]) -> str:
-    """`text` with `edits` applied (positions are the original text's); EditError when they
-    overlap or fall outside it."""
-    out, cursor = [], 0
-    for a, b, replacement in _spans(text, edits):
-        out += [text[cursor:a], replacement]
-        cursor = b
-    out.append(text[cursor:])
-    return "".join(out)
-
-
-def _line_mapping(text: str, edits: Iterable[Edit]) -> tuple[Callable[[int], int | None], set[int]]:
-    """Where each line of `text` is once `edits` are applied (None: its start was replaced), and the
-    lines of the fixed text that edits wrote (where moved text landed)."""
-    spans = _spans(text, edits)
-    starts = _line_starts(text)
-    fixed = apply_edits(text, edits)
-    written: set[int] = set()
-    shift = 0
-    for a, b, replacement in spans:
-        if replacement.strip():
-            first = position_of(fixed, a + shift)[0]
-            written.update(range(first, first + replacement.count("\n") + 1))
-        shift += len(replacement) - (b - a)
-
-    def new_line(line: int) -> int | None:
-        if not 1 <= line <= len(starts):
-            return None
-        at, delta = starts[line - 1], 0
-        for a, b, replacement in spans:
-            if b <= at:  # before the line, or inserted at its start: the line's text follows it
-                delta += len(replacement) - (b - a)
-            elif a <= at < b:
-                return None
-        return position_of(fixed, at + delta)[0]
-
-    return new_line, written
 
 
 # -- verification ----------------------------------------------------------------------------------
@@ -198,25 +64,25 @@ def verify(
     text: str,
     before: list[SourceResult],
     finding: Diagnostic,
-    options: Options,
-    analysed: Callable[[str], list[SourceResult] | None] | None = None,
+    part: FixPart,
+    analysed: Callable[[str], list[SourceResult] | None],
 ) -> str | None:
     """None when `candidate` holds for `finding` (see the module's docstring), else why it does not.
-    `analysed`: the analysis of a fixed text (None once the budget is spent); one of its own else."""
+    `analysed`: the analysis of a fixed text (None once the budget is spent: `Verifier.analysed`)."""
     if any(e.path != source.path for e in candidate.edits):
         return "it edits another file"
     try:
         fixed = apply_edits(text, candidate.edits)
-        new_line, written = _line_mapping(text, candidate.edits)
+        new_line, written = line_mapping(text, candidate.edits)
     except EditError as exc:
         return str(exc)
     if fixed == text:
         return "it changes nothing"
     # What the fixed text must keep first: a few renders, cheaper than the analysis below.
-    kept = (kinds.preserves or _keeps_value)(candidate, source, text, fixed, finding, options)
+    kept = (kinds.preserves or _keeps_value)(candidate, source, text, fixed, finding, part)
     if kept is not None:
         return kept
-    after = (analysed or Verifier(source, options).analysed)(fixed)
+    after = analysed(fixed)
     if after is None:
         return SPENT
     name = next((r.name for r in before if finding in r.diagnostics), "")
@@ -239,7 +105,7 @@ def verify(
             was = worst.get((result.name, d.code, d.span.line))
             if d.severity >= Severity.WARNING and (was is None or d.severity > was):
                 return f"it adds {_place(d)}"
-            if (result.name, d.code, d.span.line) not in reported and not _recovers(finding, d, options):
+            if (result.name, d.code, d.span.line) not in reported and not _recovers(finding, d, part.block):
                 named = _NAMED.search(d.message)
                 return (
                     f"{'`' + named.group(1) + '`' if named else 'another value'}, which varies too "
@@ -252,15 +118,13 @@ def verify(
 _NAMED = re.compile(r"`([^`]+)`")  # the value a finding's message names first
 
 
-def _recovers(finding: Diagnostic, new: Diagnostic, options: Options) -> bool:
+def _recovers(finding: Diagnostic, new: Diagnostic, block: int) -> bool:
     """Whether a fix of `finding` after which the value of `new` (which varies too, and was no finding
     before, or one the finding's value hid) stands ahead of `new.static_tokens` still recovers at
     least one cache block of the static tokens the finding counted: a move past a neighbour that
     varies only puts it in front."""
     if finding.static_tokens is None or new.static_tokens is None:
         return True
-    engine = options.engine_profile()
-    block = max(engine.block_size if engine is not None else 1, 1)
     return finding.static_tokens - new.static_tokens >= block
 
 
@@ -274,7 +138,7 @@ _VALUE = re.compile(r"[A-Za-z_][\w.]*")
 
 
 def _keeps_value(
-    candidate: Fix, source: Source, text: str, fixed: str, finding: Diagnostic, options: Options
+    candidate: Fix, source: Source, text: str, fixed: str, finding: Diagnostic, part: FixPart
 ) -> str | None:
     """A fix to code moves the volatile value, never drops it: the name at the finding's place
     (`datetime.now`, `platform.system`, `ticket_id`) is in the fixed text as often as before."""
@@ -297,8 +161,8 @@ def _keeps_value(
 class Verifier:
     """The analyses of one source's fixed texts: each text analysed once, at most `budget` of them."""
 
-    def __init__(self, source: Source, options: Options, budget: int | None = None) -> None:
-        self.source, self.options = source, options
+    def __init__(self, source: Source, analyse: Analyse, budget: int | None = None) -> None:
+        self.source, self.analyse = source, analyse
         self.left = MAX_REANALYSES if budget is None else budget
         self._done: dict[str, list[SourceResult]] = {}
 
@@ -307,10 +171,8 @@ class Verifier:
         if fixed not in self._done:
             if self.left <= 0:
                 return None
-            from prefixlint.api import lint_source
-
             self.left -= 1
-            self._done[fixed] = lint_source(self.source, self.options, fixed)
+            self._done[fixed] = self.analyse(fixed)
         return self._done[fixed]
 
 
@@ -325,13 +187,13 @@ def first_verified(
     text: str,
     before: list[SourceResult],
     finding: Diagnostic,
-    options: Options,
-    verifier: Verifier | None = None,
+    part: FixPart,
+    verifier: Verifier,
 ) -> tuple[Fix | None, list[str]]:
     """The first candidate of the finding (of a result of `kind`: a chat template, an app prompt
     template, …) that verifies, as a plain verified Fix, and why the ones tried before it did not.
     `verifier`: the source's analyses so far (its budget shared with its other findings)."""
-    found = _first_verified([(kind, finding)], source, text, before, options, verifier)
+    found = _first_verified([(kind, finding)], source, text, before, part, verifier)
     return found[0]
 
 
@@ -340,12 +202,11 @@ def _first_verified(
     source: Source,
     text: str,
     before: list[SourceResult],
-    options: Options,
-    verifier: Verifier | None = None,
+    part: FixPart,
+    verifier: Verifier,
 ) -> list[tuple[Fix | None, list[str]]]:
     """`first_verified` of each (kind, finding), in rounds: every finding's next candidate is tried
     before any finding's one after it, all of them on one budget of analyses."""
-    verifier = verifier or Verifier(source, options)
     out: list[tuple[Fix | None, list[str]]] = [(None, []) for _ in findings]
     pending = []
     for k, (kind, finding) in enumerate(findings):
@@ -360,7 +221,7 @@ def _first_verified(
             candidate = next(candidates, None)
             if candidate is None:
                 continue
-            reason = verify(kinds, candidate, source, text, before, finding, options, verifier.analysed)
+            reason = verify(kinds, candidate, source, text, before, finding, part, verifier.analysed)
             if reason is None:
                 out[k] = (Fix(candidate.applicability, candidate.message, tuple(candidate.edits)), out[k][1])
             else:
@@ -378,9 +239,12 @@ def without_fix_hint(finding: Diagnostic, advice: str, reasons: list[str]) -> st
     return f"{words}; {tail}" if words else tail[:1].upper() + tail[1:]
 
 
-def attach_fixes(source: Source, text: str, results: list[SourceResult], options: Options) -> None:
+def attach_fixes(
+    source: Source, text: str, results: list[SourceResult], part: FixPart, analyse: Analyse
+) -> None:
     """Give each cache-busting finding of `results` (the raw analysis of `text`) its verified fix,
-    or a hint that says no automatic fix was found; all of them on one `Verifier`'s budget."""
+    or a hint that says no automatic fix was found; all of them on one `Verifier`'s budget, whose
+    analyses of fixed text are `analyse`'s."""
     places, asked = [], []
     for r, result in enumerate(results):
         for i, d in enumerate(result.diagnostics):
@@ -391,7 +255,9 @@ def attach_fixes(source: Source, text: str, results: list[SourceResult], options
                 asked.append((len(places) - 1, (result.kind, d)))
     found: list[tuple[Fix | None, list[str]]] = [(None, []) for _ in places]
     for (p, _), answer in zip(
-        asked, _first_verified([a for _, a in asked], source, text, results, options), strict=True
+        asked,
+        _first_verified([a for _, a in asked], source, text, results, part, Verifier(source, analyse)),
+        strict=True,
     ):
         found[p] = answer
     for (r, i), (fix, reasons) in zip(places, found, strict=True):

@@ -27,7 +27,7 @@ def _start_tokenizer_early(args: list[str]) -> None:
     """Guess the tokenizer a `check` of a few named template files will load and start loading it
     in a helper now: the load (~0.5 s) then overlaps the imports, the config and the rendering, not
     only the rendering. The guess ignores the config file's `tokenizer`; a helper the run turns out
-    not to need is stopped as soon as the run knows (prefixlint.api._lint_in_order)."""
+    not to need is stopped as soon as the run knows (prefixlint.schedule._lint_in_order)."""
     if "--diff" in args or any(a.startswith("--diff=") for a in args):
         return
     from prefixlint.sources import PARALLEL_MIN_SOURCES, source_kind
@@ -40,7 +40,7 @@ def _start_tokenizer_early(args: list[str]) -> None:
     spec = _option_value(args, "--tokenizer")
     try:
         from prefixlint.models.tokens import start_loading
-        from prefixlint.settings import tokenizer_file_for
+        from prefixlint.plan import tokenizer_file_for
 
         path = tokenizer_file_for(os.path.dirname(templates[0]), spec)
         if path is not None and not _remembered(path, templates):

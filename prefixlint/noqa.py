@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from prefixlint.autofix import read_source, write_source
-from prefixlint.fixes import edit_between, offset_of
+from prefixlint.edits import edit_between, offset_of
 from prefixlint.model import Diagnostic, Edit
 from prefixlint.sources import source_kind
 from prefixlint.suppress import UNUSED_CODE
 
 if TYPE_CHECKING:
-    from prefixlint.settings import Options
+    from prefixlint.plan import TemplatePart
 
 
 @dataclass
@@ -54,14 +54,14 @@ def _template_edits(path: str, text: str, by_line: dict[int, list[Diagnostic]]) 
     return edits
 
 
-def _same_render(before: str, after: str, path: str, options: Options) -> bool:
+def _same_render(before: str, after: str, path: str, part: TemplatePart) -> bool:
     """Whether two template sources render the base request alike (both failing counts as alike)."""
     from prefixlint.jinja.inputs import USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate
 
     def render(source: str) -> str | None:
-        template = ChatTemplate(source, path, limits=options.limits)
-        template.extra_kwargs.update(options.template_vars)
+        template = ChatTemplate(source, path, limits=part.limits)
+        template.extra_kwargs.update(part.template_vars)
         messages = conversation(USER_TURNS[0], system=True)
         template.supply_required_variables(messages, None)
         try:
@@ -130,9 +130,11 @@ def _config_edit(path: str, text: str, findings: list[Diagnostic]) -> Edit | Non
     return edit_between(path, text, at, at, f"{{# prefixlint: ignore[{_codes(findings)}] #}}")
 
 
-def add_noqa(findings: list[Diagnostic], options: Options) -> NoqaResult:
-    """Write a suppression for each of `findings` (PFX004, an unused suppression, is left alone)."""
-    from prefixlint.fixes import apply_edits
+def add_noqa(findings: list[Diagnostic], part: TemplatePart) -> NoqaResult:
+    """Write a suppression for each of `findings` (PFX004, an unused suppression, is left alone);
+    a template's comment is written only where the template, rendered with the run's template
+    part, renders the same."""
+    from prefixlint.edits import apply_edits
 
     result = NoqaResult()
     by_path: dict[str, list[Diagnostic]] = {}
@@ -161,7 +163,7 @@ def add_noqa(findings: list[Diagnostic], options: Options) -> NoqaResult:
             edits = _python_edits(path, text, by_line)
         else:
             edits = _template_edits(path, text, by_line)
-            if "\r" in text or not _same_render(text, apply_edits(text, edits), path, options):
+            if "\r" in text or not _same_render(text, apply_edits(text, edits), path, part):
                 edits = None
         if edits is None:
             if kind == "tokenizer_config":

@@ -2,21 +2,21 @@
 
 config.py turns the config file and the command line into one `Options`; api, cache, the
 frontends, the diff gate and `explain` only read it. What a setting means for one source is
-derived here and nowhere else: the tokenizer file that analyses it (`tokenizer_file_for`), the
-engine profile with `--block-size` applied (`Options.engine_profile`), the rules reported for it
-(`Options.codes_for`); `plan_for` gathers them for `check --show-settings`. This module imports
-no other part of prefixlint at load time except the rule table, so every part can import it.
+derived here: the engine profile with `--block-size` applied (`Options.engine_profile`), the rules
+reported for it (`Options.codes_for`); prefixlint/plan.py resolves them, with the tokenizer of each
+source, into the plain data the stages take. This module imports no other part of prefixlint at
+load time except the rule table, the limits and the path patterns, so every part can import it.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.limits import Limits
+from prefixlint.pathmatch import PathMatcher
 from prefixlint.rules import RULES, resolve_selector
 
 if TYPE_CHECKING:
@@ -110,31 +110,6 @@ def enabled_codes(select: Iterable[str], ignore: Iterable[str]) -> set[str]:
     return {code for code, (_, on) in chosen.items() if on and code in RULES}
 
 
-class PathMatcher:
-    """gitignore-style patterns anchored at `root`; paths outside `root` never match."""
-
-    def __init__(self, root: Path, patterns: Iterable[str]) -> None:
-        self.root = root.resolve()
-        self.patterns = tuple(patterns)
-        self._spec = None
-        if self.patterns:  # pathspec costs 40 ms to import: only when there is something to match
-            import pathspec
-
-            self._spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
-
-    def matches(self, path: Path | str, is_dir: bool = False) -> bool:
-        if self._spec is None:
-            return False
-        try:  # strings, not pathlib: this runs once per file of the tree
-            rel = os.path.relpath(os.path.abspath(path), self.root)
-        except ValueError:  # another drive (Windows)
-            return False
-        if rel == "." or rel == os.pardir or rel.startswith(os.pardir + os.sep):
-            return False  # the root itself, or outside it
-        rel = rel.replace(os.sep, "/")
-        return self._spec.match_file(rel + "/" if is_dir else rel)
-
-
 def per_file_ignored(
     root: Path, per_file_ignores: Iterable[tuple[str, tuple[str, ...]]], path: str
 ) -> set[str]:
@@ -144,54 +119,3 @@ def per_file_ignored(
         if PathMatcher(root, [glob]).matches(path):
             out.update(c for s in selectors for c in resolve_selector(s))
     return out
-
-
-def tokenizer_file_for(folder: str, spec: str | None) -> str | None:
-    """The tokenizer file that analyses the sources in `folder`: `--tokenizer` (`spec`) if given,
-    else a tokenizer.json beside them, else the embedded default; None when `spec` cannot be
-    resolved (loading it reports why)."""
-    from prefixlint.models.tokens import TokenizerError, tokenizer_path_for
-
-    try:
-        return str(tokenizer_path_for(Path(folder or "."), spec))
-    except TokenizerError:
-        return None
-
-
-def source_tokenizer_file(path: str, kind: str, spec: str | None) -> str | None:
-    """The tokenizer file that analyses one source: a GGUF model's own (unless `--tokenizer`
-    names another), else its folder's (tokenizer_file_for)."""
-    if kind == "gguf" and spec is None:
-        from prefixlint.models.tokens import TokenizerError, resolve_tokenizer_path
-
-        try:
-            return str(resolve_tokenizer_path(path))
-        except TokenizerError:
-            return None
-    return tokenizer_file_for(os.path.dirname(path), spec)
-
-
-@dataclass(frozen=True)
-class SourcePlan:
-    """What a run does with one source, as `check --show-settings` prints it."""
-
-    path: str
-    kind: str
-    tokenizer_file: str | None
-    engine: str
-    block_size: int | None
-    rules: tuple[str, ...]
-    template_vars: dict[str, Any]
-
-
-def plan_for(path: str, kind: str, options: Options) -> SourcePlan:
-    profile = options.engine_profile()
-    return SourcePlan(
-        path=path,
-        kind=kind,
-        tokenizer_file=source_tokenizer_file(path, kind, options.tokenizer),
-        engine=options.engine,
-        block_size=profile.block_size if profile is not None else None,
-        rules=tuple(sorted(options.codes_for(path))),
-        template_vars=dict(options.template_vars),
-    )

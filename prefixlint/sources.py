@@ -85,7 +85,7 @@ def classify_source(
             )
         return Classification("python", "Python module")
     for glob, kind in reversed(template_kinds):
-        from prefixlint.settings import PathMatcher
+        from prefixlint.pathmatch import PathMatcher
 
         if PathMatcher(Path(root), [glob]).matches(source.path):
             return Classification(CONFIG_KINDS[kind], f"template-kinds {glob!r} = {kind!r}")

@@ -17,10 +17,13 @@ from prefixlint import api
 from prefixlint import fixes as fixes_module
 from prefixlint.api import lint_paths, lint_source
 from prefixlint.autofix import fix_paths
-from prefixlint.fixes import EditError, apply_edits, fixes_for, verify
+from prefixlint.edits import EditError, apply_edits
+from prefixlint.fixes import Verifier, verify
+from prefixlint.fixkinds import fixes_for
 from prefixlint.jinja.inputs import USER_TURNS, conversation
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.model import Diagnostic, Edit, Fix
+from prefixlint.plan import fix_part
 from prefixlint.settings import Options
 from prefixlint.sources import Source, source_kind, templates_in_tokenizer_config
 
@@ -201,7 +204,8 @@ def _verify(path: Path, edits: tuple[Edit, ...]) -> str | None:
     from dataclasses import replace
 
     candidate = replace(candidate, edits=edits)
-    return verify(kinds, candidate, source, text, before, finding, options)
+    analysed = Verifier(source, lambda fixed: lint_source(source, options, fixed)).analysed
+    return verify(kinds, candidate, source, text, before, finding, fix_part(options), analysed)
 
 
 def test_the_verifier_names_what_each_rejected_move_leaves(tmp_path: Path) -> None:

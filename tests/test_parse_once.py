@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from prefixlint import api
+from prefixlint import api, schedule
 from prefixlint.python import project
 from prefixlint.python.scopes import ModuleIndex, index_module, parse_module
 from prefixlint.report import render_report
@@ -90,14 +90,14 @@ def test_each_worker_gets_one_contiguous_run_of_the_tree(tmp_path: Path) -> None
     names = [f"{pkg}/m{n}.py" for n in range(3) for pkg in ("a", "b")]  # interleaved
     paths = _tree(tmp_path, {name: PLAIN for name in names})
     sources = [Source(p, "python") for p in paths]
-    batches = api._batches(sources, Options(), workers=2)
+    batches = schedule._batches(sources, Options(), workers=2)
     runs = sorted(sorted(Path(sources[i].path).relative_to(tmp_path).as_posix() for i in b) for b in batches)
     assert runs == [["a/m0.py", "a/m1.py", "a/m2.py"], ["b/m0.py", "b/m1.py", "b/m2.py"]]
 
 
 def test_the_modules_with_prompt_text_are_parsed_before_the_fork(tmp_path: Path, fresh_cache: None) -> None:
     wrapper, plain = _tree(tmp_path, {"helpers.py": WRAPPER, "plain.py": PLAIN})
-    api._parse_ahead([Source(wrapper, "python"), Source(plain, "python")], Options())
+    schedule._parse_ahead([Source(wrapper, "python"), Source(plain, "python")], Options())
     assert project.parsed_module(wrapper, WRAPPER) is not None
     assert project.parsed_module(plain, PLAIN) is None  # no prompt text: never parsed
 

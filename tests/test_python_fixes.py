@@ -19,9 +19,11 @@ from test_fuzz import PY_SEEDS, PY_TOKENS, mutated
 
 import prefixlint.python.fixes as fixes
 from prefixlint.api import lint_source
-from prefixlint.fixes import apply_edits, first_verified
+from prefixlint.edits import apply_edits
+from prefixlint.fixes import Verifier, first_verified
 from prefixlint.model import Diagnostic, Edit, Fix, Severity, SourceResult, Span
 from prefixlint.models.token_memo import remembering
+from prefixlint.plan import fix_part
 from prefixlint.python import analyze_python
 from prefixlint.python.fixes.precision import day_format
 from prefixlint.settings import Options
@@ -806,6 +808,14 @@ FIRST_THAT_HOLDS = {
 }
 
 
+def _first_verified(
+    source: Source, text: str, results: list[SourceResult], diagnostic: Diagnostic, settings: Options
+) -> tuple[Fix | None, list[str]]:
+    """What `check` attaches to the finding: its fixed texts analysed as the source was."""
+    verifier = Verifier(source, lambda fixed: lint_source(source, settings, fixed))
+    return first_verified("python", source, text, results, diagnostic, fix_part(settings), verifier)
+
+
 def _fixture_findings() -> list[tuple[Path, Diagnostic, list[SourceResult]]]:
     out = []
     for path in PY_FIXTURES:
@@ -836,7 +846,7 @@ def test_first_candidate_that_holds_on_the_fixtures(
     """What `check` attaches: the first of the candidates it tries that verifies."""
     text = path.read_text(encoding="utf-8")
     source = Source(str(path), "python")
-    first, _ = first_verified("python", source, text, results, diagnostic, options(path))
+    first, _ = _first_verified(source, text, results, diagnostic, options(path))
     expected = FIRST_THAT_HOLDS[f"{path.name}:{diagnostic.span.line} {diagnostic.code}"]
     assert (first.message if first else None) == expected or (
         first is not None and expected is not None and first.message.startswith(expected)
@@ -901,7 +911,7 @@ def _first(tmp_path: Path, text: str, code: str) -> tuple[Fix | None, list[str]]
     source = Source(str(path), "python")
     results = lint_source(source, Options())
     [diagnostic] = [d for r in results for d in r.diagnostics if d.code == code]
-    return first_verified("python", source, text, results, diagnostic, Options())
+    return _first_verified(source, text, results, diagnostic, Options())
 
 
 REFLECTION = """\

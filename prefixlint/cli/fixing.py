@@ -41,9 +41,10 @@ def write_suppressions(report: Report, options: Options, quiet: bool) -> NoRetur
     """`check --add-noqa`: a suppression for every finding reported; exit 0 when all are written,
     1 (naming them) when some could not be."""
     from prefixlint.noqa import add_noqa
+    from prefixlint.plan import template_part
 
     try:
-        result = add_noqa(report.diagnostics, options)
+        result = add_noqa(report.diagnostics, template_part(options))
     except OSError as exc:
         fail(f"cannot write a suppression: {exc}")
     if not quiet:

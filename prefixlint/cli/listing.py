@@ -20,7 +20,7 @@ def settings_text(paths: tuple[str, ...], options: Any, fail_on: str, config: An
     from dataclasses import asdict
 
     from prefixlint.api import iter_sources
-    from prefixlint.settings import plan_for, tokenizer_file_for
+    from prefixlint.plan import plan_for, tokenizer_file_for
 
     values: dict[str, Any] = {
         "config-file": str(config.path) if config.path is not None else None,

@@ -75,7 +75,7 @@ def render(
     template_path = _render_target(template_path)
     tokenizer = tokenizer_spec(tokenizer)
 
-    from prefixlint.api import read_text
+    from prefixlint.files import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line, unread_variables
     from prefixlint.models.tokens import TokenizerError, choose_tokenizer, special_tokens_for

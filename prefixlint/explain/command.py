@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prefixlint.api import read_text
 from prefixlint.engines import Engine, load_engines
 from prefixlint.explain.reading import LogLimitError, LogLimits, Reading
+from prefixlint.files import read_text
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.models.tokens import LoadedTokenizer, choose_tokenizer, load_tokenizer, special_tokens_for
 from prefixlint.settings import Options

@@ -10,14 +10,12 @@ Divergence points are measured in tokens of the model's tokenizer and traced to 
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import jinja2
 
 from prefixlint.controls import markup_suffix
 from prefixlint.engines import Engine, cacheable_per_engine
+from prefixlint.jinja.broken import compile_diagnostic, render_error_diagnostics, unconfirmed_clock
 from prefixlint.jinja.inputs import (
     ASSISTANT_REPLY,
     CLOCK_VARIANTS,
@@ -25,11 +23,13 @@ from prefixlint.jinja.inputs import (
     USER_TURNS,
     conversation,
 )
+from prefixlint.jinja.merge import merge_same_origin
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
+from prefixlint.plan import TemplatePart, as_template_part
 from prefixlint.rules import engine_losses
 from prefixlint.severity import Cost
 from prefixlint.words import counted
@@ -123,15 +123,15 @@ class _Renderer:
         return Render(traced, scenario=scenario, variant=variant, content_start=start, clock_calls=calls)
 
 
-def _varied_variables(template: ChatTemplate, options: Options) -> list[tuple[str, str, bool]]:
+def _varied_variables(template: ChatTemplate, part: TemplatePart) -> list[tuple[str, str, bool]]:
     """(name, code, surely per request) of the template variables to vary: those the config says
     are dynamic, and those whose names say request, id or machine, unless the config says static."""
     out = []
     for name in sorted(template.external_variables):
-        if name in options.static_variables:
+        if name in part.static_variables:
             continue
         code = provenance_code(name)
-        if name in options.dynamic_variables:
+        if name in part.dynamic_variables:
             out.append((name, code or "PFX105", True))
         elif code is not None:
             out.append((name, code, False))
@@ -466,131 +466,6 @@ def _merge(
     return out
 
 
-# Most specific first: the code a finding keeps when one cause shows as several (issue 14, point 3).
-# A per-request divergence (PFX1xx-5xx of the variants analysis) is the cause of the multi-turn
-# break it also makes, so it comes before PFX4xx; PFX501 and PFX302 say least about the cause.
-SPECIFICITY = (
-    "PFX101",
-    "PFX102",
-    "PFX103",
-    "PFX104",
-    "PFX201",
-    "PFX301",
-    "PFX105",
-    "PFX501",
-    "PFX402",
-    "PFX401",
-    "PFX403",
-    "PFX302",
-)
-
-
-def merge_same_origin(found: list[tuple[Diagnostic, int]]) -> list[Diagnostic]:
-    """One cause, one finding: findings printed by the same template line with the same first
-    divergent token (the same rendered value: a date read by `strftime_now` and passed as
-    `date_string`; a generation prompt that both mismatches and drops reasoning) become one, under
-    the most specific code, its severity and cost the largest of the group, the others named in
-    its message ("also: …")."""
-    from prefixlint.rules import RULES
-
-    groups: dict[tuple[str, int, int], list[Diagnostic]] = {}
-    out: list[Diagnostic] = []
-    for diag, origin in found:
-        if diag.evidence is None:
-            out.append(diag)
-            continue
-        key = (diag.span.path, origin, diag.evidence.token_index)
-        groups.setdefault(key, []).append(diag)
-    for group in groups.values():
-        group.sort(key=lambda d: SPECIFICITY.index(d.code) if d.code in SPECIFICITY else len(SPECIFICITY))
-        keep, others = group[0], group[1:]
-        if not others:
-            out.append(keep)
-            continue
-        also = ", ".join(f"{d.code} {RULES[d.code].name} (line {d.span.line})" for d in others)
-        evidence = replace(
-            keep.evidence,
-            static_tokens_lost=max(d.evidence.static_tokens_lost for d in group),
-            reply_tokens_lost=max(d.evidence.reply_tokens_lost for d in group),
-        )
-        out.append(
-            replace(
-                keep,
-                message=f"{keep.message}; also: {also}",
-                severity=max(d.severity for d in group),
-                hint=keep.hint or next((d.hint for d in others if d.hint), ""),
-                evidence=evidence,
-            )
-        )
-    return out
-
-
-def _render_error_diagnostics(
-    renderer: _Renderer, working: list[Scenario], template: ChatTemplate
-) -> list[Diagnostic]:
-    out = []
-    for (line, error), where in sorted(renderer.failures.items()):
-        scenarios = sorted({w.split(" (")[0] for w in where}, key=lambda w: (w.startswith("in the multi"), w))
-        deliberate = error.startswith("TemplateError:")
-        stand_in = _stand_in_failure(error, template)
-        severity = Severity.ERROR if not working else Severity.INFO if deliberate else Severity.WARNING
-        message = f"raises {error} when rendered {' / '.join(scenarios)}"
-        if stand_in is not None:
-            # The value prefixlint made up has the wrong type for the template: its fault, not the template's.
-            severity = Severity.INFO
-            message += f", with the stand-in value of `{stand_in}`: pass a real one with --var to analyse it"
-        if working:
-            message += "; analysed with the inputs that render"
-        out.append(Diagnostic("PFX002", template.span(line), message, severity))
-    for note in template.setup_notes:
-        out.append(Diagnostic("PFX002", template.span(1), f"template {note}", Severity.INFO))
-    return out
-
-
-_NO_ATTRIBUTE = re.compile(r"UndefinedError: '(\w+) object' has no attribute")
-
-
-def _stand_in_failure(error: str, template: ChatTemplate) -> str | None:
-    """The variable whose made-up value (supply_required_variables) the template cannot use: the
-    template reads an attribute a value of that type does not have (`subtask.actions_to_json()` on
-    the stand-in string)."""
-    m = _NO_ATTRIBUTE.match(error)
-    if m is None:
-        return None
-    for name, value in template.extra_kwargs.items():
-        if type(value).__name__ == m.group(1) and f"{name}=" in " ".join(template.setup_notes):
-            return name
-    return None
-
-
-def _unconfirmed_clock(template: ChatTemplate) -> list[Diagnostic]:
-    """No input renders: report clock reads from the source alone, as warnings."""
-    out = []
-    for i, text in enumerate(template.traced.source.split("\n"), 1):
-        if "strftime_now" in text:
-            message = "`strftime_now` reads the current time; not confirmed by rendering (no input renders)"
-            out.append(
-                Diagnostic(
-                    "PFX101", template.span(i, text.find("strftime_now") + 1), message, Severity.WARNING
-                )
-            )
-    return out
-
-
-def compile_diagnostic(template: ChatTemplate) -> Diagnostic | None:
-    """Compile the template (once); the PFX001 that says why it does not, or None."""
-    try:
-        _ = template.traced
-    except jinja2.TemplateSyntaxError as exc:
-        message = f"does not parse: {exc.message}" if exc.message else "does not parse"
-        return Diagnostic("PFX001", template.span(exc.lineno or 1), message, Severity.ERROR)
-    except (RecursionError, MemoryError, ValueError) as exc:
-        return Diagnostic(
-            "PFX001", template.span(1), f"does not compile: {describe_error(exc)}", Severity.ERROR
-        )
-    return None
-
-
 def cacheable_prefix(renders: list[Render]) -> int:
     """THE cacheable prefix of a chat template (issue 14, point 7; `check`'s JSON, `diff` and
     `explain TEMPLATE` all print this number): the leading tokens of the first scenario's base
@@ -612,10 +487,16 @@ def cacheable_prefix(renders: list[Render]) -> int:
 
 
 def analyze_template(
-    template: ChatTemplate, tokenizer: LoadedTokenizer, options: Options, *, hints: bool = True
+    template: ChatTemplate,
+    tokenizer: LoadedTokenizer,
+    settings: TemplatePart | Options,
+    *,
+    hints: bool = True,
 ) -> SourceResult:
-    """Every analysis of one chat template. `hints`: name the template settings that keep a
-    multi-turn prefix stable, each verified by this same check run again with it as `--var`s."""
+    """Every analysis of one chat template, with the run's template part (a library caller's
+    `Options` resolve to it). `hints`: name the template settings that keep a multi-turn prefix
+    stable, each verified by this same check run again with it as `--var`s."""
+    part = as_template_part(settings)
     result = SourceResult(template.path, "jinja", name=template.name, tokenizer=tokenizer.name)
     failed = compile_diagnostic(template)  # compile first: a template that does not parse is PFX001
     if failed is not None:
@@ -627,28 +508,28 @@ def analyze_template(
             conversation(USER_TURNS[0], system=scenario.system), scenario.tools
         )
     renderer = _Renderer(template)
-    variables = _varied_variables(template, options)
+    variables = _varied_variables(template, part)
     per_scenario = [(s, _render_variants(renderer, s, variables)) for s in SCENARIOS]
     per_scenario = [(s, rs) for s, rs in per_scenario if rs]
     working = [s for s, _ in per_scenario]
     if not working:
-        result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
-        result.diagnostics.extend(_unconfirmed_clock(template))
+        result.diagnostics.extend(render_error_diagnostics(renderer.failures, bool(working), template))
+        result.diagnostics.extend(unconfirmed_clock(template))
         return result
 
     multiturn = None
-    if options.multiturn:
+    if part.multiturn:
         from prefixlint.jinja.multiturn import render_multiturn
 
         multiturn = render_multiturn(template)  # before the first encode: a tokenizer may be loading
         for line, error, where in multiturn.failures:  # a scenario that raises is a PFX002 too
             renderer.failures.setdefault((line, error), []).append(where)
-    result.diagnostics.extend(_render_error_diagnostics(renderer, working, template))
+    result.diagnostics.extend(render_error_diagnostics(renderer.failures, bool(working), template))
     all_renders = [r for _, rs in per_scenario for r in rs]
     tokenize_renders(all_renders, tokenizer)
 
     stand_in = tokenizer.name == EMBEDDED_NAME  # token boundaries it finds may not be the model's
-    engine = options.engine_profile()
+    engine = part.engine
     findings = [f for _, rs in per_scenario for f in _findings(rs, template, engine, stand_in)]
     found = _merge(findings, working, template, engine, tokenizer)
 
@@ -666,7 +547,7 @@ def analyze_template(
 
         def recheck(setting: dict[str, Any]) -> list[Diagnostic]:
             return analyze_template(
-                template.with_variables(setting), tokenizer, options, hints=False
+                template.with_variables(setting), tokenizer, part, hints=False
             ).diagnostics
 
         known = frozenset(d.code for d in result.diagnostics) | {d.code for d, _ in found}

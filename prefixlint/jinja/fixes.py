@@ -28,12 +28,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from prefixlint.fixes import EditError, apply_edits, edit_between, offset_of, register
+from prefixlint.edits import EditError, apply_edits, edit_between, offset_of
+from prefixlint.fixkinds import register
 from prefixlint.jinja.layout import OPAQUE, Block, Layout, Tag
 from prefixlint.model import Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
-    from prefixlint.settings import Options
+    from prefixlint.plan import FixPart, TemplatePart
     from prefixlint.sources import Source
 
 # The codes whose finding is a value printed too early (the variants analysis).
@@ -450,7 +451,7 @@ def _renders(
     source: str,
     path: str,
     special: dict[str, str],
-    options: Options,
+    part: TemplatePart,
     finding: Diagnostic,
     generation: bool = True,
 ) -> dict[bool, str | None]:
@@ -461,8 +462,8 @@ def _renders(
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.jinja.variables import sample_values
 
-    template = ChatTemplate(source, path, special_tokens=special, limits=options.limits)
-    template.extra_kwargs.update(options.template_vars)
+    template = ChatTemplate(source, path, special_tokens=special, limits=part.limits)
+    template.extra_kwargs.update(part.template_vars)
     varied = _VARIED.search(finding.evidence.inputs if finding.evidence is not None else "")
     if varied is not None:
         template.extra_kwargs.setdefault(varied.group(1), sample_values(varied.group(1))[0])
@@ -478,17 +479,17 @@ def _renders(
 
 
 def _prompt_renders(
-    source: str, path: str, special: dict[str, str], options: Options, finding: Diagnostic
+    source: str, path: str, special: dict[str, str], part: TemplatePart, finding: Diagnostic
 ) -> dict[bool, str | None]:
     """An app prompt template rendered with the values its analysis gives every variable."""
     from prefixlint.jinja.loader import project_root
     from prefixlint.jinja.prompt import PromptTemplate, sample_inputs
 
-    search = (project_root(path, options.project_root), *options.template_search_path)
-    template = PromptTemplate(source, path, limits=options.limits, search_path=search)
+    search = (project_root(path, part.project_root), *part.search_path)
+    template = PromptTemplate(source, path, limits=part.limits, search_path=search)
     try:
         template.load_includes()
-        return {True: template.render_values(sample_inputs(template, options)).text}
+        return {True: template.render_values(sample_inputs(template, part)).text}
     except Exception:  # an untrusted template's error is a PFX002 of the analysis, not ours
         return {True: None}
 
@@ -507,7 +508,7 @@ def _template_in(text: str, name: str | None) -> str:
 
 
 def preserves(
-    candidate: Fix, source: Source, text: str, fixed: str, finding: Diagnostic, options: Options
+    candidate: Fix, source: Source, text: str, fixed: str, finding: Diagnostic, fix: FixPart
 ) -> str | None:
     """None when the fixed template renders the base request as the original does apart from the
     moved text, which still renders and holds no turn marker or special token; else why not."""
@@ -515,16 +516,17 @@ def preserves(
         return None
     from prefixlint.models.tokens import choose_tokenizer, special_tokens_for
 
-    special = special_tokens_for(source.path, choose_tokenizer(source.path, options.tokenizer)[0])
+    part = fix.template
+    special = special_tokens_for(source.path, choose_tokenizer(source.path, part.tokenizer)[0])
     if isinstance(candidate, TrailingWhitespace):
-        return _only_trailing_whitespace(candidate, source.path, text, fixed, special, options, finding)
+        return _only_trailing_whitespace(candidate, source.path, text, fixed, special, part, finding)
     render = _prompt_renders if candidate.prompt else _renders
     try:
         cut = apply_edits(text, candidate.edits[:1])  # the original without the moved text
         sources = [_template_in(t, candidate.template) for t in (text, cut, fixed)]
     except (EditError, ValueError):
         return "the fixed file holds no such template"
-    before, removed, after = (render(t, source.path, special, options, finding) for t in sources)
+    before, removed, after = (render(t, source.path, special, part, finding) for t in sources)
     shown = False
     for system, original in before.items():
         if original is None:
@@ -550,7 +552,7 @@ def _only_trailing_whitespace(
     text: str,
     fixed: str,
     special: dict[str, str],
-    options: Options,
+    part: TemplatePart,
     finding: Diagnostic,
 ) -> str | None:
     """None when the fixed template renders the base request as before less whitespace at its end
@@ -560,8 +562,8 @@ def _only_trailing_whitespace(
     except ValueError:
         return "the fixed file holds no such template"
     for generation in (True, False):
-        before = _renders(original, path, special, options, finding, generation)
-        after = _renders(changed, path, special, options, finding, generation)
+        before = _renders(original, path, special, part, finding, generation)
+        after = _renders(changed, path, special, part, finding, generation)
         for system, was in before.items():
             now = after[system]
             if was is None:

@@ -49,7 +49,7 @@ from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len, token_a
 from prefixlint.words import counted
 
 if TYPE_CHECKING:
-    from prefixlint.settings import Options
+    from prefixlint.plan import TemplatePart
 
 CONTEXT_CHARS = 40
 # Attribute names jinja2 and its sandbox probe on values: a sample value must not pretend to have them.
@@ -213,19 +213,19 @@ class _Varied:
     clock_like: bool
 
 
-def _varied(template: PromptTemplate, options: Options) -> list[_Varied]:
+def _varied(template: PromptTemplate, part: TemplatePart) -> list[_Varied]:
     """The variables to vary: the config's dynamic ones, and those whose names say id, machine,
     user data or clock, unless the config says static or `--var` fixes their value."""
     out = []
     for name in template.inputs:
-        if name in options.static_variables or name in options.template_vars:
+        if name in part.static_variables or name in part.template_vars:
             continue
         code = provenance_code(name)
         if clock_named(name):
             out.append(_Varied(name, "PFX101", True))
         elif code is not None:
             out.append(_Varied(name, code, False))
-        elif name in options.dynamic_variables:
+        elif name in part.dynamic_variables:
             out.append(_Varied(name, "PFX105", False))
     return out
 
@@ -332,16 +332,16 @@ def _values(names: list[str]) -> dict[str, Any]:
     }
 
 
-def sample_inputs(template: PromptTemplate, options: Options) -> dict[str, Any]:
+def sample_inputs(template: PromptTemplate, part: TemplatePart) -> dict[str, Any]:
     """The values the base render gives every variable; `--var NAME=VALUE` renders NAME with that
     value, as the app passes it."""
-    return _values(template.inputs) | options.template_vars
+    return _values(template.inputs) | part.template_vars
 
 
 def analyze_prompt_template(
-    template: PromptTemplate, tokenizer: LoadedTokenizer, options: Options
+    template: PromptTemplate, tokenizer: LoadedTokenizer, part: TemplatePart
 ) -> SourceResult:
-    from prefixlint.jinja.analyze import compile_diagnostic
+    from prefixlint.jinja.broken import compile_diagnostic
 
     result = SourceResult(template.path, "prompt_template", tokenizer=tokenizer.name)
     failed = compile_diagnostic(template)
@@ -350,7 +350,7 @@ def analyze_prompt_template(
         return result
     with contextlib.suppress(ValueError):  # over the time limit: the render reports what fails
         template.load_includes()
-    base_values = sample_inputs(template, options)
+    base_values = sample_inputs(template, part)
     try:
         base = TokenizedRender(template.render_values(base_values))
     except Exception as exc:  # noqa: BLE001 - whatever an untrusted template raises is a finding
@@ -360,7 +360,7 @@ def analyze_prompt_template(
         )
         return result
 
-    varied = _varied(template, options)
+    varied = _varied(template, part)
     renders: list[tuple[_Varied, TokenizedRender]] = []
     for v in varied:
         values = dict(base_values, **{v.name: Sample(sample_values(v.name)[1])})
@@ -374,7 +374,7 @@ def analyze_prompt_template(
             )
     tokenize_renders([base, *(r for _, r in renders)], tokenizer)
 
-    engine = options.engine_profile()
+    engine = part.engine
     starts = sorted(d for _, r in renders if (d := _first_difference(base.text, r.text)) is not None)
     for v, r in renders:
         d = _first_difference(base.text, r.text)

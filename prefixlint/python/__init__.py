@@ -1,6 +1,7 @@
 """The Python frontend (libcst): finds prompt-building code and what in it breaks prefix caching.
 
-Imported lazily by the API so that linting templates alone never loads libcst."""
+Imported lazily by the API so that linting templates alone never loads libcst. Its entries take the
+run's python part (prefixlint/plan.py); a library caller's `Options` resolve to it at the door."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from typing import TYPE_CHECKING
 
 from prefixlint.model import SourceResult
+from prefixlint.plan import PythonPart, as_python_part
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -52,11 +54,12 @@ def _tree(path: str, text: str) -> ast.Module | None:
         return None
 
 
-def has_prompt_shapes(path: str, text: str, options: Options) -> bool:
+def has_prompt_shapes(path: str, text: str, settings: PythonPart | Options) -> bool:
     """Whether any finder of the frontend can take up something in the module (prefilter.py): a
     module that has none holds no prompt text and is never evaluated. One that CPython cannot parse
     goes on to libcst, which reports it."""
-    if not may_hold_prompts(text, options.python_sinks, options.python_sink_rows):
+    part = as_python_part(settings)
+    if not may_hold_prompts(text, part.sinks, part.sink_rows):
         return not _parses(path, text)
     tree = _tree(path, text)
     if tree is None:
@@ -64,25 +67,26 @@ def has_prompt_shapes(path: str, text: str, options: Options) -> bool:
     from prefixlint.python.frameworks import for_project
     from prefixlint.python.prefilter import has_shapes
 
-    return has_shapes(tree, for_project(options.python_sinks, options.python_sink_rows), options.python_sinks)
+    return has_shapes(tree, for_project(part.sinks, part.sink_rows), part.sinks)
 
 
-def analyze_python(path: str, text: str, options: Options) -> SourceResult:
+def analyze_python(path: str, text: str, settings: PythonPart | Options) -> SourceResult:
     """Diagnostics for one Python source; a file with no prompt text costs no libcst (whose import
     alone takes ~0.4 s, its parse ~1 s per 100 KB with the index)."""
-    if not has_prompt_shapes(path, text, options):
+    part = as_python_part(settings)
+    if not has_prompt_shapes(path, text, part):
         return SourceResult(path, "python")
     from prefixlint.python.analyze import analyze_python as analyze
 
-    return analyze(path, text, options)
+    return analyze(path, text, part)
 
 
-def parse_ahead(path: str, text: str, options: Options) -> bool:
+def parse_ahead(path: str, text: str, settings: PythonPart | Options) -> bool:
     """Parse and index the module now if it holds prompt text, so that pool workers forked after
     this share one parse of it (a package's core modules are checked in one worker and imported
     by the files of every other: each worker parsed them again). False once the parse cache has
     no room left for workers' own parses (project.parse_ahead)."""
-    if not has_prompt_shapes(path, text, options):
+    if not has_prompt_shapes(path, text, settings):
         return True
     from prefixlint.python.project import parse_ahead as parse
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
+from prefixlint.plan import PythonPart, as_python_part
 from prefixlint.python.candidates import find_candidates
 from prefixlint.python.evaluate import Evaluator
 from prefixlint.python.findings import diagnostics, prefix_numbers
@@ -27,15 +28,15 @@ if TYPE_CHECKING:
 class _LazyTokenizer:
     """Loads the tokenizer only when a finding needs a token count (loading takes ~0.6 s)."""
 
-    def __init__(self, path: str, options: Options) -> None:
-        self.path, self.options = path, options
+    def __init__(self, path: str, spec: str | None) -> None:
+        self.path, self.spec = path, spec
         self._tokenizer: LoadedTokenizer | None = None
 
     def get(self) -> LoadedTokenizer:
         if self._tokenizer is None:
             from prefixlint.models.tokens import choose_tokenizer
 
-            self._tokenizer = choose_tokenizer(self.path, self.options.tokenizer)[0]
+            self._tokenizer = choose_tokenizer(self.path, self.spec)[0]
         return self._tokenizer
 
     def count(self, text: str) -> int:
@@ -79,7 +80,7 @@ def _sent_elsewhere(prompts: list[Prompt], path: str) -> bool:
     )
 
 
-def analyze_python(path: str, text: str, options: Options) -> SourceResult:
+def analyze_python(path: str, text: str, settings: PythonPart | Options) -> SourceResult:
     """Diagnostics for one Python source (kind "python")."""
     index = parsed_module(path, text)
     if index is None:
@@ -89,17 +90,16 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
             return SourceResult(path, "python", diagnostics=[syntax_error(path, text, exc)])
         index = index_module(module, os.path.abspath(path))
         remember(path, text, index)  # for the checked files that import it
-    project = Project(options.project_root or os.path.dirname(os.path.abspath(path)))
+    part = as_python_part(settings)
+    project = Project(part.project_root or os.path.dirname(os.path.abspath(path)))
     project.add_module(path, index, text)
     evaluator = Evaluator(index, project)
     project.evaluators[os.path.abspath(path)] = evaluator
-    tokenizer = _LazyTokenizer(path, options)
-    engine = options.engine_profile()
-    project.frameworks = for_project(
-        options.python_sinks, options.python_sink_rows, options.python_source_rows
-    )
-    prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, options.python_sinks)
-    guess = Severity.parse(options.python_guess_severity)
+    tokenizer = _LazyTokenizer(path, part.tokenizer)
+    engine = part.engine
+    project.frameworks = for_project(part.sinks, part.sink_rows, part.source_rows)
+    prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, part.sinks)
+    guess = Severity.parse(part.guess_severity)
     dispatch = None
     if any(not p.reached for p in prompts):
         from prefixlint.python.dispatch import dynamic_dispatch
@@ -146,13 +146,13 @@ def analyze_python(path: str, text: str, options: Options) -> SourceResult:
     found += history_diagnostics(path, text, index, evaluator)
     from prefixlint.python.embedded import embedded_template_diagnostics
 
-    found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, options)
+    found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, part.template)
     from prefixlint.runmemo import stamp
 
     result = SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
     result.covered = sorted(covered, key=Diagnostic.sort_key)
     result.dependencies = [stamp(p) for p in project.read if p != os.path.abspath(path)]
-    numbers = prefix_numbers(prompts, tokenizer.count) if options.python_numbers else None
+    numbers = prefix_numbers(prompts, tokenizer.count) if part.numbers else None
     if numbers is not None:
         result.cacheable_prefix_tokens, result.total_tokens = numbers
         result.tokenizer = tokenizer.get().name

@@ -15,7 +15,7 @@ from prefixlint.python.segments import is_static, static_text
 
 if TYPE_CHECKING:
     from prefixlint.models.tokens import LoadedTokenizer
-    from prefixlint.settings import Options
+    from prefixlint.plan import TemplatePart
 
 _CONSTRUCTORS = {
     "jinja2.Template",
@@ -56,7 +56,7 @@ def embedded_template_diagnostics(
     index: ModuleIndex,
     evaluator: Evaluator,
     tokenizer: Callable[[], LoadedTokenizer],
-    options: Options,
+    part: TemplatePart,
 ) -> list[Diagnostic]:
     finder = _TemplateFinder(index, evaluator)
     index.replay(finder)
@@ -69,7 +69,7 @@ def embedded_template_diagnostics(
     loaded = tokenizer()
     for source, line in finder.found:
         template = ChatTemplate(
-            source, path, special_tokens=dict(loaded.special_tokens), limits=options.limits, fixed_line=line
+            source, path, special_tokens=dict(loaded.special_tokens), limits=part.limits, fixed_line=line
         )
-        out.extend(analyze_template(template, loaded, options).diagnostics)
+        out.extend(analyze_template(template, loaded, part).diagnostics)
     return out

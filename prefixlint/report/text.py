@@ -218,7 +218,7 @@ def fix_diff(fix: Fix) -> list[str]:
     import difflib
 
     from prefixlint.autofix import read_source
-    from prefixlint.fixes import EditError, apply_edits
+    from prefixlint.edits import EditError, apply_edits
 
     out = []
     for path in dict.fromkeys(e.path for e in fix.edits):

@@ -81,14 +81,14 @@ def _jsonable(value: Any) -> Any:
 
 def main(argv: list[str]) -> int:
     """The child: import the build, run it in the base world, print its value as JSON."""
-    from prefixlint.testing.stability import _build_in
+    from prefixlint.testing.building import build_in
     from prefixlint.testing.worlds import BASE_WORLD
 
     module, qualname, kinds = argv
     target: Any = importlib.import_module(module)
     for name in qualname.split("."):
         target = getattr(target, name)
-    value, _ = _build_in(target, BASE_WORLD, tuple(k for k in kinds.split(",") if k))
+    value, _ = build_in(target, BASE_WORLD, tuple(k for k in kinds.split(",") if k))
     sys.stdout.write("\n" + MARK + json.dumps(_jsonable(value), ensure_ascii=False, default=str) + "\n")
     return 0
 

@@ -3,14 +3,12 @@ the prompts token by token, and name the call that made them differ."""
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import os
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from prefixlint.testing.building import build_in
 from prefixlint.testing.compare import Divergence, Prompt, cause_at, diverge, load_renderer, prompt_of
 from prefixlint.testing.record import Call
 from prefixlint.testing.worlds import (
@@ -20,7 +18,6 @@ from prefixlint.testing.worlds import (
     REPLAY_WORLD,
     VARIED_WORLDS,
     World,
-    entered,
 )
 
 UNVARIED = "changed without a varied cause"
@@ -81,47 +78,12 @@ def _validated(vary: Iterable[str], engine: str) -> tuple[str, ...]:
     return tuple(k for k in KINDS if k in kinds)
 
 
-def _await_in_world(awaitable: Any) -> Any:
-    """Run an async build to its end inside the world: here when no event loop runs in this
-    thread, else on a thread of its own (recorded there too)."""
-
-    async def awaited() -> Any:
-        return await awaitable
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(awaited())
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:  # recorded: threads started inside a world get the recorder's profile hook
-        try:
-            outcome["value"] = asyncio.run(awaited())
-        except BaseException as exc:  # handed back to the caller's thread
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=run, name="prefixlint-build")
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-def _build_in(build: Callable[[], Any], world: World, vary: tuple[str, ...]) -> tuple[Any, list[Call]]:
-    with entered(world, vary) as recorder:
-        value = build()
-        if inspect.isawaitable(value):
-            value = _await_in_world(value)
-    return value, recorder.calls
-
-
 def _prompt_in(
     build: Callable[[], Any], world: World, vary: tuple[str, ...], renderer: Any
 ) -> tuple[Prompt, list[Call]]:
     """The prompt built in `world`, and the calls that built it (the chat template's clock reads
     last: its `strftime_now` reads the world's clock too)."""
-    value, calls = _build_in(build, world, vary)
+    value, calls = build_in(build, world, vary)
     prompt = prompt_of(value, renderer, world.moment_now() if "clock" in vary else None)
     return prompt, calls + list(prompt.template_calls)
 
