@@ -19,6 +19,7 @@ from typing import Any
 
 from prefixlint.files import decode_source, read_limited, read_text
 from prefixlint.filters import apply_filters, drop_repeats
+from prefixlint.fingerprint import stamp
 from prefixlint.jinja.classify import FALLBACK_REASON
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.models.tokens import (
@@ -30,7 +31,6 @@ from prefixlint.models.tokens import (
 )
 from prefixlint.plan import RunPlan, plan_of, resolve, tokenizer_file_for
 from prefixlint.rules import RULES
-from prefixlint.runmemo import stamp
 from prefixlint.schedule import lint_all
 from prefixlint.settings import Options
 from prefixlint.sources import (

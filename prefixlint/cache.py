@@ -19,9 +19,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.fingerprint import package_digest
+from prefixlint.fingerprint import package_digest, stamp
 from prefixlint.model import Diagnostic, Edit, Evidence, Fix, Severity, SourceResult, Span
-from prefixlint.runmemo import stamp
 
 if TYPE_CHECKING:
     from prefixlint.sources import Source

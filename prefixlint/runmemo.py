@@ -17,7 +17,6 @@ Only the standard library here, and little of it: this module runs before click 
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -25,34 +24,12 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
+from prefixlint.fingerprint import package_stamp, stamp
+
 FORMAT = "runs-v1"
 RACY_NS = 2_000_000_000  # FAT's timestamps are 2 s coarse; ext4's a few ms
 KEEP_ENTRIES = 256  # past this many recorded runs, the older half goes
 _ENV_PREFIXES = ("PREFIXLINT_", "HF_")
-_PACKAGE = os.path.dirname(os.path.abspath(__file__))
-
-
-def stamp(path: str) -> list[Any]:
-    """What must not change about `path`; a missing path is stamped as missing."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return [path, None]
-    return [path, st.st_size, st.st_mtime_ns, st.st_ino, st.st_mode]
-
-
-@functools.cache
-def package_stamp() -> list[Any]:
-    """prefixlint's version and the stamps of its own code and data files, so an edited (editable)
-    install never serves results of the old code."""
-    from prefixlint import __version__
-
-    stamps = []
-    for folder, dirs, files in os.walk(_PACKAGE):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        code = sorted(f for f in files if f.endswith((".py", ".toml", ".json")))
-        stamps += [stamp(os.path.join(folder, f)) for f in code]
-    return [__version__, stamps]
 
 
 def library_inputs() -> list[str]:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prefixlint.fingerprint import stamp
 from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.models.tokens import (
     LoadedTokenizer,
@@ -20,7 +21,6 @@ from prefixlint.models.tokens import (
     resolve_tokenizer_path,
     special_tokens_for,
 )
-from prefixlint.runmemo import stamp
 from prefixlint.sources import NamedTemplate, Source
 
 if TYPE_CHECKING:

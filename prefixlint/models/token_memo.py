@@ -28,9 +28,8 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from prefixlint.fingerprint import package_digest
+from prefixlint.fingerprint import package_digest, stamp
 from prefixlint.models.backend import Encoded
-from prefixlint.runmemo import stamp
 
 FORMAT = "tokens-v1"
 

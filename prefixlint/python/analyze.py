@@ -147,7 +147,7 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, part.template)
-    from prefixlint.runmemo import stamp
+    from prefixlint.fingerprint import stamp
 
     result = SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
     result.covered = sorted(covered, key=Diagnostic.sort_key)
