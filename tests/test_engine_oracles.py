@@ -78,7 +78,7 @@ def oracle(engine: str, block: int, capacity: int | None, prompts: list[list[int
 
 def predicted(engine: str, block: int, capacity: int | None, prompts: list[list[int]]) -> list[int]:
     from prefixlint.engines import load_engines
-    from prefixlint.explain.simulate import Simulation
+    from prefixlint.engines.simulate import Simulation
 
     profile = load_engines()[engine].with_block(block)
     sim = Simulation([profile], capacity, keep_hits=True)
@@ -114,7 +114,7 @@ def test_hits_equal_the_engines_own_cache(engine, block, capacity, prompts, tmp_
 def test_the_pool_of_a_block_engine_is_replayed(prompts) -> None:  # noqa: ANN001
     """Eviction order is the engine's: the radix LRU of whole leaves, fed vLLM's pool size, differs."""
     from prefixlint.engines import load_engines
-    from prefixlint.explain.simulate import Simulation
+    from prefixlint.engines.simulate import Simulation
 
     profile = replace(load_engines()["vllm"], eviction="radix")
     sim = Simulation([profile], 1500 * 16, keep_hits=True)

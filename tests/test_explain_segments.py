@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from prefixlint.engines.simulate import RadixCache, pack
 from prefixlint.explain.requests import DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_PATH
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch
-from prefixlint.explain.simulate import RadixCache, pack
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.tokens import load_backend, load_tokenizer
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import run_prefixlint
 
 from prefixlint.engines import load_engines
-from prefixlint.explain.llamacpp import LlamaServer
-from prefixlint.explain.simulate import Simulation, pack
+from prefixlint.engines.llamacpp import LlamaServer
+from prefixlint.engines.simulate import Simulation, pack
 
 
 def seq(start: int, length: int) -> bytes:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefixlint.explain.simulate import RadixCache, common_bytes_prefix, unpack
+from prefixlint.engines.simulate import RadixCache, common_bytes_prefix, unpack
 
 MAX_SKIP = 48  # tokens a volatile span may take before the prompts fall back into step
 RESYNC = 4  # tokens that must agree again to call it falling back into step

@@ -24,9 +24,9 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from prefixlint.engines.simulate import common_bytes_prefix
 from prefixlint.explain.requests import Rendered, Request
 from prefixlint.explain.segments import Tokens
-from prefixlint.explain.simulate import common_bytes_prefix
 
 KINDS = ("whitespace", "edited", "moved", "reordered", "shape", "cache-control", "removed", "added")
 MAX_OPEN = 4096  # conversations kept open at once (the least recently continued one is closed)

@@ -12,6 +12,7 @@ from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.engines import Engine
+from prefixlint.engines.simulate import REFERENCE_TOKENS, Simulation, pack
 from prefixlint.explain.breakpoints import ProviderBreakpoints, breakpoints_text
 from prefixlint.explain.causes import (
     Cause,
@@ -30,7 +31,6 @@ from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, iter_log, open_log
 from prefixlint.explain.routing import Routing, route_request
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
-from prefixlint.explain.simulate import REFERENCE_TOKENS, Simulation, pack
 from prefixlint.tokens import LoadedTokenizer
 
 if TYPE_CHECKING:

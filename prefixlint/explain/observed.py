@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefixlint.engines import Engine
+from prefixlint.engines.simulate import Simulation
 from prefixlint.explain.requests import DEFAULT_TEMPLATE_PATH, Request
 from prefixlint.explain.server import Metrics, ServerConfig
-from prefixlint.explain.simulate import Simulation
 
 MISMATCHES_KEPT = 20  # requests whose counts differ from the simulation's, listed in the report
 GAP = 0.10  # simulated minus observed hit rate beyond which the server itself is a cause

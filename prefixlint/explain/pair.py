@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from prefixlint.engines import Engine
+from prefixlint.engines.simulate import RadixCache, pack
 from prefixlint.explain.causes import classify, diverge
 from prefixlint.explain.requests import Renderer, Request
-from prefixlint.explain.simulate import RadixCache, pack
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len
 
 CONTEXT_TOKENS = 8

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prefixlint.engines import Engine
+from prefixlint.engines.simulate import PrefixCache, RadixCache
 from prefixlint.explain.routers import Fleet, RouteRequest, load_routers, make_router, resolve, routing_text
-from prefixlint.explain.simulate import PrefixCache, RadixCache
 
 POLICIES = (
     "round-robin",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from prefixlint.explain.simulate import _W, salt_token
+from prefixlint.engines.simulate import _W, salt_token
 
 
 class BlockPool:

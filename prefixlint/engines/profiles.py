@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from prefixlint.explain.llamacpp import LlamaServer
+    from prefixlint.engines.llamacpp import LlamaServer
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class ServerCache:
     kv_bytes_per_token: int = 131_072  # the model's KV cache per token: what --cache-ram MiB holds
 
     def model(self) -> LlamaServer:
-        from prefixlint.explain.llamacpp import LlamaServer
+        from prefixlint.engines.llamacpp import LlamaServer
 
         unlimited = self.cache_ram_mib < 0
         return LlamaServer(

@@ -339,7 +339,7 @@ REFERENCE_TOKENS = 8_000_000
 def engine_cache(engine: Engine, capacity: int) -> PrefixCache:
     """The cache of `capacity` tokens one server of `engine` runs, with its own eviction."""
     if engine.eviction == "block-pool":
-        from prefixlint.explain.blockpool import BlockPool
+        from prefixlint.engines.blockpool import BlockPool
 
         return BlockPool(capacity, engine.block_size)
     return RadixCache(capacity, page=engine.block_size)

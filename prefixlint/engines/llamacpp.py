@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prefixlint.explain.simulate import _W, common_bytes_prefix
+from prefixlint.engines.simulate import _W, common_bytes_prefix
 
 
 @dataclass
