@@ -31,7 +31,7 @@ from explain_throughput import TEMPLATE, _renderer, build_log  # noqa: E402
 def route_requests(log: str, template: str) -> tuple[list, float]:
     """Every request of the log as the routers read it, and the CPU seconds spent making those
     views (routing text, GIE bytes) out of the rendered and tokenized requests (not timed)."""
-    from prefixlint.engines.simulate import pack
+    from prefixlint.engines.packed import pack
     from prefixlint.explain.log import BATCH, _requests
     from prefixlint.explain.reading import Reading
     from prefixlint.explain.routing import route_request

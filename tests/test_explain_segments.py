@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from prefixlint.engines.simulate import RadixCache, pack
+from prefixlint.engines.packed import pack
+from prefixlint.engines.radix import RadixCache
 from prefixlint.explain.requests import DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_PATH
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch
 from prefixlint.jinja.template import ChatTemplate

@@ -11,7 +11,8 @@ from conftest import run_prefixlint
 
 from prefixlint.engines import load_engines
 from prefixlint.engines.llamacpp import LlamaServer
-from prefixlint.engines.simulate import Simulation, pack
+from prefixlint.engines.packed import pack
+from prefixlint.engines.simulate import Simulation
 
 
 def seq(start: int, length: int) -> bytes:

@@ -1,7 +1,7 @@
 """What each serving engine caches of a shared prefix: the profiles as data (profiles.py, from
-`data/engines.toml`) and the cache models that `explain` and the severity rule share: the radix
-tree and the replay of a log through every engine (simulate.py), vLLM's block pool (blockpool.py),
-llama-server's slots and prompt cache (llamacpp.py).
+`data/engines.toml`) and the cache models that `explain` and the severity rule share: packed token
+sequences (packed.py), the radix tree (radix.py), vLLM's block pool (blockpool.py), llama-server's
+slots and prompt cache (llamacpp.py), and the replay of a log through every engine (simulate.py).
 
 The profiles' names are importable from here (`from prefixlint.engines import Engine, load_engines`).
 """

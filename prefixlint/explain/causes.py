@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefixlint.engines.simulate import RadixCache, common_bytes_prefix, unpack
+from prefixlint.engines.packed import common_bytes_prefix, unpack
+from prefixlint.engines.radix import RadixCache
 
 MAX_SKIP = 48  # tokens a volatile span may take before the prompts fall back into step
 RESYNC = 4  # tokens that must agree again to call it falling back into step

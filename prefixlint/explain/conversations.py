@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from prefixlint.engines.simulate import common_bytes_prefix
+from prefixlint.engines.packed import common_bytes_prefix
 from prefixlint.explain.requests import Rendered, Request
 from prefixlint.explain.segments import Tokens
 

@@ -12,7 +12,8 @@ from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.engines import Engine
-from prefixlint.engines.simulate import REFERENCE_TOKENS, Simulation, pack
+from prefixlint.engines.packed import pack
+from prefixlint.engines.simulate import REFERENCE_TOKENS, Simulation
 from prefixlint.explain.breakpoints import ProviderBreakpoints, breakpoints_text
 from prefixlint.explain.causes import (
     Cause,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from prefixlint.engines import Engine
-from prefixlint.engines.simulate import RadixCache, pack
+from prefixlint.engines.packed import pack
+from prefixlint.engines.radix import RadixCache
 from prefixlint.explain.causes import classify, diverge
 from prefixlint.explain.requests import Renderer, Request
 from prefixlint.tokens import LoadedTokenizer, common_prefix_len

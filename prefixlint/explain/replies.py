@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prefixlint.engines.simulate import pack
+from prefixlint.engines.packed import pack
 from prefixlint.explain.requests import Reply
 
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prefixlint.engines import Engine
-from prefixlint.engines.simulate import PrefixCache, RadixCache
+from prefixlint.engines.radix import RadixCache
+from prefixlint.engines.simulate import PrefixCache
 from prefixlint.explain.routers import Fleet, RouteRequest, load_routers, make_router, resolve, routing_text
 
 POLICIES = (
