@@ -13,8 +13,9 @@ from conftest import FIXTURES
 from prefixlint.api import Options, lint_paths
 from prefixlint.controls import control_strings, markup_suffix
 from prefixlint.engines import load_engines
+from prefixlint.engines.loss import aligned_loss
 from prefixlint.model import Severity
-from prefixlint.rules import aligned_loss, loss_severity
+from prefixlint.severity import loss_severity
 from prefixlint.tokens import encode_isolating, load_tokenizer
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO

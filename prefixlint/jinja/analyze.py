@@ -18,6 +18,7 @@ import jinja2
 
 from prefixlint.controls import markup_suffix
 from prefixlint.engines import Engine, cacheable_per_engine
+from prefixlint.engines.loss import engine_losses
 from prefixlint.jinja.inputs import (
     ASSISTANT_REPLY,
     CLOCK_VARIANTS,
@@ -29,7 +30,6 @@ from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
-from prefixlint.rules import engine_losses
 from prefixlint.severity import Cost
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 from prefixlint.words import counted

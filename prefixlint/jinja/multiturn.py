@@ -27,6 +27,7 @@ from typing import Any
 
 from prefixlint.controls import control_strings
 from prefixlint.engines import Engine, cacheable_per_engine
+from prefixlint.engines.loss import engine_losses
 from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
 from prefixlint.jinja.multiturn_scenarios import (
     TOOL_CALL_SHAPES,
@@ -41,7 +42,7 @@ from prefixlint.jinja.switches import as_vars, caller_switches, switch_values
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
-from prefixlint.rules import RULES, engine_losses
+from prefixlint.rules import RULES
 from prefixlint.severity import Cost, cost_severity
 from prefixlint.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, encode_isolating
 
