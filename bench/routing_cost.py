@@ -32,9 +32,10 @@ def route_requests(log: str, template: str) -> tuple[list, float]:
     """Every request of the log as the routers read it, and the CPU seconds spent making those
     views (routing text, GIE bytes) out of the rendered and tokenized requests (not timed)."""
     from prefixlint.engines.packed import pack
-    from prefixlint.explain.log import BATCH, _requests
     from prefixlint.explain.reading import Reading
     from prefixlint.explain.routing import route_request
+    from prefixlint.explain.stream import BATCH
+    from prefixlint.explain.stream import log_requests as _requests
     from prefixlint.tokens import load_tokenizer
 
     tok = load_tokenizer(None).tokenizer

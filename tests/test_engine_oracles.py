@@ -41,10 +41,10 @@ def prompts(tmp_path_factory: pytest.TempPathFactory) -> list[list[int]]:
     sys.path.insert(0, str(HERE.parent / "bench"))
     from explain_throughput import TEMPLATE, build_log
 
-    from prefixlint.explain.log import _encoded
     from prefixlint.explain.reading import Reading
     from prefixlint.explain.requests import Renderer
     from prefixlint.explain.segments import SegmentEncoder
+    from prefixlint.explain.stream import encoded_batches
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.tokens import load_tokenizer
 
@@ -53,7 +53,7 @@ def prompts(tmp_path_factory: pytest.TempPathFactory) -> list[list[int]]:
     renderer = Renderer(ChatTemplate(TEMPLATE, "chatml_tools.jinja"))
     encoder = SegmentEncoder(load_tokenizer(None).tokenizer)
     out: list[list[int]] = []
-    for _, encoded in _encoded(str(log), renderer, encoder, 1.0, Reading()):
+    for _, encoded in encoded_batches(str(log), renderer, encoder, 1.0, Reading()):
         out.extend(tokens.id_list() for tokens in encoded)
     return out
 
