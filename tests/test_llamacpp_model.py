@@ -1,4 +1,4 @@
-"""llama-server's cache model (prefixlint/explain/llamacpp.py), on sequences whose answers follow by
+"""llama-server's cache model (prefixlint/engines/llamacpp.py), on sequences whose answers follow by
 hand from the server's rules; tests/test_llama_server.py checks the same rules against the server."""
 
 from __future__ import annotations
