@@ -175,8 +175,9 @@ def _renderer(template: str):  # noqa: ANN202 - a Renderer
 
 def phase_raw(log: str, template: str, every: int) -> dict:
     """Render the sampled requests (not timed), then time only `encode_batch` on their prompts."""
-    from prefixlint.explain.log import BATCH, _requests
     from prefixlint.explain.reading import Reading
+    from prefixlint.explain.stream import BATCH
+    from prefixlint.explain.stream import log_requests as _requests
     from prefixlint.models.tokens import load_tokenizer
 
     tok = load_tokenizer(None).tokenizer

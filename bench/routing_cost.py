@@ -31,10 +31,11 @@ from explain_throughput import TEMPLATE, _renderer, build_log  # noqa: E402
 def route_requests(log: str, template: str) -> tuple[list, float]:
     """Every request of the log as the routers read it, and the CPU seconds spent making those
     views (routing text, GIE bytes) out of the rendered and tokenized requests (not timed)."""
-    from prefixlint.explain.log import BATCH, _requests
+    from prefixlint.engines.packed import pack
     from prefixlint.explain.reading import Reading
     from prefixlint.explain.routing import route_request
-    from prefixlint.explain.simulate import pack
+    from prefixlint.explain.stream import BATCH
+    from prefixlint.explain.stream import log_requests as _requests
     from prefixlint.models.tokens import load_tokenizer
 
     tok = load_tokenizer(None).tokenizer
@@ -67,9 +68,9 @@ def route_requests(log: str, template: str) -> tuple[list, float]:
 
 def per_policy(requests: list, replicas: int) -> None:
     from prefixlint.engines import load_engines
+    from prefixlint.engines.simulate import REFERENCE_TOKENS
     from prefixlint.explain.routers import load_routers
     from prefixlint.explain.routing import POLICIES, Routed
-    from prefixlint.explain.simulate import REFERENCE_TOKENS
 
     engine = load_engines()["vllm"]
     aliases = load_routers().aliases

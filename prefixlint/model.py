@@ -1,26 +1,13 @@
-"""The value types every part of prefixlint shares: spans, evidence, diagnostics, source results."""
+"""The value types every part of prefixlint shares: spans, evidence, diagnostics, source results.
+
+`Severity` is the rule catalog's (prefixlint/rules.py), importable from here with the rest."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from enum import IntEnum
 from typing import Any
 
-
-class Severity(IntEnum):
-    """Ordered so that `severity >= fail_on` decides the exit code."""
-
-    INFO = 1
-    WARNING = 2
-    ERROR = 3
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def parse(cls, text: str) -> Severity:
-        return cls[text.strip().upper()]
+from prefixlint.rules import RULES, Severity
 
 
 @dataclass(frozen=True)
@@ -103,8 +90,6 @@ class Diagnostic:
 
     @property
     def name(self) -> str:
-        from prefixlint.rules import RULES
-
         return RULES[self.code].name
 
     def sort_key(self) -> tuple[str, int, int, str]:

@@ -1,4 +1,6 @@
-"""The rule catalog (contract: codes and names never change, only new ones are added).
+"""The rule catalog (contract: codes and names never change, only new ones are added): the
+severities a finding can have, and each rule's code, name, summary and default severity. Nothing
+here imports the rest of prefixlint: every part can name a rule.
 
 Each rule's page lives in `rules/<CODE>.md` (shipped as `prefixlint.rule_pages`): what it finds,
 why it busts the cache, and a bad and a good example that the tests run.
@@ -8,10 +10,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import IntEnum
 from importlib import resources
 
-from prefixlint.engines import Engine
-from prefixlint.model import Severity
+
+class Severity(IntEnum):
+    """Ordered so that `severity >= fail_on` decides the exit code."""
+
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        return cls[text.strip().upper()]
 
 
 @dataclass(frozen=True)
@@ -104,95 +120,3 @@ def resolve_selector(selector: str) -> list[str]:
     if selector == "ALL":
         return sorted(RULES)
     return sorted(code for code in RULES if code.startswith(selector))
-
-
-# No engine chosen: every token a block of its own.
-_EVERY_TOKEN = Engine("every-token", 1, 0, 1, False)
-
-
-def cost_unit(engine: Engine | None) -> int:
-    """The smallest loss the engine can notice: one cache block (vLLM 16 tokens), one caching
-    step above a minimum (OpenAI 128), else one token."""
-    if engine is None:
-        return 1
-    step = engine.increment if engine.minimum_tokens else 1
-    return max(engine.block_size, step, 1)
-
-
-def aligned_loss(before: int, lost: int, engine: Engine, prompt_tokens: int | None = None) -> int:
-    """What `engine` would serve from cache of `lost` tokens that follow a shared prefix of
-    `before` tokens, had they been shared too: cacheable(before + lost) - cacheable(before), its
-    whole blocks, minimum length, steps and the last-token recompute applied (`prompt_tokens`: the
-    request's length, whose last token is recomputed, never served; None: more follows)."""
-    whole = max(prompt_tokens if prompt_tokens is not None else before + lost + 1, before + lost)
-    return max(0, engine.cacheable(before + lost, whole) - engine.cacheable(before, whole))
-
-
-def loss_severity(
-    severity: Severity,
-    before: int,
-    static_after: int,
-    engine: Engine | None,
-    *,
-    reply_lost: int = 0,
-    prompt_tokens: int | None = None,
-    last_token_only: bool = False,
-    any_alignment: bool = False,
-) -> Severity:
-    """THE severity rule (issue 23, point 5), one for check, diff and explain, for every code that
-    costs cache (a template's variants and multi-turn breaks, a Python prompt's values): a finding
-    costs the aligned blocks of static text that would be shared if the value were not where it
-    is: `before` tokens shared, then `static_after` static tokens the cache loses (aligned_loss:
-    for vLLM whole 16-token blocks, for OpenAI nothing below 1,024 tokens, then 128-token steps).
-
-    - it loses a block or more of the static prompt: `severity`, the rule's own;
-    - it loses only generated tokens (`reply_lost`, which follow the static ones) worth a block or
-      more: at most a warning;
-    - else info: less than one block, or only the prompt's last token (`last_token_only`, a
-      multi-turn break at turn N's last token, which engines recompute anyway).
-
-    Callers count `static_after` without the turn markers in front of per-request text
-    (`prefixlint.controls.markup_suffix`): they cost nothing shareable. `engine` None: every token
-    counts (a 1-token block).
-
-    `any_alignment`: the block boundaries are not known (the embedded stand-in tokenizer's are not
-    the model's): the lowest verdict over every position of the value within one cache unit. A
-    loss of a block or more keeps its verdict at any position; a shorter one costs a block or
-    nothing depending on where the boundaries fall, which only the model's own tokenizer tells.
-    The stand-in's verdict is never above it (counted with the template's control strings as
-    single tokens, `prefixlint.models.tokens.encode_isolating`), and the finding says so when that is
-    lower (TOKENIZER_DEPENDS_NOTE)."""
-    if any_alignment:
-        return min(
-            loss_severity(
-                severity,
-                max(0, before - shift),
-                static_after,
-                engine,
-                reply_lost=reply_lost,
-                prompt_tokens=None if prompt_tokens is None else max(0, prompt_tokens - shift),
-                last_token_only=last_token_only,
-            )
-            for shift in range(cost_unit(engine))
-        )
-    profile = engine if engine is not None else _EVERY_TOKEN
-    static = 0 if last_token_only and static_after <= 1 else static_after
-    prompt = aligned_loss(before, static, profile, prompt_tokens)
-    if prompt > 0:
-        return severity
-    if reply_lost and aligned_loss(before, static + reply_lost, profile, prompt_tokens) > 0:
-        return min(severity, Severity.WARNING)
-    return Severity.INFO
-
-
-TOKENIZER_DEPENDS_NOTE = (
-    "with the embedded stand-in tokenizer this would be a finding at {measured}; whether it costs a whole "
-    "cache block depends on the model's own tokenizer: pass `--tokenizer` with its tokenizer.json to decide"
-)
-
-
-def engine_losses(common: int, lost: int, prompt_tokens: int, chosen: Engine | None = None) -> dict[str, int]:
-    """aligned_loss for every engine (`chosen`: the run's engine profile, its `--block-size`)."""
-    from prefixlint.engines import profiles
-
-    return {name: aligned_loss(common, lost, e, prompt_tokens) for name, e in profiles(chosen).items()}

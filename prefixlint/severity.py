@@ -1,6 +1,7 @@
-"""The severity of a finding from what it costs, measured on rendered text with a tokenizer
-(prefixlint.rules.loss_severity): for a chat template's variants and multi-turn analyses and for
-app prompt templates alike.
+"""The severity of a finding from what it costs (loss_severity: THE severity rule, one for check,
+diff and explain), and that cost measured on rendered text with a tokenizer (cost_severity): for a
+chat template's variants and multi-turn analyses and for app prompt templates alike; Python prompts
+call loss_severity directly. What an engine loses is engines/loss.py's arithmetic.
 
 Measured with the embedded stand-in tokenizer, a cost is counted a second time with the
 template's control strings as single tokens, as the model's own tokenizer holds them, and judged
@@ -15,10 +16,73 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prefixlint.controls import control_strings
-from prefixlint.engines import Engine
+from prefixlint.engines.loss import EVERY_TOKEN, aligned_loss, cost_unit
+from prefixlint.engines.profiles import Engine
 from prefixlint.model import Severity
 from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, encode_isolating
-from prefixlint.rules import TOKENIZER_DEPENDS_NOTE, loss_severity
+
+
+def loss_severity(
+    severity: Severity,
+    before: int,
+    static_after: int,
+    engine: Engine | None,
+    *,
+    reply_lost: int = 0,
+    prompt_tokens: int | None = None,
+    last_token_only: bool = False,
+    any_alignment: bool = False,
+) -> Severity:
+    """THE severity rule (issue 23, point 5), one for check, diff and explain, for every code that
+    costs cache (a template's variants and multi-turn breaks, a Python prompt's values): a finding
+    costs the aligned blocks of static text that would be shared if the value were not where it
+    is: `before` tokens shared, then `static_after` static tokens the cache loses (aligned_loss:
+    for vLLM whole 16-token blocks, for OpenAI nothing below 1,024 tokens, then 128-token steps).
+
+    - it loses a block or more of the static prompt: `severity`, the rule's own;
+    - it loses only generated tokens (`reply_lost`, which follow the static ones) worth a block or
+      more: at most a warning;
+    - else info: less than one block, or only the prompt's last token (`last_token_only`, a
+      multi-turn break at turn N's last token, which engines recompute anyway).
+
+    Callers count `static_after` without the turn markers in front of per-request text
+    (`prefixlint.controls.markup_suffix`): they cost nothing shareable. `engine` None: every token
+    counts (a 1-token block).
+
+    `any_alignment`: the block boundaries are not known (the embedded stand-in tokenizer's are not
+    the model's): the lowest verdict over every position of the value within one cache unit. A
+    loss of a block or more keeps its verdict at any position; a shorter one costs a block or
+    nothing depending on where the boundaries fall, which only the model's own tokenizer tells.
+    The stand-in's verdict is never above it (counted with the template's control strings as
+    single tokens, `prefixlint.models.tokens.encode_isolating`), and the finding says so when that is
+    lower (TOKENIZER_DEPENDS_NOTE)."""
+    if any_alignment:
+        return min(
+            loss_severity(
+                severity,
+                max(0, before - shift),
+                static_after,
+                engine,
+                reply_lost=reply_lost,
+                prompt_tokens=None if prompt_tokens is None else max(0, prompt_tokens - shift),
+                last_token_only=last_token_only,
+            )
+            for shift in range(cost_unit(engine))
+        )
+    profile = engine if engine is not None else EVERY_TOKEN
+    static = 0 if last_token_only and static_after <= 1 else static_after
+    prompt = aligned_loss(before, static, profile, prompt_tokens)
+    if prompt > 0:
+        return severity
+    if reply_lost and aligned_loss(before, static + reply_lost, profile, prompt_tokens) > 0:
+        return min(severity, Severity.WARNING)
+    return Severity.INFO
+
+
+TOKENIZER_DEPENDS_NOTE = (
+    "with the embedded stand-in tokenizer this would be a finding at {measured}; whether it costs a whole "
+    "cache block depends on the model's own tokenizer: pass `--tokenizer` with its tokenizer.json to decide"
+)
 
 
 @dataclass(frozen=True)

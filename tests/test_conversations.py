@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from prefixlint.cli import cli
-from prefixlint.explain.conversations import Conversations, compare, difference
+from prefixlint.explain.body_diff import compare, difference
+from prefixlint.explain.conversations import Conversations
 from prefixlint.models.tokens import load_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent

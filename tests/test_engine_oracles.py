@@ -41,10 +41,10 @@ def prompts(tmp_path_factory: pytest.TempPathFactory) -> list[list[int]]:
     sys.path.insert(0, str(HERE.parent / "bench"))
     from explain_throughput import TEMPLATE, build_log
 
-    from prefixlint.explain.log import _encoded
     from prefixlint.explain.reading import Reading
     from prefixlint.explain.requests import Renderer
     from prefixlint.explain.segments import SegmentEncoder
+    from prefixlint.explain.stream import encoded_batches
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.models.tokens import load_tokenizer
 
@@ -53,7 +53,7 @@ def prompts(tmp_path_factory: pytest.TempPathFactory) -> list[list[int]]:
     renderer = Renderer(ChatTemplate(TEMPLATE, "chatml_tools.jinja"))
     encoder = SegmentEncoder(load_tokenizer(None).tokenizer)
     out: list[list[int]] = []
-    for _, encoded in _encoded(str(log), renderer, encoder, 1.0, Reading()):
+    for _, encoded in encoded_batches(str(log), renderer, encoder, 1.0, Reading()):
         out.extend(tokens.id_list() for tokens in encoded)
     return out
 
@@ -78,7 +78,7 @@ def oracle(engine: str, block: int, capacity: int | None, prompts: list[list[int
 
 def predicted(engine: str, block: int, capacity: int | None, prompts: list[list[int]]) -> list[int]:
     from prefixlint.engines import load_engines
-    from prefixlint.explain.simulate import Simulation
+    from prefixlint.engines.simulate import Simulation
 
     profile = load_engines()[engine].with_block(block)
     sim = Simulation([profile], capacity, keep_hits=True)
@@ -114,7 +114,7 @@ def test_hits_equal_the_engines_own_cache(engine, block, capacity, prompts, tmp_
 def test_the_pool_of_a_block_engine_is_replayed(prompts) -> None:  # noqa: ANN001
     """Eviction order is the engine's: the radix LRU of whole leaves, fed vLLM's pool size, differs."""
     from prefixlint.engines import load_engines
-    from prefixlint.explain.simulate import Simulation
+    from prefixlint.engines.simulate import Simulation
 
     profile = replace(load_engines()["vllm"], eviction="radix")
     sim = Simulation([profile], 1500 * 16, keep_hits=True)

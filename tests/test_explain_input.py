@@ -29,8 +29,9 @@ from prefixlint.explain.formats import VLLM_NO_PROMPT
 from prefixlint.explain.log import explain_log
 from prefixlint.explain.observed import prefill_ms
 from prefixlint.explain.reading import Reading
-from prefixlint.explain.requests import Renderer, RequestError, iter_log, open_log
+from prefixlint.explain.requests import Renderer, RequestError
 from prefixlint.explain.server import ServerArgsError, parse_server_args, read_metrics
+from prefixlint.explain.stream import iter_log, open_log
 from prefixlint.models.tokens import load_tokenizer
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "tokenizers"

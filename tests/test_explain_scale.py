@@ -84,11 +84,12 @@ def test_what_ifs_chosen_early_or_late_give_the_same_rates(tmp_path, monkeypatch
     # simulated along with the log (their first prompts replayed), a cause that only enters the top
     # later gets a second pass. Every way, the same what-if rates.
     from prefixlint.explain import log as log_module
+    from prefixlint.explain import stream
 
     lines = [{"prompt": f"Request id: {5000 + 7 * i}\n{CATALOGUE}\nQuestion {i}?"} for i in range(4)]
     lines += [{"prompt": f"Session {20000 + 13 * i}\n{CATALOGUE}\nQuestion {i}?"} for i in range(12)]
     log = write_log(tmp_path / "log.jsonl", lines)
-    monkeypatch.setattr(log_module, "BATCH", 2)
+    monkeypatch.setattr(stream, "BATCH", 2)
     reports = []
     for provisional in (2, 6, 10**9):
         monkeypatch.setattr(log_module, "PROVISIONAL", provisional)

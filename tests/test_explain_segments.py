@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from prefixlint.engines.packed import pack
+from prefixlint.engines.radix import RadixCache
 from prefixlint.explain.requests import DEFAULT_TEMPLATE, DEFAULT_TEMPLATE_PATH
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch
-from prefixlint.explain.simulate import RadixCache, pack
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.models.tokens import load_backend, load_tokenizer
 

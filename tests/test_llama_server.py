@@ -120,9 +120,9 @@ def predictions(model: Path, sequence: list[tuple[str, dict]], cache_ram: int) -
     """prefixlint's llamacpp engine, one slot and the server's --cache-ram, over the same requests
     rendered and tokenized as `explain` does it: (cached tokens, prompt tokens) per request."""
     from prefixlint.engines import load_engines
+    from prefixlint.engines.simulate import Simulation
     from prefixlint.explain.command import resolve
     from prefixlint.explain.requests import Renderer, parse_request
-    from prefixlint.explain.simulate import Simulation
 
     template, tokenizer = resolve(None, None, str(model))
     assert template is not None and template.path == f"{model}[chat_template]"

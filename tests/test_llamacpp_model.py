@@ -1,4 +1,4 @@
-"""llama-server's cache model (prefixlint/explain/llamacpp.py), on sequences whose answers follow by
+"""llama-server's cache model (prefixlint/engines/llamacpp.py), on sequences whose answers follow by
 hand from the server's rules; tests/test_llama_server.py checks the same rules against the server."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import pytest
 from conftest import run_prefixlint
 
 from prefixlint.engines import load_engines
-from prefixlint.explain.llamacpp import LlamaServer
-from prefixlint.explain.simulate import Simulation, pack
+from prefixlint.engines.llamacpp import LlamaServer
+from prefixlint.engines.packed import pack
+from prefixlint.engines.simulate import Simulation
 
 
 def seq(start: int, length: int) -> bytes:

@@ -13,9 +13,10 @@ from conftest import FIXTURES
 from prefixlint.api import Options, lint_paths
 from prefixlint.controls import control_strings, markup_suffix
 from prefixlint.engines import load_engines
+from prefixlint.engines.loss import aligned_loss
 from prefixlint.model import Severity
 from prefixlint.models.tokens import encode_isolating, load_tokenizer
-from prefixlint.rules import aligned_loss, loss_severity
+from prefixlint.severity import loss_severity
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 

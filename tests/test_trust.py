@@ -12,8 +12,9 @@ from conftest import CORPUS, FIXTURES, run_prefixlint
 
 from prefixlint.api import Options, lint_paths
 from prefixlint.engines import load_engines
+from prefixlint.engines.loss import cost_unit
 from prefixlint.model import Severity
-from prefixlint.rules import cost_unit, loss_severity
+from prefixlint.severity import loss_severity
 
 TRUST = FIXTURES / "trust"
 

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from prefixlint.engines import Breakpoints, Engine
-from prefixlint.explain.conversations import strip_cache_control
+from prefixlint.explain.body_diff import strip_cache_control
 
 CODE, NAME = "PFX503", "unread-cache-breakpoint"
 MAX_ENTRIES = 1_000_000  # cache entries kept (the least recently used dropped first)

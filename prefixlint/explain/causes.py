@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from prefixlint.explain.simulate import RadixCache, common_bytes_prefix, unpack
+from prefixlint.engines.packed import WIDTH, common_bytes_prefix, unpack
+from prefixlint.engines.radix import RadixCache
 
 MAX_SKIP = 48  # tokens a volatile span may take before the prompts fall back into step
 RESYNC = 4  # tokens that must agree again to call it falling back into step
@@ -40,20 +41,20 @@ class Divergence:
 
 def diverge(seq: bytes, shared: int, cache: RadixCache, found: Any) -> Divergence | None:
     """The divergence of packed `seq` given its match `found` in `cache` (None: nothing differs)."""
-    n = len(seq) // 4
+    n = len(seq) // WIDTH
     if shared >= n:
         return None
     other = cache.continuation(found, min(n - shared + MAX_SKIP, WINDOW))
     if not other:
         return None  # an earlier request was a prefix of this one: a plain extension
-    rest = seq[shared * 4 :]
+    rest = seq[shared * WIDTH :]
     grams: dict[bytes, int] = {}
-    for j in range(min(MAX_SKIP, len(other) // 4 - RESYNC) + 1):
-        grams.setdefault(other[j * 4 : (j + RESYNC) * 4], j)
-    for i in range(min(MAX_SKIP, len(rest) // 4 - RESYNC) + 1):
-        j = grams.get(rest[i * 4 : (i + RESYNC) * 4])
+    for j in range(min(MAX_SKIP, len(other) // WIDTH - RESYNC) + 1):
+        grams.setdefault(other[j * WIDTH : (j + RESYNC) * WIDTH], j)
+    for i in range(min(MAX_SKIP, len(rest) // WIDTH - RESYNC) + 1):
+        j = grams.get(rest[i * WIDTH : (i + RESYNC) * WIDTH])
         if j is not None and (i or j):
-            lost = common_bytes_prefix(rest[i * 4 :], other, j * 4)
+            lost = common_bytes_prefix(rest[i * WIDTH :], other, j * WIDTH)
             if lost >= MIN_LOST:
                 return Divergence(shared, i, j, lost, other)
             break
@@ -244,9 +245,9 @@ class Clusters:
 def example_texts(decode: Any, seq: bytes, div: Divergence, before: int = 6) -> tuple[str, str]:
     """The two prompts around the divergence: a few shared tokens, the differing span, a few more."""
     start = max(0, div.token_index - before)
-    head = unpack(seq[start * 4 : div.token_index * 4])
+    head = unpack(seq[start * WIDTH : div.token_index * WIDTH])
     span_a = div.skip_a + RESYNC if div.skip_a is not None else 12
     span_b = div.skip_b + RESYNC if div.skip_b is not None else 12
-    a = head + unpack(seq[div.token_index * 4 : (div.token_index + span_a) * 4])
-    b = head + unpack(div.other[: span_b * 4])
+    a = head + unpack(seq[div.token_index * WIDTH : (div.token_index + span_a) * WIDTH])
+    b = head + unpack(div.other[: span_b * WIDTH])
     return decode(a), decode(b)

@@ -190,7 +190,8 @@ def run(
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
 
-    from prefixlint.explain.log import explain_log, log_text, nothing_read
+    from prefixlint.explain.log import explain_log
+    from prefixlint.explain.log_report import log_text, nothing_read
     from prefixlint.explain.observed import LogObservations, configured, findings
     from prefixlint.explain.render_pool import RenderWorkerDied
     from prefixlint.explain.server import ServerArgsError, read_server

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prefixlint.engines import Engine
+from prefixlint.engines.packed import WIDTH
+from prefixlint.engines.simulate import Simulation
 from prefixlint.explain.requests import DEFAULT_TEMPLATE_PATH, Request
 from prefixlint.explain.server import Metrics, ServerConfig
-from prefixlint.explain.simulate import Simulation
 
 MISMATCHES_KEPT = 20  # requests whose counts differ from the simulation's, listed in the report
 GAP = 0.10  # simulated minus observed hit rate beyond which the server itself is a cause
@@ -63,7 +64,7 @@ class LogObservations:
     def add(self, request: Request, seq: bytes, shared: int, sim: Simulation, line: int = 0) -> None:
         """One request (packed token ids `seq`) that shares `shared` tokens with earlier ones (unsalted),
         just fed to `sim`, whose hits for it are the prediction; `line`: where the log has it."""
-        n = len(seq) // 4
+        n = len(seq) // WIDTH
         self.requests += 1
         self.chat_requests += request.prompt is None
         self.tokens += n

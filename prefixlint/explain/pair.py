@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from prefixlint.engines import Engine
+from prefixlint.engines.packed import pack
+from prefixlint.engines.radix import RadixCache
 from prefixlint.explain.causes import classify, diverge
 from prefixlint.explain.requests import Renderer, Request
-from prefixlint.explain.simulate import RadixCache, pack
 from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len
 
 CONTEXT_TOKENS = 8

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from prefixlint.engines.packed import pack
 from prefixlint.explain.requests import Reply
-from prefixlint.explain.simulate import pack
 
 if TYPE_CHECKING:
     from prefixlint.explain.requests import Rendered

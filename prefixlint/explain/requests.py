@@ -4,15 +4,12 @@ their rendering into the prompt text the engine sees, with the request section a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import IO, Any
+from typing import Any
 
 from prefixlint.explain.reading import (
     DEFAULT_LIMITS,
-    LogFile,
-    Reading,
     Skip,
     decode_json,
     lone_surrogate,
@@ -311,67 +308,6 @@ def check_request_size(request: Request, messages: int) -> None:
         raise RequestError(
             f"{counted:,} messages or tools, over {messages:,} (limit messages)", "too-many-messages"
         )
-
-
-def open_log(path: str, reading: Reading | None = None) -> tuple[LogFile, IO[bytes]]:
-    """(log, raw): the log read within `reading`'s limits (gunzipped if it starts with the gzip
-    magic) and the raw file, whose position drives the progress bar. Raises LogLimitError."""
-    log = LogFile(path, reading)
-    return log, log.raw
-
-
-def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
-    """(line number, request or the reason it is not one), streaming; blank lines are skipped. The
-    format is `reading.log_format`, else told from the first readable records (and set there).
-    Stops after `limits.requests` requests (noting the line in `reading.stopped_at`)."""
-    from itertools import chain
-
-    from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
-
-    limits, reading = log.limits, log.reading
-    head: list[tuple[int, bytes | Skip]] = []
-    numbered = iter(log.lines())
-    if reading.log_format is None:
-        # A server log may open with many lines that are no request: look past them, boundedly.
-        recognised: list[Any] = []
-        for item in numbered:
-            head.append(item)
-            if isinstance(item[1], Skip):
-                continue
-            try:
-                value = decode(item[1], None, limits.depth)
-            except RequestError:
-                value = None
-            if kind_of(value) is not None:
-                recognised.append(value)
-            if len(recognised) >= DETECT_RECORDS or len(head) >= DETECT_LINES:
-                break
-        reading.log_format = detect(recognised)
-    log_format = reading.log_format
-    index = requests = 0  # records read (the clock of requests without a time); requests among them
-    for number, line in chain(head, numbered):
-        if isinstance(line, Skip):
-            yield number, RequestError(line.detail, line.reason)
-            continue
-        if limits.requests and requests >= limits.requests:
-            reading.stopped_at = number
-            return
-        try:
-            items = requests_of(decode(line, log_format, limits.depth), log_format, index, interval)
-        except RequestError as exc:
-            items = [exc]
-        for item in items:
-            if isinstance(item, Request):
-                try:
-                    check_request_size(item, limits.messages)
-                except RequestError as exc:
-                    item = exc
-            if isinstance(item, RequestError):
-                item = RequestError(str(item)[:200], item.reason)
-            else:
-                requests += 1
-            yield number, item
-            index += 1
 
 
 class Renderer:

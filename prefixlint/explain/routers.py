@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Protocol
 
-from prefixlint.explain.simulate import RadixCache
+from prefixlint.engines.radix import RadixCache
 
 KINDS = ("cache-aware", "gie-prefix", "consistent-hash")
 MISSES = ("least-load", "smallest-tree")

@@ -22,8 +22,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from prefixlint.engines import Engine
+from prefixlint.engines.packed import WIDTH
+from prefixlint.engines.radix import RadixCache
+from prefixlint.engines.simulate import PrefixCache
 from prefixlint.explain.routers import Fleet, RouteRequest, load_routers, make_router, resolve, routing_text
-from prefixlint.explain.simulate import PrefixCache, RadixCache
 
 POLICIES = (
     "round-robin",
@@ -145,11 +147,11 @@ class Routed:
         replica = self.pick(request)
         self.fleet.dispatch(replica, request.now)
         cache, seq = self.caches[replica], request.seq
-        hit = self.engine.cacheable(cache.lookup(seq), len(seq) // 4)
+        hit = self.engine.cacheable(cache.lookup(seq), len(seq) // WIDTH)
         cache.insert(seq)
         self.fleet.fill[replica] = min(1.0, cache.tokens / self.capacity) if self.capacity else 0.0
         self.hit_tokens += hit
-        self.tokens += len(seq) // 4
+        self.tokens += len(seq) // WIDTH
         return hit
 
     def summary(self) -> dict[str, object]:

@@ -22,10 +22,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from prefixlint.engines.packed import WIDTH, pack, unpack
+
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
-_W = 4  # bytes per packed token id (as in simulate.py)
 _NEWLINE_BEFORE_TEXT = re.compile(r"\n(?=\S)")  # a cut after it if the character before is not a space
 # Texts whose pieces and lines must encode as they do whole: line starts after letters, digits,
 # punctuation, quotes and non-ASCII text, numbers across lines, indentation, blank lines.
@@ -59,15 +60,15 @@ class Tokens:
     chars: int  # the prompt's length
 
     def __len__(self) -> int:
-        return len(self.ids) // _W
+        return len(self.ids) // WIDTH
 
     def id_list(self) -> list[int]:
-        return array("I", self.ids).tolist()
+        return unpack(self.ids)
 
     def char_at(self, token: int) -> int:
         """The character where token `token` starts (the prompt's length past the last token)."""
         for offset, entry in self.parts:
-            count = len(entry.ids) // _W
+            count = len(entry.ids) // WIDTH
             if token < count:
                 return offset + array("I", entry.starts)[token]
             token -= count
@@ -75,7 +76,7 @@ class Tokens:
 
 
 def _entry(ids: list[int], offsets: list[tuple[int, int]]) -> _Entry:
-    return _Entry(array("I", ids).tobytes(), array("I", [s for s, _ in offsets]).tobytes())
+    return _Entry(pack(ids), pack([s for s, _ in offsets]))
 
 
 class SegmentEncoder:
@@ -177,16 +178,16 @@ class SegmentEncoder:
         self._seen += 1
         if self.mode == "whole" or (self._seen > SAMPLE_FIRST and self._seen % SAMPLE_EVERY):
             return
-        if array("I", self._whole_ids(text)).tobytes() != tokens.ids:
+        if pack(self._whole_ids(text)) != tokens.ids:
             raise SegmentMismatch(f"cutting at {self.mode} changes the tokens of prompt {self._seen}")
 
     def _remember(self, seg: str, entry: _Entry) -> None:
         cache = self._cache
         cache[seg] = entry
-        self._held += len(entry.ids) // _W
+        self._held += len(entry.ids) // WIDTH
         while self._held > self.capacity_tokens and cache:
             _, old = cache.popitem(last=False)
-            self._held -= len(old.ids) // _W
+            self._held -= len(old.ids) // WIDTH
 
 
 def _safe(token: object) -> bool:

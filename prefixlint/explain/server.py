@@ -14,7 +14,7 @@ Read, never run: the command line is split like a shell would and its flags look
   the platform (`device_config=cpu` in the engine's config line, `Automatically detected platform
   cuda`: the platform's default block, engine data) and `GPU KV cache size: N tokens`.
 - llama.cpp (`llama-server`): `--no-cache-prompt` / `--cache-prompt`, `-c/--ctx-size N`, and what
-  its slots and prompt cache replay (prefixlint/explain/llamacpp.py): `-np/--parallel N`,
+  its slots and prompt cache replay (prefixlint/engines/llamacpp.py): `-np/--parallel N`,
   `-cram/--cache-ram MIB`, `--slot-prompt-similarity F`, `--kv-unified`, `--no-cache-idle-slots`.
 """
 

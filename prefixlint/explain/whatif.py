@@ -1,12 +1,17 @@
 """What-ifs: the prompt with a cause's volatile span moved to the end of its message, after the
-static content it was holding back."""
+static content it was holding back, and each top cause's log simulated so (WhatIfs)."""
 
 from __future__ import annotations
 
 import re
 from functools import cache
 
+from prefixlint.engines.profiles import Engine
+from prefixlint.engines.simulate import Simulation
+from prefixlint.explain.causes import Cause
+from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered
+from prefixlint.explain.segments import SegmentEncoder
 
 
 @cache
@@ -25,3 +30,39 @@ def move_span(rendered: Rendered, pattern: str) -> str:
     start, end = m.span("span")
     stop = max(rendered.message_end(start), end)
     return text[:start] + text[end:stop] + "\n" + text[start:end] + text[stop:]
+
+
+def movable_causes(causes: list[Cause], what_ifs: int) -> list[Cause]:
+    """The top causes that lose tokens and have a span that can be found in any prompt."""
+    return [c for c in causes if c.tokens_lost > 0 and c.span and c.span.pattern()][:what_ifs]
+
+
+def patterns_of(causes: list[Cause]) -> list[str]:
+    """The span patterns of `causes` (movable ones: each has a span with a pattern)."""
+    return [c.span.pattern() for c in causes]  # type: ignore[misc, union-attr]
+
+
+class WhatIfs:
+    """Each span pattern's what-if: every prompt with that cause's span moved to the end of its
+    message, simulated. The moved prompts share their segments with the originals: few are
+    encoded again."""
+
+    def __init__(self, engines: list[Engine], patterns: list[str]) -> None:
+        self.patterns = list(dict.fromkeys(patterns))
+        self.sims = [Simulation(engines) for _ in self.patterns]
+
+    def feed(self, encoder: SegmentEncoder, prompts: list[Rendered]) -> None:
+        """The next prompts of the log, in order; one pattern's worth of text encoded at a time."""
+        if not self.patterns or not prompts:
+            return
+        replies = batch_replies(encoder, prompts)
+        for pattern, sim in zip(self.patterns, self.sims, strict=True):
+            moved = encoder.encode([move_span(r, pattern) for r in prompts])
+            for tokens, reply, r in zip(moved, replies, prompts, strict=True):
+                sim.feed(tokens.ids, reply=reply, salt=r.request.cache_salt, cache_key=r.request.cache_key)
+
+    def rates(self) -> dict[str, dict[str, float]]:
+        return {
+            pattern: {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
+            for pattern, sim in zip(self.patterns, self.sims, strict=True)
+        }

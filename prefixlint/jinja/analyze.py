@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefixlint.controls import markup_suffix
 from prefixlint.engines import Engine, cacheable_per_engine
+from prefixlint.engines.loss import engine_losses
 from prefixlint.jinja.broken import compile_diagnostic, render_error_diagnostics, unconfirmed_clock
 from prefixlint.jinja.inputs import (
     ASSISTANT_REPLY,
@@ -30,7 +31,6 @@ from prefixlint.jinja.variables import provenance_code, sample_values
 from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 from prefixlint.plan import TemplatePart, as_template_part
-from prefixlint.rules import engine_losses
 from prefixlint.severity import Cost
 from prefixlint.words import counted
 

@@ -32,7 +32,8 @@ from prefixlint.model import Diagnostic, Severity, Span
 from prefixlint.python.frequency import varies_at_least_as_often
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
-from prefixlint.rules import RULES, TOKENIZER_DEPENDS_NOTE, loss_severity
+from prefixlint.rules import RULES
+from prefixlint.severity import TOKENIZER_DEPENDS_NOTE, loss_severity
 from prefixlint.words import counted
 
 if TYPE_CHECKING:

@@ -156,7 +156,7 @@ def check_conversation_stable(
     turn's request with the previous one. Never raises for a break (see
     `assert_conversation_stable`); raises what `steps` raises, and ValueError/TypeError for bad
     input. `template`/`tokenizer` as for check_prefix_stable: the rendering the tokens are counted on."""
-    from prefixlint.explain.conversations import break_difference, compare
+    from prefixlint.explain.body_diff import break_difference, compare
     from prefixlint.explain.requests import RequestError, parse_request
     from prefixlint.models.tokens import common_prefix_len
     from prefixlint.testing.compare import PromptShapeError, load_renderer, prompt_of

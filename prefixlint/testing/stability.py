@@ -202,7 +202,7 @@ def check_prefix_stable(
     many fresh interpreters, each with its own PYTHONHASHSEED (`build` must then be a module-level
     function: each imports it), so that set order varies as it does between server processes."""
     from prefixlint.engines import load_engines
-    from prefixlint.rules import cost_unit, engine_losses
+    from prefixlint.engines.loss import cost_unit, engine_losses
 
     kinds = _validated(vary, engine)
     profile = load_engines()[engine]

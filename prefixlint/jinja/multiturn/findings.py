@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prefixlint.engines import Engine, cacheable_per_engine
+from prefixlint.engines.loss import engine_losses
 from prefixlint.jinja.multiturn.compare import Break, find_breaks, special_strings
 from prefixlint.jinja.multiturn.hints import Recheck, verified_settings
 from prefixlint.jinja.multiturn.render import MultiTurnRenders, render_multiturn
@@ -15,7 +16,7 @@ from prefixlint.jinja.template import ChatTemplate
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
 from prefixlint.model import Diagnostic, Evidence, Severity
 from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer
-from prefixlint.rules import RULES, engine_losses
+from prefixlint.rules import RULES
 from prefixlint.severity import Cost, cost_severity
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context

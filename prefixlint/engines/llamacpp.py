@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from prefixlint.explain.simulate import _W, common_bytes_prefix
+from prefixlint.engines.packed import WIDTH, common_bytes_prefix
 
 
 @dataclass
@@ -66,7 +66,7 @@ class LlamaServer:
     def feed(self, seq: bytes) -> int:
         """Serve one prompt (packed ids); the tokens its slot shares with it, before the engine's
         last-token rule."""
-        new_len = len(seq) // _W
+        new_len = len(seq) // WIDTH
         slot, save = self._choose(seq, new_len)
         if save and self.cache_ram:
             self._save(slot.tokens)
@@ -92,7 +92,7 @@ class LlamaServer:
                 if similarity > best and similarity > self.slot_prompt_similarity:
                     best, chosen = similarity, slot
         if chosen is not None:
-            keep = best * new_len / (len(chosen.tokens) // _W)
+            keep = best * new_len / (len(chosen.tokens) // WIDTH)
             return chosen, keep < 0.5
         oldest = None
         for slot in self._slots:  # `<=`: of equally old slots, the last
@@ -102,25 +102,25 @@ class LlamaServer:
         return oldest, True
 
     def _save(self, tokens: bytes) -> None:
-        if not tokens or any(_lcp(entry, tokens) * _W == len(tokens) for entry in self._saved):
+        if not tokens or any(_lcp(entry, tokens) * WIDTH == len(tokens) for entry in self._saved):
             return
-        if self.capacity is not None and len(tokens) // _W > self.capacity:
+        if self.capacity is not None and len(tokens) // WIDTH > self.capacity:
             return  # larger than the whole cache: skipped, so as not to disturb it
-        self._saved = [e for e in self._saved if _lcp(e, tokens) * _W != len(e)]
+        self._saved = [e for e in self._saved if _lcp(e, tokens) * WIDTH != len(e)]
         if self.capacity is not None:
-            held = sum(len(e) for e in self._saved) // _W
-            while self._saved and held + len(tokens) // _W > self.capacity:
-                held -= len(self._saved.pop(0)) // _W  # the oldest first
+            held = sum(len(e) for e in self._saved) // WIDTH
+            while self._saved and held + len(tokens) // WIDTH > self.capacity:
+                held -= len(self._saved.pop(0)) // WIDTH  # the oldest first
         self._saved.append(tokens)
 
     def _restore(self, slot: _Slot, seq: bytes, new_len: int) -> None:
         shared = _lcp(slot.tokens, seq)
-        keep_best = shared / (len(slot.tokens) // _W) if slot.tokens else -1.0
+        keep_best = shared / (len(slot.tokens) // WIDTH) if slot.tokens else -1.0
         sim_best = shared / new_len if new_len else 0.0
         found = None
         for index, entry in enumerate(self._saved):
             common = _lcp(entry, seq)
-            keep = common / (len(entry) // _W)
+            keep = common / (len(entry) // WIDTH)
             similarity = common / new_len if new_len else 0.0
             if keep < 0.25:  # "don't trash large prompts"
                 continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from prefixlint.explain.simulate import _W, salt_token
+from prefixlint.engines.packed import WIDTH, salt_token
 
 
 class BlockPool:
@@ -44,7 +44,7 @@ class BlockPool:
     def _hashes(self, seq: bytes, salt: str | None) -> list[int]:
         """The chained hash of each full block of `seq` (hash() of a tuple: fast, and a collision
         between two different blocks under one parent is as unlikely as vLLM's own)."""
-        step = self.block_size * _W
+        step = self.block_size * WIDTH
         parent: object = None if salt is None else ("salt", salt_token(salt))
         out = []
         for start in range(0, len(seq) // step * step, step):
@@ -67,7 +67,7 @@ class BlockPool:
         return -(-tokens // self.block_size) <= self.usable
 
     def lookup(self, seq: bytes, salt: str | None = None) -> int:
-        if not self.fits(len(seq) // _W):
+        if not self.fits(len(seq) // WIDTH):
             return 0
         return len(self._hit_blocks(self._hashes(seq, salt))) * self.block_size
 
@@ -75,7 +75,7 @@ class BlockPool:
         """Serve one request: `seq` is every token it computed (its prompt, then its reply but the
         last token), `prompt_tokens` how many of them are the prompt (the hit stops before its last)."""
         size = self.block_size
-        n = len(seq) // _W
+        n = len(seq) // WIDTH
         prompt = n if prompt_tokens is None else prompt_tokens
         if not self.fits(n):
             return

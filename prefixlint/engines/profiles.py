@@ -1,6 +1,7 @@
 """Engine profiles: how many tokens of a shared prefix each serving engine really reuses.
 
-The numbers live in `data/engines.toml` (with their sources) so they can change without code.
+The numbers live in `data/engines.toml` (with their sources) so they can change without code; a
+profile is plain data, read here, and the simulators beside it replay what it describes.
 """
 
 from __future__ import annotations
@@ -11,16 +12,14 @@ from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from prefixlint.explain.llamacpp import LlamaServer
+from prefixlint.engines.llamacpp import LlamaServer
 
 
 @dataclass(frozen=True)
 class ServerCache:
     """llama-server's cache of earlier prompts (its `[ENGINE.server]` table): slots that keep their
-    last prompt and a host-memory prompt cache; replayed by prefixlint/explain/llamacpp.py."""
+    last prompt and a host-memory prompt cache; replayed by engines/llamacpp.py."""
 
     slots: int = 4  # -np; the server's default (auto) is 4 slots with a unified KV cache
     cache_ram_mib: int = 8192  # --cache-ram: 0 turns the prompt cache off
@@ -30,8 +29,7 @@ class ServerCache:
     kv_bytes_per_token: int = 131_072  # the model's KV cache per token: what --cache-ram MiB holds
 
     def model(self) -> LlamaServer:
-        from prefixlint.explain.llamacpp import LlamaServer
-
+        """A llama-server prompt cache of these settings, empty."""
         unlimited = self.cache_ram_mib < 0
         return LlamaServer(
             slots=self.slots,
