@@ -11,11 +11,11 @@ cache in a temporary folder:
 
 - cold: `--no-cache`, the tokenizer loaded;
 - first run with the cache: no encodings remembered and no index of the tokenizer yet, so the
-  tokenizer loads, and the run writes the index (prefixlint/token_index.py) once (timed once:
+  tokenizer loads, and the run writes the index (prefixlint/models/token_index.py) once (timed once:
   there is only one first run);
 - edited, prompt text the same: a new comment appended before each run, so neither the replayed
   run nor the result cache can answer, and only the encodings remembered by the last run can
-  (prefixlint/token_memo.py): the usual hook run;
+  (prefixlint/models/token_memo.py): the usual hook run;
 - edited, prompt text changed: a word of the prompt changed before each run, so the new text is
   encoded from the index: a tokenizer holding only the tokens its words can use, the tokenizer
   file itself not loaded.

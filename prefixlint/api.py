@@ -4,69 +4,34 @@
 finds the sources, serves what the result cache holds, analyses the rest (`analyse_source`: the
 frontend of each kind with its part of the plan, then the verified fixes), in this process with
 tokenizers loading in helpers ahead of use, or across pool workers, and filters the raw results
-(prefixlint/filters.py) into a `Report`. `lint_source` is the analysis of one source; both also
+(prefixlint/run/filters.py) into a `Report`. `lint_source` is the analysis of one source; both also
 take a library caller's `Options`."""
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from dataclasses import replace
 
-from prefixlint.files import decode_source, read_limited, read_text
-from prefixlint.filters import apply_filters, drop_repeats
-from prefixlint.fingerprint import stamp
+from prefixlint.core.files import read_text
+from prefixlint.core.findings import Diagnostic, Severity, SourceResult, Span
+from prefixlint.core.rules import RULES
 from prefixlint.jinja.classify import FALLBACK_REASON
-from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.models.tokens import (
     LoadedTokenizer,
     TokenizerError,
     choose_tokenizer,
-    load_tokenizer,
-    resolve_tokenizer_path,
 )
-from prefixlint.plan import RunPlan, plan_of, resolve, tokenizer_file_for
-from prefixlint.rules import RULES
-from prefixlint.schedule import lint_all
-from prefixlint.settings import Options
-from prefixlint.sources import (
+from prefixlint.plan import RunPlan, plan_of, prepare
+from prefixlint.run.check import Report, check_paths
+from prefixlint.run.sources import (
     ConfigError,
     Source,
     classify_source,
-    discover,
+    iter_sources,
+    list_sources,
     templates_in_tokenizer_config,
-    uses_includes,
 )
-from prefixlint.template_sources import judge_reach, lint_gguf, lint_templates
-
-
-@dataclass
-class Report:
-    tokenizer: str
-    engine: str
-    sources: list[SourceResult]
-    # Every path the run read or listed (folders walked, sources and their folders, tokenizer
-    # files): the stamps a recorded run is replayed on (prefixlint/runmemo.py).
-    inputs: list[str] = field(default_factory=list)
-    # False when a template includes other files: they are not among `inputs`, so the run must
-    # not be replayed on them.
-    replayable: bool = True
-    template_vars: dict[str, Any] = field(default_factory=dict)  # `--var`, `--chat-template-kwargs`
-    # `check --fix`: the fixes written (prefixlint.autofix.Applied), and whether unsafe ones apply
-    # (`--unsafe-fixes`: the reporters mark those fixable too).
-    fixed: list[Any] = field(default_factory=list)
-    unsafe_fixes: bool = False
-
-    @property
-    def diagnostics(self) -> list[Diagnostic]:
-        return sorted((d for s in self.sources for d in s.diagnostics), key=Diagnostic.sort_key)
-
-    def worst(self) -> Severity | None:
-        return max((d.severity for d in self.diagnostics), default=None)
+from prefixlint.run.template_sources import judge_reach, lint_gguf, lint_templates
+from prefixlint.settings import Options
 
 
 def tokenizer_for(source_path: str, options: Options) -> LoadedTokenizer:
@@ -127,8 +92,8 @@ def lint_source(source: Source, options: RunPlan | Options, text: str | None = N
 
 def analyse_source(source: Source, options: RunPlan | Options) -> list[SourceResult]:
     """`lint_source` of a source file, each cache-busting finding with its verified fix (or a hint
-    that says there is none) when the plan says fixes (prefixlint/fixes.py). The texts it encodes
-    are remembered for its next analysis, when the result cache is on (prefixlint/token_memo.py)."""
+    that says there is none) when the plan says fixes (prefixlint/fixes/verify.py). The texts it encodes
+    are remembered for its next analysis, when the result cache is on (prefixlint/models/token_memo.py)."""
     from prefixlint.models.token_memo import remembering
 
     run = plan_of(options)
@@ -137,7 +102,7 @@ def analyse_source(source: Source, options: RunPlan | Options) -> list[SourceRes
     with remembering(run.cache_dir, source.path, in_memory=run.fixes):
         results = lint_source(source, run)
         if run.fixes and any(r.diagnostics for r in results):
-            from prefixlint.fixes import attach_fixes
+            from prefixlint.fixes.verify import attach_fixes
 
             text = ""  # a GGUF is never edited: its findings only get words
             if source.kind != "gguf":
@@ -154,7 +119,6 @@ def analyse_source(source: Source, options: RunPlan | Options) -> list[SourceRes
 def _scaffolding_severity(result: SourceResult) -> SourceResult:
     """A .py of project scaffolding (`{{cookiecutter.name}}/`, `templates/`) that does not parse is
     a template, not broken code: its PFX003 is info."""
-    from dataclasses import replace
 
     from prefixlint.jinja.classify import scaffolding_path
 
@@ -168,164 +132,19 @@ def _scaffolding_severity(result: SourceResult) -> SourceResult:
     return result
 
 
-def iter_sources(
-    paths: list[str], options: Options | RunPlan, walked: list[str] | None = None
-) -> Iterator[Source]:
-    """The sources under `paths`, less the built-in, command-line and config excludes; the folders
-    listed go to `walked`."""
-    from prefixlint.pathmatch import PathMatcher
-    from prefixlint.sources import DEFAULT_EXCLUDES
-
-    matcher = PathMatcher(Path(options.root or "."), (options.exclude or ()) + options.extend_exclude)
-    defaults = DEFAULT_EXCLUDES if options.exclude is None else ()
-    return discover(
-        paths,
-        options.excludes,
-        skip=matcher.matches,
-        defaults=defaults,
-        force_exclude=options.force_exclude,
-        walked=walked,
-        respect_gitignore=options.respect_gitignore,
-    )
-
-
-def list_sources(paths: list[str], options: Options | RunPlan) -> list[tuple[str, str, str]]:
-    """(path, kind, why) of every source under `paths`, classified as `check` would, analysing
-    nothing (`check --show-files`)."""
-    out = []
-    for source in iter_sources(paths, options):
-        if source.kind == "gguf":  # binary: its chat templates are read from its metadata
-            out.append((source.path, source.kind, "a GGUF model: each chat template in its metadata"))
-            continue
-        try:
-            text = read_text(source.path, options.limits.file_bytes)
-        except (OSError, ValueError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            out.append((source.path, source.kind, f"cannot read: {reason}"))
-            continue
-        found = classify_source(source, text, options.template_kinds, options.root or ".")
-        out.append((source.path, found.kind, found.reason))
-    return out
-
-
 def lint_paths(paths: list[str], options: Options, workers: int | None = None) -> Report:
     """Analyse every source under `paths`; raises TokenizerError for an unusable `--tokenizer`.
     `workers`: processes to analyse in (None: every core when there are many sources, else 1)."""
-    if options.tokenizer is not None:
-        resolve_tokenizer_path(options.tokenizer)  # fail early on a missing one, before any output
-    if options.project_root is None:
-        from prefixlint.files import project_root
-
-        options = replace(options, project_root=project_root(paths))
-    run = resolve(options)  # from here on, only the plan
-    if "prefixlint.python.project" in sys.modules:  # loaded by an earlier run of this process
-        sys.modules["prefixlint.python.project"].forget_disk()
-    if "prefixlint.python.dispatch" in sys.modules:
-        sys.modules["prefixlint.python.dispatch"].forget()
-    if "prefixlint.python.hierarchy" in sys.modules:  # classes may have been added since
-        sys.modules["prefixlint.python.hierarchy"].forget()
-    if "prefixlint.python.valuecalls" in sys.modules:  # callers may have been added since
-        sys.modules["prefixlint.python.valuecalls"].forget()
-    if "prefixlint.python.registries" in sys.modules:  # registered classes may have been added since
-        sys.modules["prefixlint.python.registries"].forget()
-    if "prefixlint.jinja.reach" in sys.modules:  # which templates the code names may have changed
-        sys.modules["prefixlint.jinja.reach"].forget()
-    cache = None
-    if run.cache_dir is not None:
-        from prefixlint.cache import ResultCache
-
-        cache = ResultCache(Path(run.cache_dir))
-    walked: list[str] = []
-    sources = list(iter_sources(paths, run, walked))
-    # Read once: for the key and for suppressions.
-    contents = [_read_bytes(s, run.limits.file_bytes) for s in sources]
-    # A template that includes others depends on files the key does not cover: never cached.
-    includes = [
-        s.kind == "jinja" and data is not None and uses_includes(data)
-        for s, data in zip(sources, contents, strict=True)
-    ]
-    folders = _folder_tokenizers(sources, run.tokenizer)
-    keys = [
-        cache.key(s, data, run.analysis_key, folders[_folder(s)])
-        if cache is not None and data is not None and not inc
-        else None
-        for s, data, inc in zip(sources, contents, includes, strict=True)
-    ]
-    found: list[list[SourceResult] | None] = [cache.get(k) if cache is not None else None for k in keys]
-    missing = [i for i, f in enumerate(found) if f is None]
-    for i, fresh in zip(
-        missing, lint_all([sources[i] for i in missing], run, workers, analyse_source), strict=True
-    ):
-        found[i] = fresh
-        if cache is not None:
-            cache.put(keys[i], fresh)
-    results: list[SourceResult] = []
-    for source, raw, data in zip(sources, found, contents, strict=True):
-        assert raw is not None
-        apply_filters(source, raw, run, _text_or_none(data))
-        results.extend(raw)
-    drop_repeats(results)
-    if run.tokenizer is not None:
-        # Named by the results when every source came from the cache (no tokenizer load at all).
-        cached_name = next((r.tokenizer for r in results if r.tokenizer), None)
-        default_name = cached_name or load_tokenizer(run.tokenizer).name
-    else:
-        default_name = "auto: tokenizer.json beside each template, else deepseek (embedded default)"
-    inputs = _inputs(walked, sources, folders) + [dep[0] for r in results for dep in r.dependencies]
-    report = Report(
-        default_name, run.engine_name, results, inputs, template_vars=dict(run.template.template_vars)
-    )
-    report.replayable = not any(includes)
-    return report
+    return check_paths(paths, prepare(options, paths), workers, analyse_source)
 
 
-def _read_bytes(source: Source, max_bytes: int) -> bytes | None:
-    if source.kind == "gguf":  # gigabytes of tensors: its identity stands for its bytes
-        try:
-            return json.dumps(stamp(str(resolve_tokenizer_path(source.path)))).encode()
-        except TokenizerError:
-            return None
-    try:  # the same checks as the analysis: no FIFO read, no 1 GB file loaded to hash it
-        return read_limited(source.path, max_bytes)
-    except (OSError, ValueError):
-        return None  # unreadable sources are not cached and are reported by the analysis
-
-
-def _text_or_none(data: bytes | None) -> str | None:
-    try:
-        return decode_source(data) if data is not None else None
-    except ValueError:
-        return None
-
-
-def _folder(source: Source) -> str:
-    return os.path.dirname(source.path) or "."
-
-
-def _folder_tokenizers(sources: list[Source], spec: str | None) -> dict[str, str]:
-    """The tokenizer file of each folder of `sources` (plan.tokenizer_file_for; `spec` itself when
-    it names none), looked up once per folder: 500 templates in one folder share one lookup."""
-    return {f: tokenizer_file_for(f, spec) or str(spec) for f in dict.fromkeys(map(_folder, sources))}
-
-
-def _inputs(walked: list[str], sources: list[Source], folders: dict[str, str]) -> list[str]:
-    """What the run read or listed. A source's folder is there because a tokenizer.json or
-    tokenizer_config.json appearing beside it changes its analysis."""
-    from prefixlint.cache import tokenizer_inputs
-
-    out = walked + [s.path for s in sources]
-    for source in sources:
-        if source.path.startswith("ollama:"):  # what the name resolves to: its manifest and blob
-            from prefixlint.models.ollama import OllamaError, manifest_path, store_dir
-
-            try:
-                out += [str(manifest_path(source.path.removeprefix("ollama:"), store_dir()))]
-                out += [str(resolve_tokenizer_path(source.path))]
-            except (OllamaError, TokenizerError):
-                pass
-    for folder, tokenizer in folders.items():
-        out += [folder, *tokenizer_inputs(folder, tokenizer)]
-    return out
-
-
-__all__ = ["Options", "Report", "lint_paths", "RULES"]
+__all__ = [
+    "Options",
+    "Report",
+    "lint_paths",
+    "lint_source",
+    "analyse_source",
+    "iter_sources",
+    "list_sources",
+    "RULES",
+]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.rules import resolve_selector
+from prefixlint.core.rules import resolve_selector
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -323,7 +323,7 @@ def build_options(
     root = config.root
     cache_dir = None
     if use_cache:
-        from prefixlint.cache import default_cache_dir
+        from prefixlint.run.cache import default_cache_dir
 
         cache_dir = str(root / config.cache_dir) if config.cache_dir else str(default_cache_dir(root))
     return Options(

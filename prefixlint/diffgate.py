@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prefixlint.core.findings import Diagnostic, Severity, SourceResult
+from prefixlint.core.words import counted
 from prefixlint.engines import Engine
-from prefixlint.model import Diagnostic, Severity, SourceResult
 from prefixlint.plan import RunPlan, TemplatePart, resolve
-from prefixlint.sources import Source
-from prefixlint.words import counted
+from prefixlint.run.sources import Source
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -182,8 +182,8 @@ def _old_gguf(
     blob goes to a scratch file, read like the working tree's, with the working tree's tokenizer."""
     import tempfile
 
-    from prefixlint.filters import apply_filters
-    from prefixlint.template_sources import lint_gguf
+    from prefixlint.run.filters import apply_filters
+    from prefixlint.run.template_sources import lint_gguf
 
     rel = Path(source.path).resolve().relative_to(top).as_posix()
     try:
@@ -203,7 +203,7 @@ def _canonical_ids(source: Source, text: str, name: str, part: TemplatePart) -> 
     from prefixlint.jinja.inputs import USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate
     from prefixlint.models.tokens import choose_tokenizer, read_special_tokens, special_tokens_for
-    from prefixlint.sources import ConfigError, templates_in_tokenizer_config
+    from prefixlint.run.sources import ConfigError, templates_in_tokenizer_config
 
     tokenizer = choose_tokenizer(source.path, part.tokenizer)[0]
     special = special_tokens_for(source.path, tokenizer)
@@ -230,7 +230,7 @@ def _canonical_ids(source: Source, text: str, name: str, part: TemplatePart) -> 
 
 def _analyse(source: Source, text: str | None, run: RunPlan) -> list[SourceResult]:
     from prefixlint.api import lint_source
-    from prefixlint.filters import apply_filters
+    from prefixlint.run.filters import apply_filters
 
     results = lint_source(source, run, text)
     apply_filters(source, results, run, text)
@@ -298,7 +298,7 @@ def _gate_source(
     fail_on: Severity,
 ) -> None:
     """Compare one source now with its version at `result.ref`; the changes go to `result`."""
-    from prefixlint.files import read_text
+    from prefixlint.core.files import read_text
     from prefixlint.models.tokens import common_prefix_len
 
     ref = result.ref
@@ -369,8 +369,8 @@ def diff_gate(
     fail_on: Severity = Severity.WARNING,
 ) -> DiffResult:
     """Compare each source under `paths` with its version at git `ref`."""
-    from prefixlint.api import iter_sources
     from prefixlint.models.token_memo import remembering
+    from prefixlint.run.sources import iter_sources
 
     run = resolve(options)  # from here on, only the plan
     paths = paths or ["."]
@@ -394,12 +394,12 @@ def diff_gate(
         result.sources += 1
         rel = Path(source.path).resolve().relative_to(top).as_posix()
         # One book of encodings for both versions: the version at REF is most often the one the
-        # last run analysed as new (prefixlint/token_memo.py).
+        # last run analysed as new (prefixlint/models/token_memo.py).
         with remembering(run.cache_dir, source.path):
             _gate_source(result, source, rel, renamed, top, run, max_prefix_loss, fail_on)
     for old_rel in deleted:
         path = os.path.relpath(top / old_rel)
-        from prefixlint.sources import source_kind
+        from prefixlint.run.sources import source_kind
 
         if source_kind(old_rel) in GATED_KINDS:
             result.changes.append(TemplateChange(path, "", None, None, status="deleted"))
@@ -480,8 +480,8 @@ def _render_github(result: DiffResult) -> str:
 def _render_sarif(result: DiffResult) -> str:
     """SARIF of the findings the change adds (a shrunk prefix has no rule code: it is in the
     concise, json and github outputs)."""
-    from prefixlint.api import Report
     from prefixlint.report.sarif import render_sarif
+    from prefixlint.run.check import Report
 
     sources = [SourceResult(c.path, "jinja", c.name, diagnostics=list(c.added)) for c in result.changes]
     return render_sarif(Report("", result.engine, sources))

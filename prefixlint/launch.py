@@ -1,7 +1,7 @@
 """The console entry point. A `check` whose recorded run still holds is replayed (runmemo.py)
 before anything heavy is imported; for a `check` of a few template files (pre-commit's shape) the
 tokenizer starts loading in a helper at once, before the command line is even parsed; everything
-else goes to the click command line (cli.py)."""
+else goes to the click command line (prefixlint/cli/)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["check"]:
-        from prefixlint.runmemo import replay
+        from prefixlint.run.runmemo import replay
 
         code = replay(argv)
         if code is not None:
@@ -27,10 +27,10 @@ def _start_tokenizer_early(args: list[str]) -> None:
     """Guess the tokenizer a `check` of a few named template files will load and start loading it
     in a helper now: the load (~0.5 s) then overlaps the imports, the config and the rendering, not
     only the rendering. The guess ignores the config file's `tokenizer`; a helper the run turns out
-    not to need is stopped as soon as the run knows (prefixlint.schedule._lint_in_order)."""
+    not to need is stopped as soon as the run knows (prefixlint.run.schedule._lint_in_order)."""
     if "--diff" in args or any(a.startswith("--diff=") for a in args):
         return
-    from prefixlint.sources import PARALLEL_MIN_SOURCES, source_kind
+    from prefixlint.run.sources import PARALLEL_MIN_SOURCES, source_kind
 
     named = [a for a in args if not a.startswith("-") and os.path.exists(a)]
     # Templates by name only: an option's value (a tokenizer.json, a config) is no template.
@@ -50,13 +50,13 @@ def _start_tokenizer_early(args: list[str]) -> None:
 
 
 def _remembered(tokenizer: str, templates: list[str]) -> bool:
-    """Whether every template has a book of its encodings (prefixlint/token_memo.py), or the
-    tokenizer an index (prefixlint/token_index.py), in a cache dir where the run may look: then
+    """Whether every template has a book of its encodings (prefixlint/models/token_memo.py), or the
+    tokenizer an index (prefixlint/models/token_index.py), in a cache dir where the run may look: then
     the tokenizer likely never loads, and a helper loading it would cost as much CPU as the rest
     of the run."""
     from prefixlint.models.token_index import has_index
     from prefixlint.models.token_memo import has_book
-    from prefixlint.runmemo import cache_dirs
+    from prefixlint.run.runmemo import cache_dirs
 
     folders = list(cache_dirs())
     if any(has_index(folder, tokenizer) for folder in folders):

@@ -9,7 +9,7 @@ template part its embedded templates use), `FixPart` for the verifier. No stage'
 `prefixlint.python.analyze_python`, `jinja.analyze.analyze_template`) resolve it at the door
 (`plan_of`, `as_python_part`, `as_template_part`).
 The tokenizer file of a source is decided here and nowhere else (`source_tokenizer_file`; loading
-it, with the fallback for a broken neighbour, is prefixlint/tokens.py's); `plan_for` is what
+it, with the fallback for a broken neighbour, is prefixlint/models/tokens.py's); `plan_for` is what
 `check --show-settings` prints of one source.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.limits import Limits
+from prefixlint.core.limits import Limits
 from prefixlint.models.tokens import TokenizerError, resolve_tokenizer_path, tokenizer_path_for
 from prefixlint.settings import per_file_ignored
 
@@ -185,9 +185,26 @@ def plan_of(settings: RunPlan | Options) -> RunPlan:
     return settings if isinstance(settings, RunPlan) else resolve(settings)
 
 
+def prepare(options: Options, paths: list[str]) -> RunPlan:
+    """The plan of a run of `options` over `paths`: a `--tokenizer` that names nothing usable fails
+    here (TokenizerError), before any output, and the project root is found from the paths when
+    the config gave none."""
+    if options.project_root is None:
+        from dataclasses import replace
+
+        from prefixlint.core.files import project_root
+
+        options = replace(options, project_root=project_root(paths))
+    run = resolve(options)  # pure: it raises nothing, so the tokenizer's error still comes first
+    if run.tokenizer is not None:
+        resolve_tokenizer_path(run.tokenizer)
+    return run
+
+
 def resolve(options: Options) -> RunPlan:
-    """The plan of a run with `options` (its `project_root` already found, prefixlint.api)."""
+    """The plan of a run with `options` (its `project_root` already found, `prepare`)."""
     template = template_part(options)
+    python, fix = python_part(options, template), fix_part(options, template)
     analysed = {
         f.name: repr(getattr(options, f.name)) for f in fields(options) if f.name not in FILTER_OPTIONS
     }
@@ -204,8 +221,8 @@ def resolve(options: Options) -> RunPlan:
         template_kinds=options.template_kinds,
         per_file_ignores=options.per_file_ignores,
         template=template,
-        python=python_part(options, template),
-        fix=fix_part(options, template),
+        python=python,
+        fix=fix,
         analysis_key=json.dumps(analysed),
         excludes=options.excludes,
         exclude=options.exclude,
@@ -232,11 +249,33 @@ def source_tokenizer_file(path: str, kind: str, spec: str | None) -> str | None:
     """The tokenizer file that analyses one source: a GGUF model's own (unless `--tokenizer`
     names another), else its folder's (tokenizer_file_for)."""
     if kind == "gguf" and spec is None:
-        try:
-            return str(resolve_tokenizer_path(path))
-        except TokenizerError:
-            return None
+        return _own_tokenizer_file(path)
     return tokenizer_file_for(os.path.dirname(path), spec)
+
+
+def tokenizer_files(
+    sources: list[tuple[str, str]], spec: str | None
+) -> tuple[dict[str, str | None], list[str | None]]:
+    """The tokenizer file of each folder of `sources` ((path, kind) pairs) and of each source, as
+    `source_tokenizer_file` decides it, looked up once per folder: 500 templates in one folder
+    share one lookup."""
+    folders = {
+        f: tokenizer_file_for(f, spec) for f in dict.fromkeys(os.path.dirname(p) or "." for p, _ in sources)
+    }
+    files = [
+        _own_tokenizer_file(path)
+        if kind == "gguf" and spec is None
+        else folders[os.path.dirname(path) or "."]
+        for path, kind in sources
+    ]
+    return folders, files
+
+
+def _own_tokenizer_file(path: str) -> str | None:
+    try:
+        return str(resolve_tokenizer_path(path))
+    except TokenizerError:
+        return None
 
 
 @dataclass(frozen=True)

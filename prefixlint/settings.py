@@ -1,8 +1,9 @@
 """The resolved settings of a run, and what they mean for each source (ruff's "resolve once").
 
-config.py turns the config file and the command line into one `Options`; api, cache, the
-frontends, the diff gate and `explain` only read it. What a setting means for one source is
-derived here: the engine profile with `--block-size` applied (`Options.engine_profile`), the rules
+config.py turns the config file and the command line into one `Options`; the library face
+(prefixlint/api.py), the diff gate and `explain` take it and resolve it once into the run plan
+(prefixlint/plan.py): no stage reads `Options`. What a setting means for one source is derived
+here: the engine profile with `--block-size` applied (`Options.engine_profile`), the rules
 reported for it (`Options.codes_for`); prefixlint/plan.py resolves them, with the tokenizer of each
 source, into the plain data the stages take. This module imports no other part of prefixlint at
 load time except the rule table, the limits and the path patterns, so every part can import it.
@@ -15,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.limits import Limits
-from prefixlint.pathmatch import PathMatcher
-from prefixlint.rules import RULES, resolve_selector
+from prefixlint.core.limits import Limits
+from prefixlint.core.pathmatch import PathMatcher
+from prefixlint.core.rules import RULES, resolve_selector
 
 if TYPE_CHECKING:
     from prefixlint.engines import Engine
@@ -65,12 +66,12 @@ class Options:
     # off for outputs that do not show them, so a pre-commit run loads no tokenizer for a clean file.
     python_numbers: bool = True
     # The folder imports, prompt files and template names are relative to: the config file's
-    # folder, else found from the paths checked (prefixlint.files.project_root).
+    # folder, else found from the paths checked (prefixlint.core.files.project_root).
     project_root: str | None = None
     # Chat template variables fixed for every render (`--var`, `--chat-template-kwargs`), as an
     # app passes `chat_template_kwargs` (e.g. enable_thinking=False).
     template_vars: dict[str, Any] = field(default_factory=dict)
-    # Look for a verified fix of each finding (prefixlint/fixes.py): one more analysis per candidate.
+    # Look for a verified fix of each finding (prefixlint/fixes/verify.py): one more analysis per candidate.
     fixes: bool = True
 
     def enabled_codes(self) -> set[str]:

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from prefixlint.model import Severity
+from prefixlint.core.findings import Severity
+from prefixlint.core.rules import RULES
 from prefixlint.python.frameworks import PARTS, SinkModel, builtin
-from prefixlint.rules import RULES
 
 CHECKED = "app.py"  # the file each case analyses
 OTHER = "prompt_parts.py"  # another module of the project

@@ -28,7 +28,7 @@ def _count_analyses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     real = api.lint_source
 
     def counting(source, options, text=None):  # type: ignore[no-untyped-def]
-        if text is None:  # not the analysis of a candidate fix's text (prefixlint/fixes.py)
+        if text is None:  # not the analysis of a candidate fix's text (prefixlint/fixes/verify.py)
             calls.append(source.path)
         return real(source, options, text)
 

@@ -117,7 +117,7 @@ def test_no_respect_gitignore_reads_them_again(ignoring_repo: Path, monkeypatch:
 def test_a_file_named_explicitly_is_checked_even_if_ignored_and_without_git(
     ignoring_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import prefixlint.sources as sources
+    import prefixlint.run.sources as sources
 
     def no_git(*args: object, **kwargs: object) -> None:
         raise AssertionError("git was run for files named explicitly")

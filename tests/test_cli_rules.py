@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import REPO
 
 from prefixlint.cli import cli
-from prefixlint.rules import RULES
+from prefixlint.core.rules import RULES
 
 
 @pytest.mark.parametrize("code", sorted(RULES))

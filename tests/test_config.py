@@ -17,7 +17,7 @@ from prefixlint.config import (
     find_config,
     load_config,
 )
-from prefixlint.rules import RULES
+from prefixlint.core.rules import RULES
 from prefixlint.settings import enabled_codes
 
 CLEAN = (

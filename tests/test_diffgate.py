@@ -13,8 +13,8 @@ from conftest import FIXTURES
 
 from prefixlint.api import Options
 from prefixlint.cli import cli
+from prefixlint.core.words import counted
 from prefixlint.diffgate import DiffError, diff_gate, render_diff
-from prefixlint.words import counted
 
 DIFF = FIXTURES / "ecosystem" / "diff"
 

@@ -14,18 +14,18 @@ import pytest
 from conftest import CORPUS, FIXTURES, needs_corpus
 
 from prefixlint import api
-from prefixlint import fixes as fixes_module
 from prefixlint.api import lint_paths, lint_source
-from prefixlint.autofix import fix_paths
-from prefixlint.edits import EditError, apply_edits
-from prefixlint.fixes import Verifier, verify
-from prefixlint.fixkinds import fixes_for
+from prefixlint.core.edits import EditError, apply_edits
+from prefixlint.core.findings import Diagnostic, Edit, Fix
+from prefixlint.fixes import verify as fixes_module
+from prefixlint.fixes.autofix import fix_paths
+from prefixlint.fixes.kinds import fixes_for
+from prefixlint.fixes.verify import Verifier, verify
 from prefixlint.jinja.inputs import USER_TURNS, conversation
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.model import Diagnostic, Edit, Fix
 from prefixlint.plan import fix_part
+from prefixlint.run.sources import Source, source_kind, templates_in_tokenizer_config
 from prefixlint.settings import Options
-from prefixlint.sources import Source, source_kind, templates_in_tokenizer_config
 
 TEMPLATES = FIXTURES / "templates"
 

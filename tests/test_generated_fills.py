@@ -16,7 +16,7 @@ import pytest
 from generalisation_cases import CONSTANTS, OTHER, Case, Module
 from test_generated_suite import findings
 
-from prefixlint.rules import RULES
+from prefixlint.core.rules import RULES
 
 SLOT = "slot"  # the placeholder the value fills
 PARAMS = "query_str: str, bundle, nodes"  # `respond()`'s parameters: names that say nothing

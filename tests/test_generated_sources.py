@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from generalisation_cases import CHECKED, CONSTANTS, Case, Module, _primary, _takes, callee, slug
 
+from prefixlint.core.rules import RULES
 from prefixlint.python import analyze_python
 from prefixlint.python.frameworks import SinkModel, SourceModel, builtin
-from prefixlint.rules import RULES
 from prefixlint.settings import Options
 
 WARNING = RULES["PFX105"].default_severity.label

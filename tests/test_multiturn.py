@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from conftest import FIXTURES
 
+from prefixlint.core.findings import Severity
 from prefixlint.engines import load_engines
 from prefixlint.jinja.inputs import ASSISTANT_REPLY, FOLLOW_UP, SYSTEM_PROMPT, USER_TURNS
 from prefixlint.jinja.multiturn import MultiTurnResult, analyze_multiturn
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.model import Severity
 from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer
 
 MULTITURN = FIXTURES / "multiturn"

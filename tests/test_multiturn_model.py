@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
+from prefixlint.core.findings import Severity
 from prefixlint.engines import load_engines
 from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
 from prefixlint.jinja.multiturn import MultiTurnResult, analyze_multiturn, render_multiturn
@@ -16,7 +17,6 @@ from prefixlint.jinja.multiturn.scenarios import REASONING, REPLIES, USERS, tool
 from prefixlint.jinja.reasoning import tag_pair
 from prefixlint.jinja.switches import caller_switches, own_variables, spelled, switch_values
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.model import Severity
 from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len, load_tokenizer, load_tokenizer_file
 
 ctu = pytest.importorskip("transformers.utils.chat_template_utils")

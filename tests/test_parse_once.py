@@ -1,5 +1,5 @@
 """One libcst parse per module per run: the parse cache (prefixlint/python/project.py), the worker
-split and the parse ahead of the pool's fork (prefixlint/api.py)."""
+split and the parse ahead of the pool's fork (prefixlint/run/schedule.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from prefixlint import api, schedule
+from prefixlint import api
+from prefixlint.plan import resolve, source_tokenizer_file
 from prefixlint.python import project
 from prefixlint.python.scopes import ModuleIndex, index_module, parse_module
 from prefixlint.report import render_report
+from prefixlint.run import schedule
+from prefixlint.run.sources import Source
 from prefixlint.settings import Options
-from prefixlint.sources import Source
 
 WRAPPER = textwrap.dedent(
     """\
@@ -90,14 +92,15 @@ def test_each_worker_gets_one_contiguous_run_of_the_tree(tmp_path: Path) -> None
     names = [f"{pkg}/m{n}.py" for n in range(3) for pkg in ("a", "b")]  # interleaved
     paths = _tree(tmp_path, {name: PLAIN for name in names})
     sources = [Source(p, "python") for p in paths]
-    batches = schedule._batches(sources, Options(), workers=2)
+    files = [source_tokenizer_file(s.path, s.kind, None) for s in sources]
+    batches = schedule._batches(sources, files, workers=2)
     runs = sorted(sorted(Path(sources[i].path).relative_to(tmp_path).as_posix() for i in b) for b in batches)
     assert runs == [["a/m0.py", "a/m1.py", "a/m2.py"], ["b/m0.py", "b/m1.py", "b/m2.py"]]
 
 
 def test_the_modules_with_prompt_text_are_parsed_before_the_fork(tmp_path: Path, fresh_cache: None) -> None:
     wrapper, plain = _tree(tmp_path, {"helpers.py": WRAPPER, "plain.py": PLAIN})
-    schedule._parse_ahead([Source(wrapper, "python"), Source(plain, "python")], Options())
+    schedule._parse_ahead([Source(wrapper, "python"), Source(plain, "python")], resolve(Options()))
     assert project.parsed_module(wrapper, WRAPPER) is not None
     assert project.parsed_module(plain, PLAIN) is None  # no prompt text: never parsed
 

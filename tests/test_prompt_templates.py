@@ -18,7 +18,7 @@ from prefixlint.cli import cli
 from prefixlint.jinja.classify import classify_template
 from prefixlint.jinja.loader import prompt_loader
 from prefixlint.jinja.variables import clock_named
-from prefixlint.sources import Source, classify_source
+from prefixlint.run.sources import Source, classify_source
 
 PROMPTS = FIXTURES / "prompt_templates"
 OPTIONS = Options(multiturn=False)

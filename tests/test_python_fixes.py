@@ -19,15 +19,15 @@ from test_fuzz import PY_SEEDS, PY_TOKENS, mutated
 
 import prefixlint.python.fixes as fixes
 from prefixlint.api import lint_source
-from prefixlint.edits import apply_edits
-from prefixlint.fixes import Verifier, first_verified
-from prefixlint.model import Diagnostic, Edit, Fix, Severity, SourceResult, Span
+from prefixlint.core.edits import apply_edits
+from prefixlint.core.findings import Diagnostic, Edit, Fix, Severity, SourceResult, Span
+from prefixlint.fixes.verify import Verifier, first_verified
 from prefixlint.models.token_memo import remembering
 from prefixlint.plan import fix_part
 from prefixlint.python import analyze_python
 from prefixlint.python.fixes.precision import day_format
+from prefixlint.run.sources import Source
 from prefixlint.settings import Options
-from prefixlint.sources import Source
 
 PATH = "prompts.py"
 CODES = {"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201"}
@@ -734,7 +734,7 @@ def test_codes_without_python_fixes_get_nothing() -> None:
         )
 
 
-# --- the verifier on the fixtures (prefixlint.fixes: the fixed text analysed again) ------------------
+# --- the verifier on the fixtures (prefixlint.fixes.verify: the fixed text analysed again) ------------------
 PROJECT = FIXTURES / "python_project"
 PY_FIXTURES = sorted((FIXTURES / "python").glob("*.py")) + sorted(PROJECT.rglob("*.py"))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from prefixlint.api import Options
-from prefixlint.model import Severity
+from prefixlint.core.findings import Severity
 from prefixlint.python import analyze_python
 from prefixlint.python.frequency import COVERS, Frequency, frequency, varies_at_least_as_often
 from prefixlint.python.segments import Hole, Provenance

@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES
 
 from prefixlint.api import Options, lint_paths
-from prefixlint.model import Severity
+from prefixlint.core.findings import Severity
 from prefixlint.python import analyze_python
 
 PY_FIXTURES = sorted((FIXTURES / "python").glob("*.py"))

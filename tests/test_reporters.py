@@ -13,7 +13,7 @@ from conftest import FIXTURES
 
 from prefixlint.api import Report
 from prefixlint.cli import cli
-from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
+from prefixlint.core.findings import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.report import FORMATS, render_report
 
 

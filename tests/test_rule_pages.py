@@ -19,7 +19,7 @@ from conftest import REPO
 
 from prefixlint.api import Options, lint_paths
 from prefixlint.cli import cli
-from prefixlint.rules import RULES
+from prefixlint.core.rules import RULES
 
 PAGES = REPO / "rules"
 _BLOCK = re.compile(r"^```(jinja|python|jsonl) (\{[^\n]*\})\n(.*?)^```", re.M | re.S)

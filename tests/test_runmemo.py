@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, REPO, run_prefixlint
 
-from prefixlint import runmemo
+from prefixlint.run import runmemo
 
 CLOCK = FIXTURES / "templates" / "clock_in_system.jinja"
 CLEAN = FIXTURES / "templates" / "clean.jinja"

@@ -11,12 +11,12 @@ import pytest
 from conftest import FIXTURES
 
 from prefixlint.api import Options, lint_paths
-from prefixlint.controls import control_strings, markup_suffix
+from prefixlint.core.controls import control_strings, markup_suffix
+from prefixlint.core.findings import Severity
 from prefixlint.engines import load_engines
 from prefixlint.engines.loss import aligned_loss
-from prefixlint.model import Severity
+from prefixlint.engines.severity import loss_severity
 from prefixlint.models.tokens import encode_isolating, load_tokenizer
-from prefixlint.severity import loss_severity
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 

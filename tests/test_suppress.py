@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from prefixlint.api import Options, lint_paths
-from prefixlint.suppress import jinja_directives, python_directives
+from prefixlint.run.suppress import jinja_directives, python_directives
 
 SYSTEM = "{{- 'You are the assistant of a hotel chain. Answer questions about rooms and breakfast.\\n' }}\n"
 TURNS = (

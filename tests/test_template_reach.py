@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefixlint.api import Options, lint_paths
+from prefixlint.core.findings import Severity
 from prefixlint.jinja.reach import NOT_RENDERED
-from prefixlint.model import Severity
 
 OPTIONS = Options(multiturn=False)
 RULES = "\n".join(

@@ -271,7 +271,7 @@ def test_render_limits_still_stop_bombs_with_a_helper(
 ) -> None:
     """The render time limit (SIGALRM in this process) and the memory limit work as without helpers
     while a helper loads, and the template beside the bombs is analysed as usual."""
-    from prefixlint.limits import Limits
+    from prefixlint.core.limits import Limits
 
     (tmp_path / "a_loop.jinja").write_text(
         "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"

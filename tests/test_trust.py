@@ -11,10 +11,10 @@ import pytest
 from conftest import CORPUS, FIXTURES, run_prefixlint
 
 from prefixlint.api import Options, lint_paths
+from prefixlint.core.findings import Severity
 from prefixlint.engines import load_engines
 from prefixlint.engines.loss import cost_unit
-from prefixlint.model import Severity
-from prefixlint.severity import loss_severity
+from prefixlint.engines.severity import loss_severity
 
 TRUST = FIXTURES / "trust"
 

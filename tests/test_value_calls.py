@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prefixlint.api import Options, lint_paths
-from prefixlint.model import Severity
+from prefixlint.core.findings import Severity
 
 OPTIONS = Options(multiturn=False)
 NOT_FOUND = "no call that sends it to a model was found"

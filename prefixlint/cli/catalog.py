@@ -13,7 +13,7 @@ from prefixlint.cli.app import cli, fail
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules_cmd(fmt: str) -> None:
     """List every rule."""
-    from prefixlint.rules import RULES
+    from prefixlint.core.rules import RULES
 
     if fmt == "json":
         items = [
@@ -57,7 +57,7 @@ def engines_cmd(fmt: str) -> None:
 def rule_cmd(code: str) -> None:
     """Print a rule's page (by code, PFX101, or name, clock-in-prefix): what it finds, why it
     busts the cache, examples."""
-    from prefixlint.rules import find_rule
+    from prefixlint.core.rules import find_rule
 
     rule = find_rule(code)
     if rule is None:

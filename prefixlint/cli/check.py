@@ -19,7 +19,7 @@ from prefixlint.cli.options import (
     setup,
     write_output,
 )
-from prefixlint.words import counted
+from prefixlint.core.words import counted
 
 
 @cli.command()
@@ -97,7 +97,7 @@ def check(
         fail("--fix and --add-noqa: choose one")
     if diff_ref is not None:
         run_diff(diff_ref, paths, "concise" if fmt == "full" else fmt, max_prefix_loss, kw)
-    from prefixlint.model import Severity
+    from prefixlint.core.findings import Severity
     from prefixlint.report import render_report
 
     options, fail_on, config = setup(paths, kw)
@@ -160,8 +160,8 @@ def _record_run(report: Any, options: Any, config: Any, stdout: str, stderr: str
         return
     if options.tokenizer is not None and not os.path.exists(options.tokenizer):
         return
-    from prefixlint.cache import timed_out
-    from prefixlint.runmemo import library_inputs, record
+    from prefixlint.run.cache import timed_out
+    from prefixlint.run.runmemo import library_inputs, record
 
     if any(timed_out(r) for r in report.sources) or not report.replayable:
         return

@@ -15,10 +15,10 @@ def run_diff(
     ref: str, paths: tuple[str, ...], fmt: str, max_prefix_loss: int | None, kw: dict[str, Any]
 ) -> NoReturn:
     """Gate the sources under `paths` on their change since `ref`, print the result and exit."""
+    from prefixlint.core.findings import Severity
     from prefixlint.diffgate import DiffError, diff_gate, render_diff
-    from prefixlint.model import Severity
     from prefixlint.models.tokens import TokenizerError
-    from prefixlint.sources import SourceError
+    from prefixlint.run.sources import SourceError
 
     paths = paths or (".",)
     options, fail_on, _ = setup(paths, kw)

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from prefixlint.cli.app import EXIT_FINDINGS, EXIT_OK, fail
-from prefixlint.words import counted
+from prefixlint.core.words import counted
 
 if TYPE_CHECKING:
-    from prefixlint.api import Report
+    from prefixlint.run.check import Report
     from prefixlint.settings import Options
 
 
@@ -20,11 +20,11 @@ def report_of(paths: tuple[str, ...], options: Options, fix: bool, unsafe_fixes:
     path error, or a fix that cannot be written."""
     from prefixlint.api import lint_paths
     from prefixlint.models.tokens import TokenizerError
-    from prefixlint.sources import SourceError
+    from prefixlint.run.sources import SourceError
 
     try:
         if fix:
-            from prefixlint.autofix import fix_paths
+            from prefixlint.fixes.autofix import fix_paths
 
             report, _ = fix_paths(list(paths), options, unsafe_fixes)
         else:
@@ -40,7 +40,7 @@ def report_of(paths: tuple[str, ...], options: Options, fix: bool, unsafe_fixes:
 def write_suppressions(report: Report, options: Options, quiet: bool) -> NoReturn:
     """`check --add-noqa`: a suppression for every finding reported; exit 0 when all are written,
     1 (naming them) when some could not be."""
-    from prefixlint.noqa import add_noqa
+    from prefixlint.fixes.noqa import add_noqa
     from prefixlint.plan import template_part
 
     try:

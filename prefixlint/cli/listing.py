@@ -19,8 +19,8 @@ def settings_text(paths: tuple[str, ...], options: Any, fail_on: str, config: An
     (prefixlint/settings.py): its kind, tokenizer file, engine block and rules."""
     from dataclasses import asdict
 
-    from prefixlint.api import iter_sources
     from prefixlint.plan import plan_for, tokenizer_file_for
+    from prefixlint.run.sources import iter_sources
 
     values: dict[str, Any] = {
         "config-file": str(config.path) if config.path is not None else None,
@@ -48,8 +48,7 @@ def show_settings(paths: tuple[str, ...], kw: dict[str, Any]) -> NoReturn:
 
 def show_files(paths: tuple[str, ...], kw: dict[str, Any]) -> NoReturn:
     """`check --show-files`: list each source with its kind (and why) and exit 0."""
-    from prefixlint.api import list_sources
-    from prefixlint.sources import SourceError
+    from prefixlint.run.sources import SourceError, list_sources
 
     options, _, _ = setup(paths, kw)
     try:

@@ -94,8 +94,8 @@ def setup(paths: tuple[str, ...], kw: dict[str, Any]) -> tuple[Any, str, Any]:
     """(Options, fail-on, Config) from the config file and the command line; exits 2 on a bad
     config."""
     from prefixlint.config import ConfigError, build_options, discover_config
+    from prefixlint.core.rules import resolve_selector
     from prefixlint.engines import load_engines
-    from prefixlint.rules import resolve_selector
 
     for selector in kw["select"] + kw["extend_select"] + kw["ignore"]:
         if not resolve_selector(selector):

@@ -14,7 +14,7 @@ from prefixlint.cli.options import parse_template_vars, template_var_options, to
 def _render_target(path: str) -> str:
     """What `render` renders for PATH: a template file, a tokenizer_config.json, or a model folder's
     chat_template.jinja (else its tokenizer_config.json); anything else exits 2 naming it."""
-    from prefixlint.sources import source_kind
+    from prefixlint.run.sources import source_kind
 
     if os.path.isdir(path):
         for name in ("chat_template.jinja", "chat_template.j2", "tokenizer_config.json"):
@@ -75,11 +75,11 @@ def render(
     template_path = _render_target(template_path)
     tokenizer = tokenizer_spec(tokenizer)
 
-    from prefixlint.files import read_text
+    from prefixlint.core.files import read_text
     from prefixlint.jinja.inputs import BASE_TIME, USER_TURNS, conversation
     from prefixlint.jinja.template import ChatTemplate, describe_error, error_line, unread_variables
     from prefixlint.models.tokens import TokenizerError, choose_tokenizer, special_tokens_for
-    from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
+    from prefixlint.run.sources import ConfigError, source_kind, templates_in_tokenizer_config
 
     try:
         loaded = choose_tokenizer(template_path, tokenizer)[0]

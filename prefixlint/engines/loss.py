@@ -1,5 +1,5 @@
 """What an engine loses of tokens that are not shared: the arithmetic the severity rule
-(prefixlint/severity.py) and the findings' per-engine evidence rest on, in each engine's own units
+(prefixlint/engines/severity.py) and the findings' per-engine evidence rest on, in each engine's own units
 (its blocks, minimum length, steps and the last-token recompute)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What `prefixlint explain` does with its arguments (cli.py keeps only the option list)."""
+"""What `prefixlint explain` does with its arguments (cli/explain.py keeps only the option list)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from prefixlint.core.files import read_text
 from prefixlint.engines import Engine, load_engines
 from prefixlint.explain.reading import LogLimitError, LogLimits, Reading
-from prefixlint.files import read_text
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.models.tokens import LoadedTokenizer, choose_tokenizer, load_tokenizer, special_tokens_for
+from prefixlint.run.sources import ConfigError, source_kind, templates_in_tokenizer_config
 from prefixlint.settings import Options
-from prefixlint.sources import ConfigError, source_kind, templates_in_tokenizer_config
 
 DEFAULT_ENGINES = ("vllm", "sglang", "openai")
 TEMPLATE_SUFFIXES = (".jinja", ".j2")
@@ -266,7 +266,7 @@ HEAD_LINES = 2000  # lines of a log read for a server's start-up lines
 def _log_head(path: str, limits: LogLimits) -> list[str]:
     """The text lines (not JSON records) among the first HEAD_LINES of the log: where a server's own
     log states its settings. None from a pipe: it can be read once, and the log's reading copies it
-    first (explain/log.py `_spooled`), so its start-up lines are not looked for."""
+    first (explain/stream.py `spooled`), so its start-up lines are not looked for."""
     import os
     import stat
     from itertools import islice

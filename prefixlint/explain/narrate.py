@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefixlint.model import SourceResult
+from prefixlint.core.findings import SourceResult
 
 
 def narrate(results: list[SourceResult]) -> str:

@@ -13,9 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.controls import markup_suffix
+from prefixlint.core.controls import markup_suffix
+from prefixlint.core.findings import Diagnostic, Evidence, Severity, SourceResult, Span
+from prefixlint.core.words import counted
 from prefixlint.engines import Engine, cacheable_per_engine
 from prefixlint.engines.loss import engine_losses
+from prefixlint.engines.severity import Cost
 from prefixlint.jinja.broken import compile_diagnostic, render_error_diagnostics, unconfirmed_clock
 from prefixlint.jinja.inputs import (
     ASSISTANT_REPLY,
@@ -28,11 +31,8 @@ from prefixlint.jinja.merge import merge_same_origin
 from prefixlint.jinja.template import ChatTemplate, describe_error, error_line
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.variables import provenance_code, sample_values
-from prefixlint.model import Diagnostic, Evidence, Severity, SourceResult, Span
 from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, common_prefix_len, token_at_char
 from prefixlint.plan import TemplatePart, as_template_part
-from prefixlint.severity import Cost
-from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.settings import Options
@@ -434,9 +434,9 @@ def _merge(
 ) -> list[tuple[Diagnostic, int]]:
     """One diagnostic per (code, line): an error where it happens in every scenario that renders,
     a warning where it depends on the scenario (a conditional clock, say); what it costs in the
-    engine's blocks lowers it (prefixlint/severity.py)."""
-    from prefixlint.rules import RULES
-    from prefixlint.severity import cost_severity
+    engine's blocks lowers it (prefixlint/engines/severity.py)."""
+    from prefixlint.core.rules import RULES
+    from prefixlint.engines.severity import cost_severity
 
     groups: dict[tuple[str, int], list[Finding]] = {}
     for f in findings:

@@ -9,8 +9,8 @@ import re
 
 import jinja2
 
+from prefixlint.core.findings import Diagnostic, Severity
 from prefixlint.jinja.template import ChatTemplate, describe_error
-from prefixlint.model import Diagnostic, Severity
 
 
 def render_error_diagnostics(

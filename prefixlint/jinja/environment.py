@@ -32,7 +32,7 @@ import jinja2.utils
 from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from prefixlint.limits import Limits  # defined without jinja2, so Options needs no jinja2 import
+from prefixlint.core.limits import Limits  # defined without jinja2, so Options needs no jinja2 import
 
 TEMPLATE_FILENAME = "<template>"
 

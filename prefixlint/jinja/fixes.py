@@ -14,7 +14,7 @@ the candidate drops it: `{%- endif %}`, or the last `\\n` of its string.
 
 A template variable the caller passes instead is no candidate: without the caller's value the
 moved value would no longer render, which the verifier refuses; that advice stays in words.
-Each candidate is verified by prefixlint.fixes; `preserves` adds the template's own condition: for
+Each candidate is verified by prefixlint.fixes.verify; `preserves` adds the template's own condition: for
 the base request (with and without a system message) the fixed template renders byte-identically
 to the original apart from the moved text, which still renders, and is no turn marker or special
 token. A template inside a tokenizer_config.json is edited in its JSON string literal.
@@ -28,14 +28,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from prefixlint.edits import EditError, apply_edits, edit_between, offset_of
-from prefixlint.fixkinds import register
+from prefixlint.core.edits import EditError, apply_edits, edit_between, offset_of
+from prefixlint.core.findings import Diagnostic, Edit, Fix
+from prefixlint.fixes.kinds import register
 from prefixlint.jinja.layout import OPAQUE, Block, Layout, Tag
-from prefixlint.model import Diagnostic, Edit, Fix
 
 if TYPE_CHECKING:
     from prefixlint.plan import FixPart, TemplatePart
-    from prefixlint.sources import Source
+    from prefixlint.run.sources import Source
 
 # The codes whose finding is a value printed too early (the variants analysis).
 RELOCATABLE = frozenset({"PFX101", "PFX102", "PFX103", "PFX104", "PFX105", "PFX201", "PFX301", "PFX501"})
@@ -98,7 +98,7 @@ class Move:
 class TemplateMove(Fix):
     """A relocation candidate: its first edit cuts the value out (what stays there in its place),
     the second inserts it; the render check reads which template of the file it moves (never
-    attached as such: prefixlint.fixes attaches a plain Fix)."""
+    attached as such: prefixlint.fixes.verify attaches a plain Fix)."""
 
     template: str | None = None  # the named template of a tokenizer_config.json ("": its only one)
     prompt: bool = False  # an app prompt template (rendered with its variables, not a conversation)
@@ -369,7 +369,7 @@ def trailing_whitespace(source: str) -> Iterator[tuple[list[Change], str]]:
 def config_candidates(path: str, text: str, finding: Diagnostic) -> Iterator[Fix]:
     """Relocation candidates for a template inside a tokenizer_config.json: the same moves, as edits
     of its JSON string literal (escaped as the file escapes it)."""
-    from prefixlint.sources import ConfigError, template_literals
+    from prefixlint.run.sources import ConfigError, template_literals
 
     origin = finding.origin  # a multi-turn finding has none: then the file's only template
     if origin is not None and not origin.path.endswith("]"):
@@ -498,7 +498,7 @@ def _template_in(text: str, name: str | None) -> str:
     """The template of a file's text: the text itself, or a tokenizer_config.json's named one."""
     if name is None:
         return text
-    from prefixlint.sources import templates_in_tokenizer_config
+    from prefixlint.run.sources import templates_in_tokenizer_config
 
     named = templates_in_tokenizer_config(text)
     found = next((t.source for t in named if t.name == name or (not name and len(named) == 1)), None)

@@ -5,7 +5,7 @@ Folders are tried in order: the template's own folder, then `search_path` (prefi
 project root, then the config's `template-search-path`). A name resolves inside one of them or not
 at all: `..` segments are refused (as jinja2's FileSystemLoader does), symlinks are resolved and a
 file whose real path leaves its folder is refused, and every file is read with the size limit of a
-source (prefixlint.files). A name found nowhere raises `TemplateNotFound` naming the folders tried.
+source (prefixlint.core.files). A name found nowhere raises `TemplateNotFound` naming the folders tried.
 
 Chat templates get no loader: transformers and vLLM render them without one.
 """
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import jinja2
 from jinja2.loaders import split_template_path
 
-from prefixlint.files import MAX_SOURCE_BYTES, read_limited
+from prefixlint.core.files import MAX_SOURCE_BYTES, read_limited
 
 
 def shown(path: str) -> str:
@@ -75,6 +75,6 @@ def prompt_loader(template_path: str, search_path: Sequence[str] = ()) -> jinja2
 def project_root(path: str, configured: str | None = None) -> str:
     """The folder an app's template names are relative to: the configured one (the config file's
     folder, or the one the run found), else the git work tree holding `path`, else its folder."""
-    from prefixlint.files import project_root as found_from
+    from prefixlint.core.files import project_root as found_from
 
     return configured if configured is not None else found_from([path])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from prefixlint.model import Diagnostic
+from prefixlint.core.findings import Diagnostic
 
 # Most specific first: the code a finding keeps when one cause shows as several (issue 14, point 3).
 # A per-request divergence (PFX1xx-5xx of the variants analysis) is the cause of the multi-turn
@@ -32,7 +32,7 @@ def merge_same_origin(found: list[tuple[Diagnostic, int]]) -> list[Diagnostic]:
     `date_string`; a generation prompt that both mismatches and drops reasoning) become one, under
     the most specific code, its severity and cost the largest of the group, the others named in
     its message ("also: …")."""
-    from prefixlint.rules import RULES
+    from prefixlint.core.rules import RULES
 
     groups: dict[tuple[str, int, int], list[Diagnostic]] = {}
     out: list[Diagnostic] = []

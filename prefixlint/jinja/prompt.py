@@ -13,7 +13,7 @@ value, each render is tokenized, and the first divergent token is traced to the 
 - a name that says nothing (`persona`, `tools_description`) is app configuration, held fixed.
 
 A finding needs static text after the value; one that costs no whole cache block of the engine
-(prefixlint.rules.loss_severity) is info at most.
+(prefixlint.engines.severity.loss_severity) is info at most.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from prefixlint.core.findings import Diagnostic, Severity, SourceResult, Span
+from prefixlint.core.words import counted
 from prefixlint.engines import Engine
 from prefixlint.jinja.analyze import below_engine_minimum, divergence_evidence
 from prefixlint.jinja.environment import (
@@ -44,9 +46,7 @@ from prefixlint.jinja.template import ENV_GLOBALS, ChatTemplate, describe_error,
 from prefixlint.jinja.tokenized import TokenizedRender, tokenize_renders
 from prefixlint.jinja.tracer import TracedRender, TracedTemplate, TracingLoader
 from prefixlint.jinja.variables import clock_named, provenance_code, sample_values
-from prefixlint.model import Diagnostic, Severity, SourceResult, Span
 from prefixlint.models.tokens import LoadedTokenizer, common_prefix_len, token_at_char
-from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.plan import TemplatePart
@@ -291,8 +291,8 @@ def _finding(
     t = common_prefix_len(base.ids, other.ids)
     lost = max(0, token_at_char(base.offsets, end) - token_at_char(base.offsets, end - len(tail)))
     origin = base.traced.origin_at(d)
-    from prefixlint.rules import RULES
-    from prefixlint.severity import Cost, cost_severity
+    from prefixlint.core.rules import RULES
+    from prefixlint.engines.severity import Cost, cost_severity
 
     severity = RULES[v.code].default_severity
     if v.clock_like:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 
-from prefixlint.model import Diagnostic, Severity
+from prefixlint.core.findings import Diagnostic, Severity
 
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2")
 _NAMING_SUFFIXES = (".py", ".yaml", ".yml", ".json", ".toml", ".cfg", ".ini", *TEMPLATE_SUFFIXES)

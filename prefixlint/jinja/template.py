@@ -15,7 +15,8 @@ from typing import Any
 
 import jinja2
 
-from prefixlint.controls import control_strings
+from prefixlint.core.controls import control_strings
+from prefixlint.core.findings import Span
 from prefixlint.jinja.environment import (
     TEMPLATE_FILENAME,
     ClockCall,
@@ -30,7 +31,6 @@ from prefixlint.jinja.environment import (
 from prefixlint.jinja.inputs import BASE_TIME, TOOLS
 from prefixlint.jinja.tracer import TracedRender, TracedTemplate
 from prefixlint.jinja.variables import sample_values
-from prefixlint.model import Span
 
 # Names the serving stack always passes, or that the environment defines.
 STACK_INPUTS = frozenset({"messages", "tools", "documents", "add_generation_prompt"})
@@ -140,7 +140,7 @@ class ChatTemplate:
 
     @cached_property
     def controls(self) -> tuple[str, ...]:
-        """The template's control strings (prefixlint/controls.py), longest first."""
+        """The template's control strings (prefixlint/core/controls.py), longest first."""
         return control_strings(self.traced.source, special=self.special_tokens.values())
 
     def with_variables(self, variables: dict[str, Any]) -> ChatTemplate:

@@ -10,7 +10,7 @@ import gzip
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.files import MAX_TOKENIZER_BYTES, InputError, check_input_file
+from prefixlint.core.files import MAX_TOKENIZER_BYTES, InputError, check_input_file
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -253,7 +253,7 @@ def cache_dir() -> Path:
 
 
 def _cache_key(path: str) -> str:
-    from prefixlint.fingerprint import package_stamp
+    from prefixlint.core.fingerprint import package_stamp
 
     st = os.stat(path)
     identity = [CACHE_FORMAT, os.path.realpath(path), st.st_size, st.st_mtime_ns, st.st_ino, package_stamp()]

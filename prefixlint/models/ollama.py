@@ -14,7 +14,7 @@ import os
 import re
 from pathlib import Path
 
-from prefixlint.files import InputError, read_limited
+from prefixlint.core.files import InputError, read_limited
 
 PREFIX = "ollama:"
 DEFAULT_HOST, DEFAULT_NAMESPACE, DEFAULT_TAG = "registry.ollama.ai", "library", "latest"

@@ -28,7 +28,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from prefixlint.fingerprint import package_digest, stamp
+from prefixlint.core.fingerprint import package_digest, stamp
 from prefixlint.models.backend import Encoded
 
 FORMAT = "tokens-v1"

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.files import read_limited
+from prefixlint.core.files import read_limited
 from prefixlint.models.backend import TokenizerError, gguf_tokenizer, load_backend
 from prefixlint.models.gguf import names_model
 from prefixlint.models.ollama import PREFIX as OLLAMA_PREFIX

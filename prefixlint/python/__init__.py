@@ -9,7 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING
 
-from prefixlint.model import SourceResult
+from prefixlint.core.findings import SourceResult
 from prefixlint.plan import PythonPart, as_python_part
 
 if TYPE_CHECKING:
@@ -58,7 +58,10 @@ def has_prompt_shapes(path: str, text: str, settings: PythonPart | Options) -> b
     """Whether any finder of the frontend can take up something in the module (prefilter.py): a
     module that has none holds no prompt text and is never evaluated. One that CPython cannot parse
     goes on to libcst, which reports it."""
-    part = as_python_part(settings)
+    return _has_shapes(path, text, as_python_part(settings))
+
+
+def _has_shapes(path: str, text: str, part: PythonPart) -> bool:
     if not may_hold_prompts(text, part.sinks, part.sink_rows):
         return not _parses(path, text)
     tree = _tree(path, text)
@@ -81,12 +84,12 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
     return analyze(path, text, part)
 
 
-def parse_ahead(path: str, text: str, settings: PythonPart | Options) -> bool:
+def parse_ahead(path: str, text: str, part: PythonPart) -> bool:
     """Parse and index the module now if it holds prompt text, so that pool workers forked after
     this share one parse of it (a package's core modules are checked in one worker and imported
     by the files of every other: each worker parsed them again). False once the parse cache has
     no room left for workers' own parses (project.parse_ahead)."""
-    if not has_prompt_shapes(path, text, settings):
+    if not _has_shapes(path, text, part):
         return True
     from prefixlint.python.project import parse_ahead as parse
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.model import Diagnostic, Severity, SourceResult, Span
+from prefixlint.core.findings import Diagnostic, Severity, SourceResult, Span
 from prefixlint.plan import PythonPart, as_python_part
 from prefixlint.python.candidates import find_candidates
 from prefixlint.python.evaluate import Evaluator
@@ -147,7 +147,7 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, part.template)
-    from prefixlint.fingerprint import stamp
+    from prefixlint.core.fingerprint import stamp
 
     result = SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
     result.covered = sorted(covered, key=Diagnostic.sort_key)

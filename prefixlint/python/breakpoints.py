@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from prefixlint.model import Diagnostic, Severity, Span
+from prefixlint.core.findings import Diagnostic, Severity, Span
 from prefixlint.python.evaluate import Env, Evaluator
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.scopes import ModuleIndex, string_value

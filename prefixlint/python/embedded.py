@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.model import Diagnostic
+from prefixlint.core.findings import Diagnostic
 from prefixlint.python.evaluate import Env, Evaluator
 from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import is_static, static_text

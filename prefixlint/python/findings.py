@@ -28,13 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from prefixlint.model import Diagnostic, Severity, Span
+from prefixlint.core.findings import Diagnostic, Severity, Span
+from prefixlint.core.rules import RULES
+from prefixlint.core.words import counted
+from prefixlint.engines.severity import TOKENIZER_DEPENDS_NOTE, loss_severity
 from prefixlint.python.frequency import varies_at_least_as_often
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
-from prefixlint.rules import RULES
-from prefixlint.severity import TOKENIZER_DEPENDS_NOTE, loss_severity
-from prefixlint.words import counted
 
 if TYPE_CHECKING:
     from prefixlint.engines import Engine
@@ -420,7 +420,7 @@ def _every_turn(hole: Hole) -> str:
 
 def _costs_a_block(before: int, after: int, engine: Engine | None, any_alignment: bool) -> bool:
     """Whether moving the value would let the engine serve at least one more cache block of the
-    `after` static tokens that follow `before` shared ones (the shared rule, rules.loss_severity)."""
+    `after` static tokens that follow `before` shared ones (the shared rule, `loss_severity`)."""
     kept = loss_severity(Severity.ERROR, before, after, engine, any_alignment=any_alignment)
     return kept is Severity.ERROR
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.model import Diagnostic, Severity, Span
+from prefixlint.core.findings import Diagnostic, Severity, Span
 from prefixlint.python.cstwalk import nodes as _nodes  # libcst's `children` is ~10x slower
 from prefixlint.python.frameworks import Frameworks, MemoryModel, written_chain
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from prefixlint.api import Report
+    from prefixlint.run.check import Report
 
 
 def render_report(

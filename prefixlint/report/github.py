@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prefixlint.model import Severity
+from prefixlint.core.findings import Severity
 from prefixlint.report.text import help_text
 
 if TYPE_CHECKING:
-    from prefixlint.api import Report
+    from prefixlint.run.check import Report
 
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 

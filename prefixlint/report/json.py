@@ -7,7 +7,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from prefixlint.api import Report
+    from prefixlint.run.check import Report
 
 
 def render_json(report: Report) -> str:

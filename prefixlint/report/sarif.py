@@ -12,11 +12,11 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from prefixlint.model import Fix, Severity
+from prefixlint.core.findings import Fix, Severity
 from prefixlint.report.text import help_text
 
 if TYPE_CHECKING:
-    from prefixlint.api import Report
+    from prefixlint.run.check import Report
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -39,7 +39,7 @@ def _artifact(path: str) -> dict[str, Any]:
 
 
 def _rules() -> list[dict[str, Any]]:
-    from prefixlint.rules import RULES
+    from prefixlint.core.rules import RULES
 
     out = []
     for rule in RULES.values():

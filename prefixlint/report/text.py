@@ -7,17 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.model import Diagnostic, Fix, SourceResult
-from prefixlint.words import counted
+from prefixlint.core.findings import Diagnostic, Fix, SourceResult
+from prefixlint.core.words import counted
 
 if TYPE_CHECKING:
-    from prefixlint.api import Report
+    from prefixlint.run.check import Report
 
 
 def concise_line(d: Diagnostic, unsafe_fixes: bool = False) -> str:
     """`path:line:col: CODE [*] name: message [severity]`; `[*]` when `--fix` (with
     `--unsafe-fixes` as given) would fix it."""
-    from prefixlint.autofix import applicable
+    from prefixlint.fixes.autofix import applicable
 
     marker = "[*] " if applicable(d.fix, unsafe_fixes) else ""
     where = f"{d.span.path}:{d.span.line}:{d.span.column}"
@@ -35,7 +35,7 @@ def help_text(d: Diagnostic, unsafe_fixes: bool = False) -> str:
 
 def _fixable_counts(report: Report) -> tuple[int, int]:
     """(fixes `--fix` applies as the run is set, unsafe ones it leaves for `--unsafe-fixes`)."""
-    from prefixlint.autofix import applicable
+    from prefixlint.fixes.autofix import applicable
 
     diagnostics = report.diagnostics
     now = sum(applicable(d.fix, report.unsafe_fixes) for d in diagnostics)
@@ -58,7 +58,7 @@ def render_fix_summary(report: Report, show_fixes: bool) -> str:
                     if a.path == path
                 ]
     elif show_fixes:
-        from prefixlint.autofix import applicable
+        from prefixlint.fixes.autofix import applicable
 
         listed = [d for d in report.diagnostics if d.fix is not None]
         if listed:
@@ -148,7 +148,7 @@ def render_statistics(report: Report, as_json: bool = False, quiet: bool = False
         worst[d.code] = max(worst.get(d.code, d.severity), d.severity)
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     if as_json:
-        from prefixlint.rules import RULES
+        from prefixlint.core.rules import RULES
 
         items = [
             {"code": code, "name": RULES[code].name, "count": n, "severity": worst[code].label}
@@ -217,8 +217,8 @@ def fix_diff(fix: Fix) -> list[str]:
     """A fix as a unified diff of the file it edits (one line of context), as ruff shows one."""
     import difflib
 
-    from prefixlint.autofix import read_source
-    from prefixlint.edits import EditError, apply_edits
+    from prefixlint.core.edits import EditError, apply_edits
+    from prefixlint.fixes.autofix import read_source
 
     out = []
     for path in dict.fromkeys(e.path for e in fix.edits):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from prefixlint.controls import control_strings
+from prefixlint.core.controls import control_strings
 from prefixlint.jinja.inputs import SYSTEM_PROMPT, TOOLS
 from prefixlint.jinja.multiturn.render import Renderer
 from prefixlint.jinja.multiturn.scenarios import Scenario, Step

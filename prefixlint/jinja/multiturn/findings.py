@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from prefixlint.core.findings import Diagnostic, Evidence, Severity
+from prefixlint.core.rules import RULES
 from prefixlint.engines import Engine, cacheable_per_engine
 from prefixlint.engines.loss import engine_losses
+from prefixlint.engines.severity import Cost, cost_severity
 from prefixlint.jinja.multiturn.compare import Break, find_breaks, special_strings
 from prefixlint.jinja.multiturn.hints import Recheck, verified_settings
 from prefixlint.jinja.multiturn.render import MultiTurnRenders, render_multiturn
 from prefixlint.jinja.template import ChatTemplate
 from prefixlint.jinja.tokenized import TokenizedRender as _Render
-from prefixlint.model import Diagnostic, Evidence, Severity
 from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer
-from prefixlint.rules import RULES
-from prefixlint.severity import Cost, cost_severity
 
 CONTEXT_CHARS = 20  # each side of the divergence: ~40 characters of context
 
@@ -98,7 +98,7 @@ def _template_line(brk: Break) -> int:
 def _severity(
     template: ChatTemplate, brk: Break, engine: Engine | None, tokenizer: LoadedTokenizer
 ) -> tuple[Severity, str]:
-    """What the break costs in the engine's blocks (prefixlint/severity.py): turn N's last token
+    """What the break costs in the engine's blocks (prefixlint/engines/severity.py): turn N's last token
     alone is recomputed by engines anyway."""
     text_a = brk.held_text or brk.a.text
     static_text = brk.a.text[brk.char_a :] if brk.static_lost else ""

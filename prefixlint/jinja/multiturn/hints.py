@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from prefixlint.core.findings import Diagnostic, Severity
 from prefixlint.jinja.multiturn.compare import Break, find_breaks, special_strings
 from prefixlint.jinja.multiturn.render import MultiTurnRenders, render_multiturn
 from prefixlint.jinja.switches import as_vars, caller_switches, switch_values
 from prefixlint.jinja.template import ChatTemplate
-from prefixlint.model import Diagnostic, Severity
 from prefixlint.models.tokens import LoadedTokenizer
 
 # A hint is checked again by the whole check (analyze.py gives this): the diagnostics of the check

@@ -174,7 +174,7 @@ class MultiTurnRenders:
 
 def render_multiturn(template: ChatTemplate) -> MultiTurnRenders:
     """Every render the analysis needs before it needs a tokenizer, in the order it would do them:
-    done while a tokenizer may still be loading in a helper (prefixlint/tokenizer_process.py)."""
+    done while a tokenizer may still be loading in a helper (prefixlint/models/tokenizer_process.py)."""
     renderer = Renderer(template)
     failures: list[tuple[int, str, str]] = []
     try:

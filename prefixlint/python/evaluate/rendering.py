@@ -71,10 +71,10 @@ class Rendering(EvaluatorBase):
             return source
         import jinja2
 
+        from prefixlint.core.limits import Limits
         from prefixlint.jinja.environment import RenderClock, make_environment, recursion_limit, time_limit
         from prefixlint.jinja.inputs import BASE_TIME
         from prefixlint.jinja.loader import prompt_loader
-        from prefixlint.limits import Limits
 
         registry: list[tuple[str, ...]] = []
 

@@ -1,5 +1,5 @@
 """Candidate fixes for the Python frontend's findings, as libcst reads the checked file (never run):
-unverified, in order of preference; `prefixlint.fixes` analyses the fixed text again and attaches
+unverified, in order of preference; `prefixlint.fixes.verify` analyses the fixed text again and attaches
 the first that holds.
 
 - PFX201 (order.py), safe: `sorted(...)` where the set is iterated, `sort_keys=True` on the
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
-from prefixlint.model import Diagnostic, Fix
+from prefixlint.core.findings import Diagnostic, Fix
 from prefixlint.python.fixes import moves, order, precision
 from prefixlint.python.fixes.flows import InText
 from prefixlint.python.fixes.source import Source, load

@@ -12,7 +12,7 @@ from functools import lru_cache
 import libcst as cst
 import libcst.metadata as meta
 
-from prefixlint.model import Edit
+from prefixlint.core.findings import Edit
 
 # Line breaks as Python's tokenizer (and libcst) count them: Edit lines are these lines.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -42,7 +42,7 @@ class Source:
         return Edit(self.path, l1, c1, l2, c2, replacement)
 
     def _point(self, offset: int) -> tuple[int, int]:
-        # Edit lines end at "\n" (as prefixlint.fixes applies them), whatever libcst counts.
+        # Edit lines end at "\n" (as prefixlint.fixes.verify applies them), whatever libcst counts.
         line = self.text.count("\n", 0, offset) + 1
         return line, offset - (self.text.rfind("\n", 0, offset) + 1) + 1
 

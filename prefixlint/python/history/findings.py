@@ -12,7 +12,7 @@ import re
 
 import libcst as cst
 
-from prefixlint.model import Diagnostic, Severity, Span
+from prefixlint.core.findings import Diagnostic, Severity, Span
 from prefixlint.python.candidates import is_message_literal
 from prefixlint.python.cstwalk import nodes
 from prefixlint.python.evaluate import Evaluator

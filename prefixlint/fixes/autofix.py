@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.edits import EditError, apply_edits
-from prefixlint.model import Diagnostic, Fix
+from prefixlint.core.edits import EditError, apply_edits
+from prefixlint.core.findings import Diagnostic, Fix
 
 if TYPE_CHECKING:
-    from prefixlint.api import Report
+    from prefixlint.run.check import Report
     from prefixlint.settings import Options
 
 MAX_ROUNDS = 10  # ruff stops after 100; a template rarely needs more than one
@@ -46,7 +46,7 @@ def applicable(fix: Fix | None, unsafe: bool) -> bool:
 
 
 def _writable(path: str) -> bool:
-    from prefixlint.sources import source_kind
+    from prefixlint.run.sources import source_kind
 
     return source_kind(path) in WRITABLE_KINDS and os.path.isfile(path)
 

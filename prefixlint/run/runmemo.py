@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Iterable
 from typing import Any
 
-from prefixlint.fingerprint import package_stamp, stamp
+from prefixlint.core.fingerprint import package_stamp, stamp
 
 FORMAT = "runs-v1"
 RACY_NS = 2_000_000_000  # FAT's timestamps are 2 s coarse; ext4's a few ms

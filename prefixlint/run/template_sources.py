@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefixlint.fingerprint import stamp
-from prefixlint.model import Diagnostic, Severity, SourceResult, Span
+from prefixlint.core.findings import Diagnostic, Severity, SourceResult, Span
+from prefixlint.core.fingerprint import stamp
 from prefixlint.models.tokens import (
     LoadedTokenizer,
     TokenizerError,
@@ -21,7 +21,7 @@ from prefixlint.models.tokens import (
     resolve_tokenizer_path,
     special_tokens_for,
 )
-from prefixlint.sources import NamedTemplate, Source
+from prefixlint.run.sources import NamedTemplate, Source
 
 if TYPE_CHECKING:
     from prefixlint.plan import TemplatePart

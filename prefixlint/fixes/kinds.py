@@ -1,6 +1,6 @@
 """The fix registry: what each source kind contributes to fixes (its candidate generator, and what
 its fixed text must keep). A kind's module registers itself when imported; the verifier
-(prefixlint/fixes.py) asks here, and the generators (prefixlint/jinja/fixes.py,
+(prefixlint/fixes/verify.py) asks here, and the generators (prefixlint/jinja/fixes.py,
 prefixlint/python/fixes) register here, so neither imports the other."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from prefixlint.model import Diagnostic, Fix
+from prefixlint.core.findings import Diagnostic, Fix
 
 if TYPE_CHECKING:
     from prefixlint.plan import FixPart
-    from prefixlint.sources import Source
+    from prefixlint.run.sources import Source
 
 # (path, text, finding) -> unverified candidates, best first.
 CandidateGenerator = Callable[[str, str, Diagnostic], Iterable[Fix]]

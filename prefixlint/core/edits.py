@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from prefixlint.model import Edit
+from prefixlint.core.findings import Edit
 
 
 class EditError(ValueError):

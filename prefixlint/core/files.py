@@ -59,7 +59,7 @@ def project_root(paths: list[str]) -> str:
 
 def read_text(path: str, max_bytes: int = MAX_SOURCE_BYTES) -> str:
     """A source's text; raises ValueError with a reason for binary, non-UTF-8, too large or
-    non-regular files (prefixlint.files), OSError for unreadable ones and symlink loops."""
+    non-regular files (prefixlint.core.files), OSError for unreadable ones and symlink loops."""
     return decode_source(read_limited(path, max_bytes))
 
 

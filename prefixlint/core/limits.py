@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prefixlint.files import MAX_SOURCE_BYTES
+from prefixlint.core.files import MAX_SOURCE_BYTES
 
 
 @dataclass(frozen=True)

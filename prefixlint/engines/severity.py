@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prefixlint.controls import control_strings
+from prefixlint.core.controls import control_strings
+from prefixlint.core.findings import Severity
 from prefixlint.engines.loss import EVERY_TOKEN, aligned_loss, cost_unit
 from prefixlint.engines.profiles import Engine
-from prefixlint.model import Severity
 from prefixlint.models.tokens import EMBEDDED_NAME, LoadedTokenizer, encode_isolating
 
 
@@ -46,7 +46,7 @@ def loss_severity(
       multi-turn break at turn N's last token, which engines recompute anyway).
 
     Callers count `static_after` without the turn markers in front of per-request text
-    (`prefixlint.controls.markup_suffix`): they cost nothing shareable. `engine` None: every token
+    (`prefixlint.core.controls.markup_suffix`): they cost nothing shareable. `engine` None: every token
     counts (a 1-token block).
 
     `any_alignment`: the block boundaries are not known (the embedded stand-in tokenizer's are not

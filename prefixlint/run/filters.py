@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from prefixlint.files import read_text
-from prefixlint.model import Diagnostic, SourceResult, Span
+from prefixlint.core.files import read_text
+from prefixlint.core.findings import Diagnostic, SourceResult, Span
 
 if TYPE_CHECKING:
     from prefixlint.plan import RunPlan
-    from prefixlint.sources import Source
+    from prefixlint.run.sources import Source
 
 
 def apply_filters(source: Source, results: list[SourceResult], run: RunPlan, text: str | None = None) -> None:
     """Apply inline suppressions (reporting unused ones), per-file ignores and select/ignore."""
     if run.suppressions and results:
-        from prefixlint.suppress import directives_for, suppress, unused_suppressions
+        from prefixlint.run.suppress import directives_for, suppress, unused_suppressions
 
         try:
             text = read_text(source.path, run.limits.file_bytes) if text is None else text
@@ -40,7 +40,7 @@ def apply_filters(source: Source, results: list[SourceResult], run: RunPlan, tex
 
 def _suppress_in_includes(diagnostics: list[Diagnostic], max_bytes: int) -> list[Diagnostic]:
     """Findings traced into an included file obey that file's own suppression comments."""
-    from prefixlint.suppress import directives_for, suppress
+    from prefixlint.run.suppress import directives_for, suppress
 
     out: list[Diagnostic] = []
     for path in dict.fromkeys(d.span.path for d in diagnostics):

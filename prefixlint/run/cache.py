@@ -19,11 +19,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prefixlint.fingerprint import package_digest, stamp
-from prefixlint.model import Diagnostic, Edit, Evidence, Fix, Severity, SourceResult, Span
+from prefixlint.core.findings import Diagnostic, Edit, Evidence, Fix, Severity, SourceResult, Span
+from prefixlint.core.fingerprint import package_digest, stamp
 
 if TYPE_CHECKING:
-    from prefixlint.sources import Source
+    from prefixlint.run.sources import Source
 
 CACHE_DIR_NAME = ".prefixlint_cache"
 FORMAT = "v1"

@@ -11,11 +11,10 @@ import gc
 import os
 from collections.abc import Callable, Iterator
 
-from prefixlint.files import read_limited, read_text
-from prefixlint.model import SourceResult
-from prefixlint.plan import RunPlan, plan_of, source_tokenizer_file
-from prefixlint.settings import Options
-from prefixlint.sources import PARALLEL_MIN_SOURCES, Source
+from prefixlint.core.files import read_limited, read_text
+from prefixlint.core.findings import SourceResult
+from prefixlint.plan import RunPlan
+from prefixlint.run.sources import PARALLEL_MIN_SOURCES, Source
 
 # One source's analysis with the run's plan (its raw results, with their verified fixes).
 Analyse = Callable[[Source, RunPlan], list[SourceResult]]
@@ -47,16 +46,17 @@ def _renders(source: Source, run: RunPlan) -> bool:
     return True
 
 
-def _lint_in_order(sources: list[Source], run: RunPlan, analyse: Analyse) -> Iterator[list[SourceResult]]:
+def _lint_in_order(
+    sources: list[Source], run: RunPlan, analyse: Analyse, files: list[str | None]
+) -> Iterator[list[SourceResult]]:
     """`analyse` of each source in turn, with the tokenizers the templates need loading in
-    forked helpers (prefixlint/tokenizer_process.py) ahead of their first use, so each load
+    forked helpers (prefixlint/models/tokenizer_process.py) ahead of their first use, so each load
     overlaps imports, compiling and rendering here. A helper stops after the last source that
     may use its tokenizer (a Python file counts tokens with it, but does not start one)."""
     from prefixlint.models.token_index import has_index
     from prefixlint.models.token_memo import has_book
     from prefixlint.models.tokens import start_loading, stop_all_loading, stop_loading
 
-    files = [source_tokenizer_file(s.path, s.kind, run.tokenizer) for s in sources]
     # A source whose book holds its encodings from the last run, or whose tokenizer has an index,
     # likely loads no tokenizer at all.
     cache = run.cache_dir
@@ -87,9 +87,10 @@ def _lint_in_order(sources: list[Source], run: RunPlan, analyse: Analyse) -> Ite
 
 
 def lint_all(
-    sources: list[Source], run: RunPlan, workers: int | None, analyse: Analyse
+    sources: list[Source], run: RunPlan, workers: int | None, analyse: Analyse, files: list[str | None]
 ) -> Iterator[list[SourceResult]]:
-    """The raw results of `sources` (`analyse` of each: prefixlint.api.analyse_source), in order:
+    """The raw results of `sources` (`analyse` of each: prefixlint.api.analyse_source), in order;
+    `files`: the tokenizer file of each (the plan's, prefixlint/plan.py source_tokenizer_file),
     in this process for a few, else in a process pool (processes, not threads: analysis is
     CPU-bound Python, and the render time limit uses SIGALRM, which needs each render in a main
     thread)."""
@@ -97,9 +98,9 @@ def lint_all(
         workers = min(os.cpu_count() or 1, len(sources)) if len(sources) >= PARALLEL_MIN_SOURCES else 1
     with _fewer_collections():
         if workers <= 1:
-            yield from _lint_in_order(sources, run, analyse)
+            yield from _lint_in_order(sources, run, analyse, files)
         else:
-            yield from _lint_in_pool(sources, run, workers, analyse)
+            yield from _lint_in_pool(sources, run, workers, analyse, files)
 
 
 @contextlib.contextmanager
@@ -116,7 +117,7 @@ def _fewer_collections() -> Iterator[None]:
 
 
 def _lint_in_pool(
-    sources: list[Source], run: RunPlan, workers: int, analyse: Analyse
+    sources: list[Source], run: RunPlan, workers: int, analyse: Analyse, files: list[str | None]
 ) -> Iterator[list[SourceResult]]:
     """The raw results of `sources`, in order, from `workers` pool processes."""
     import multiprocessing
@@ -130,7 +131,7 @@ def _lint_in_pool(
     if method == "fork":
         _parse_ahead(sources, run)
         gc.freeze()  # the modules parsed ahead: never walked by the workers' GC (nor their pages copied)
-    batches = _batches(sources, run, workers)
+    batches = _batches(sources, files, workers)
     results: dict[int, list[SourceResult]] = {}
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
@@ -143,12 +144,11 @@ def _lint_in_pool(
         yield results[i]
 
 
-def _parse_ahead(sources: list[Source], settings: RunPlan | Options) -> None:
+def _parse_ahead(sources: list[Source], run: RunPlan) -> None:
     """The Python modules with prompt text parsed before the workers fork, which then share them:
     each module parsed once per run, whichever worker checks it and whichever imports it."""
     from prefixlint.python import parse_ahead
 
-    run = plan_of(settings)
     for source in sources:
         if source.kind != "python":
             continue
@@ -165,7 +165,7 @@ def _lint_batch(job: tuple[list[Source], RunPlan, Analyse]) -> list[list[SourceR
     return [analyse(source, run) for source in sources]
 
 
-def _batches(sources: list[Source], run: RunPlan | Options, workers: int) -> list[list[int]]:
+def _batches(sources: list[Source], files: list[str | None], workers: int) -> list[list[int]]:
     """Indices of `sources` in batches for pool workers, about one per worker. Sources that share a
     tokenizer file stay together, as a worker loads every tokenizer it meets (~0.5 s each), and
     each group is cut, in path order, into one contiguous run per worker of about equal size: a
@@ -173,9 +173,7 @@ def _batches(sources: list[Source], run: RunPlan | Options, workers: int) -> lis
     (interleaved small batches had every worker parse nearly every imported module of the tree)."""
     groups: dict[str | None, list[int]] = {}
     for i in sorted(range(len(sources)), key=lambda i: sources[i].path):
-        groups.setdefault(source_tokenizer_file(sources[i].path, sources[i].kind, run.tokenizer), []).append(
-            i
-        )
+        groups.setdefault(files[i], []).append(i)
     batches = []
     for group in groups.values():
         sizes = [_size(sources[i].path) for i in group]

@@ -1,13 +1,13 @@
 """The value types every part of prefixlint shares: spans, evidence, diagnostics, source results.
 
-`Severity` is the rule catalog's (prefixlint/rules.py), importable from here with the rest."""
+`Severity` is the rule catalog's (prefixlint/core/rules.py), importable from here with the rest."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from prefixlint.rules import RULES, Severity
+from prefixlint.core.rules import RULES, Severity
 
 
 @dataclass(frozen=True)

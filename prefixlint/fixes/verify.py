@@ -1,4 +1,5 @@
-"""Fixes: the that attaches a candidate to its finding only once the fixed text, analysed again, holds.
+"""Verified fixes: a candidate is attached to its finding only once the fixed text, analysed again,
+holds.
 
 A generator yields unverified candidates for one finding, best first (`CandidateGenerator`; the
 Jinja one is `prefixlint.jinja.fixes`, the Python one `prefixlint.python.fixes`). The first that
@@ -26,13 +27,13 @@ from dataclasses import replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from prefixlint.edits import EditError, apply_edits, line_mapping, offset_of
-from prefixlint.fixkinds import KindFixes, fixes_for
-from prefixlint.model import Diagnostic, Fix, Severity, SourceResult
+from prefixlint.core.edits import EditError, apply_edits, line_mapping, offset_of
+from prefixlint.core.findings import Diagnostic, Fix, Severity, SourceResult
+from prefixlint.fixes.kinds import KindFixes, fixes_for
 
 if TYPE_CHECKING:
     from prefixlint.plan import FixPart
-    from prefixlint.sources import Source
+    from prefixlint.run.sources import Source
 
 # The analysis of a source's fixed text (the run's own analysis, with the run's plan).
 Analyse = Callable[[str], list[SourceResult]]

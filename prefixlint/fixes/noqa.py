@@ -1,5 +1,5 @@
 """`check --add-noqa`: write a suppression for every current finding (how a team adopts prefixlint on
-an old tree), in the syntax prefixlint/suppress.py reads, without changing what the source does.
+an old tree), in the syntax prefixlint/run/suppress.py reads, without changing what the source does.
 
 - A template gets `{# prefixlint: ignore[PFX101] #}` alone on a new line above the finding's line
   (trim_blocks and lstrip_blocks make that line render nothing; `{#-` when the finding's line opens
@@ -21,11 +21,11 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from prefixlint.autofix import read_source, write_source
-from prefixlint.edits import edit_between, offset_of
-from prefixlint.model import Diagnostic, Edit
-from prefixlint.sources import source_kind
-from prefixlint.suppress import UNUSED_CODE
+from prefixlint.core.edits import edit_between, offset_of
+from prefixlint.core.findings import Diagnostic, Edit
+from prefixlint.fixes.autofix import read_source, write_source
+from prefixlint.run.sources import source_kind
+from prefixlint.run.suppress import UNUSED_CODE
 
 if TYPE_CHECKING:
     from prefixlint.plan import TemplatePart
@@ -118,7 +118,7 @@ def _file_level(path: str, text: str, kind: str, findings: list[Diagnostic]) -> 
 
 
 def _config_edit(path: str, text: str, findings: list[Diagnostic]) -> Edit | None:
-    from prefixlint.sources import ConfigError, template_literals
+    from prefixlint.run.sources import ConfigError, template_literals
 
     try:
         literals = template_literals(text)
@@ -134,7 +134,7 @@ def add_noqa(findings: list[Diagnostic], part: TemplatePart) -> NoqaResult:
     """Write a suppression for each of `findings` (PFX004, an unused suppression, is left alone);
     a template's comment is written only where the template, rendered with the run's template
     part, renders the same."""
-    from prefixlint.edits import apply_edits
+    from prefixlint.core.edits import apply_edits
 
     result = NoqaResult()
     by_path: dict[str, list[Diagnostic]] = {}

@@ -19,8 +19,8 @@ import re
 import tokenize
 from dataclasses import dataclass, field
 
-from prefixlint.model import Diagnostic, Severity, Span
-from prefixlint.rules import resolve_selector
+from prefixlint.core.findings import Diagnostic, Severity, Span
+from prefixlint.core.rules import resolve_selector
 
 UNUSED_CODE = "PFX004"
 

@@ -25,6 +25,8 @@ from prefixlint.models.gguf import names_model
 
 if TYPE_CHECKING:  # its regexes cost ~5 ms to compile: only for runs that classify
     from prefixlint.jinja.classify import Classification
+    from prefixlint.plan import RunPlan
+    from prefixlint.settings import Options
 
 TEMPLATE_SUFFIXES = (".jinja", ".j2", ".jinja2")
 
@@ -85,7 +87,7 @@ def classify_source(
             )
         return Classification("python", "Python module")
     for glob, kind in reversed(template_kinds):
-        from prefixlint.pathmatch import PathMatcher
+        from prefixlint.core.pathmatch import PathMatcher
 
         if PathMatcher(Path(root), [glob]).matches(source.path):
             return Classification(CONFIG_KINDS[kind], f"template-kinds {glob!r} = {kind!r}")
@@ -325,3 +327,44 @@ def template_literals(text: str) -> list[TemplateLiteral]:
     except (ValueError, KeyError, IndexError, AttributeError) as exc:
         raise ConfigError(f"cannot locate the chat template in the JSON text ({exc})") from exc
     return []
+
+
+def iter_sources(
+    paths: list[str], options: Options | RunPlan, walked: list[str] | None = None
+) -> Iterator[Source]:
+    """The sources under `paths`, less the built-in, command-line and config excludes; the folders
+    listed go to `walked`."""
+    from prefixlint.core.pathmatch import PathMatcher
+
+    matcher = PathMatcher(Path(options.root or "."), (options.exclude or ()) + options.extend_exclude)
+    defaults = DEFAULT_EXCLUDES if options.exclude is None else ()
+    return discover(
+        paths,
+        options.excludes,
+        skip=matcher.matches,
+        defaults=defaults,
+        force_exclude=options.force_exclude,
+        walked=walked,
+        respect_gitignore=options.respect_gitignore,
+    )
+
+
+def list_sources(paths: list[str], options: Options | RunPlan) -> list[tuple[str, str, str]]:
+    """(path, kind, why) of every source under `paths`, classified as `check` would, analysing
+    nothing (`check --show-files`)."""
+    out = []
+    for source in iter_sources(paths, options):
+        if source.kind == "gguf":  # binary: its chat templates are read from its metadata
+            out.append((source.path, source.kind, "a GGUF model: each chat template in its metadata"))
+            continue
+        try:
+            from prefixlint.core.files import read_text
+
+            text = read_text(source.path, options.limits.file_bytes)
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            out.append((source.path, source.kind, f"cannot read: {reason}"))
+            continue
+        found = classify_source(source, text, options.template_kinds, options.root or ".")
+        out.append((source.path, found.kind, found.reason))
+    return out
