@@ -1,11 +1,11 @@
 """The library entry point: `lint_paths` analyses sources and returns results; it never prints.
 
-`lint_paths(paths, options)` resolves the settings once into a run plan (prefixlint/plan.py),
-finds the sources, serves what the result cache holds, analyses the rest (`analyse_source`: the
-frontend of each kind with its part of the plan, then the verified fixes), in this process with
-tokenizers loading in helpers ahead of use, or across pool workers, and filters the raw results
-(prefixlint/run/filters.py) into a `Report`. `lint_source` is the analysis of one source; both also
-take a library caller's `Options`."""
+`lint_paths(paths, options)` resolves the settings once into a run plan (prefixlint/plan.py) and
+hands it to the run (prefixlint/run/check.py: sources found, the result cache, the analyses
+scheduled, the filters). Each analysis is `analyse_source` here: the frontend of the source's kind
+with its part of the plan (`lint_source`), then the verified fixes. `lint_source` and
+`analyse_source` also take a library caller's `Options`; `Options`, `Report`, `iter_sources` and
+`list_sources` are re-exported for library callers."""
 
 from __future__ import annotations
 
