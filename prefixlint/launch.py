@@ -1,4 +1,4 @@
-"""The console entry point. A `check` whose recorded run still holds is replayed (runmemo.py)
+"""The console entry point. A `check` whose recorded run still holds is replayed (run/runmemo.py)
 before anything heavy is imported; for a `check` of a few template files (pre-commit's shape) the
 tokenizer starts loading in a helper at once, before the command line is even parsed; everything
 else goes to the click command line (prefixlint/cli/)."""
