@@ -152,7 +152,7 @@ def _unread_variables(template_vars: dict[str, Any], results: list[Any]) -> list
 
 
 def _record_run(report: Any, options: Any, config: Any, stdout: str, stderr: str, code: int) -> None:
-    """Let the same command line replay this run while nothing it read changes (prefixlint/run/runmemo.py). Only
+    """Let the same command line replay this run while nothing it read changes (run/runmemo.py). Only
     for a run started by `main` (it knows the command line), with the result cache on, no result
     cut off by a time limit, and a tokenizer given by path (a Hub id's cache can gain a snapshot)."""
     argv = (click.get_current_context().find_root().obj or {}).get("argv")
