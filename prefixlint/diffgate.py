@@ -194,7 +194,7 @@ def _old_gguf(
         old_file = Path(scratch) / "old.gguf"
         old_file.write_bytes(data)
         results = lint_gguf(source, run.template, str(old_file))
-    apply_filters(source, results, run)
+    apply_filters(source, results, run, None)  # a binary file holds no suppression comments
     return results
 
 
@@ -302,11 +302,11 @@ def _gate_source(
     from prefixlint.models.tokens import common_prefix_len
 
     ref = result.ref
-    new_results = _analyse(source, None, run)
     try:
         new_text = None if source.kind == "gguf" else read_text(source.path, run.limits.file_bytes)
     except (OSError, ValueError):
-        new_text = None
+        new_text = None  # the analysis reads it again, and says why it cannot
+    new_results = _analyse(source, new_text, run)
     if source.kind == "gguf":  # a binary file: its templates are compared one by one, by name
         found = None if result.first_commit else _old_gguf(ref, top, source, renamed, run)
         old_text = None if found is None else ""

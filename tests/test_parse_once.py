@@ -100,7 +100,8 @@ def test_each_worker_gets_one_contiguous_run_of_the_tree(tmp_path: Path) -> None
 
 def test_the_modules_with_prompt_text_are_parsed_before_the_fork(tmp_path: Path, fresh_cache: None) -> None:
     wrapper, plain = _tree(tmp_path, {"helpers.py": WRAPPER, "plain.py": PLAIN})
-    schedule._parse_ahead([Source(wrapper, "python"), Source(plain, "python")], resolve(Options()))
+    contents = [Path(wrapper).read_bytes(), Path(plain).read_bytes()]
+    schedule._parse_ahead([Source(wrapper, "python"), Source(plain, "python")], contents, resolve(Options()))
     assert project.parsed_module(wrapper, WRAPPER) is not None
     assert project.parsed_module(plain, PLAIN) is None  # no prompt text: never parsed
 

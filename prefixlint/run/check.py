@@ -88,7 +88,14 @@ def check_paths(paths: list[str], run: RunPlan, workers: int | None, analyse: An
     missing = [i for i, f in enumerate(found) if f is None]
     for i, fresh in zip(
         missing,
-        lint_all([sources[i] for i in missing], run, workers, analyse, [files[i] for i in missing]),
+        lint_all(
+            [sources[i] for i in missing],
+            run,
+            workers,
+            analyse,
+            [files[i] for i in missing],
+            [contents[i] for i in missing],
+        ),
         strict=True,
     ):
         found[i] = fresh

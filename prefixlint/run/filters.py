@@ -14,15 +14,15 @@ if TYPE_CHECKING:
     from prefixlint.run.sources import Source
 
 
-def apply_filters(source: Source, results: list[SourceResult], run: RunPlan, text: str | None = None) -> None:
-    """Apply inline suppressions (reporting unused ones), per-file ignores and select/ignore."""
+def apply_filters(source: Source, results: list[SourceResult], run: RunPlan, text: str | None) -> None:
+    """Apply inline suppressions (reporting unused ones), per-file ignores and select/ignore.
+    `text`: the source's text as the run read it (None: unreadable or binary, so no comments)."""
     if run.suppressions and results:
         from prefixlint.run.suppress import directives_for, suppress, unused_suppressions
 
         try:
-            text = read_text(source.path, run.limits.file_bytes) if text is None else text
-            directives = directives_for(source.kind, text)
-        except (OSError, ValueError):
+            directives = [] if text is None else directives_for(source.kind, text)
+        except ValueError:
             directives = []
         for result in results:
             own = [d for d in result.diagnostics if d.span.path == source.path]

@@ -11,7 +11,7 @@ import gc
 import os
 from collections.abc import Callable, Iterator
 
-from prefixlint.core.files import read_limited, read_text
+from prefixlint.core.files import decode_source
 from prefixlint.core.findings import SourceResult
 from prefixlint.plan import RunPlan
 from prefixlint.run.sources import PARALLEL_MIN_SOURCES, Source
@@ -27,14 +27,12 @@ TOKENIZERS_AHEAD = 2
 RUN_GC_THRESHOLDS = (20_000, 20, 20)
 
 
-def _renders(source: Source, run: RunPlan) -> bool:
+def _renders(source: Source, data: bytes | None, run: RunPlan) -> bool:
     """Whether a source needs its tokenizer (a helper loading it is worth a fork): a template, a
     Python file with prompt text (its numbers are counted in tokens), not a base model's
-    tokenizer_config.json without a chat template."""
+    tokenizer_config.json without a chat template. `data`: its bytes as the run read them."""
     if source.kind in ("tokenizer_config", "python"):
-        try:
-            data = read_limited(source.path)
-        except (OSError, ValueError):
+        if data is None:  # unreadable: the analysis reports it, and loads nothing
             return False
         if source.kind == "python":
             from prefixlint.python import may_hold_prompts
@@ -47,7 +45,11 @@ def _renders(source: Source, run: RunPlan) -> bool:
 
 
 def _lint_in_order(
-    sources: list[Source], run: RunPlan, analyse: Analyse, files: list[str | None]
+    sources: list[Source],
+    run: RunPlan,
+    analyse: Analyse,
+    files: list[str | None],
+    contents: list[bytes | None],
 ) -> Iterator[list[SourceResult]]:
     """`analyse` of each source in turn, with the tokenizers the templates need loading in
     forked helpers (prefixlint/models/tokenizer_process.py) ahead of their first use, so each load
@@ -62,9 +64,11 @@ def _lint_in_order(
     cache = run.cache_dir
     starts = [
         f
-        if f is not None and _renders(s, run) and not (has_book(cache, f, s.path) or has_index(cache, f))
+        if f is not None
+        and _renders(s, data, run)
+        and not (has_book(cache, f, s.path) or has_index(cache, f))
         else None
-        for s, f in zip(sources, files, strict=True)
+        for s, f, data in zip(sources, files, contents, strict=True)
     ]
     last_use = {f: i for i, f in enumerate(files) if f is not None}
     # A guess from the command line (launch.py) that missed, or that a book makes useless.
@@ -87,10 +91,16 @@ def _lint_in_order(
 
 
 def lint_all(
-    sources: list[Source], run: RunPlan, workers: int | None, analyse: Analyse, files: list[str | None]
+    sources: list[Source],
+    run: RunPlan,
+    workers: int | None,
+    analyse: Analyse,
+    files: list[str | None],
+    contents: list[bytes | None],
 ) -> Iterator[list[SourceResult]]:
     """The raw results of `sources` (`analyse` of each: prefixlint.api.analyse_source), in order;
     `files`: the tokenizer file of each (the plan's, prefixlint/plan.py source_tokenizer_file),
+    `contents`: the bytes of each as the run read them (None: unreadable), never read again here;
     in this process for a few, else in a process pool (processes, not threads: analysis is
     CPU-bound Python, and the render time limit uses SIGALRM, which needs each render in a main
     thread)."""
@@ -98,9 +108,9 @@ def lint_all(
         workers = min(os.cpu_count() or 1, len(sources)) if len(sources) >= PARALLEL_MIN_SOURCES else 1
     with _fewer_collections():
         if workers <= 1:
-            yield from _lint_in_order(sources, run, analyse, files)
+            yield from _lint_in_order(sources, run, analyse, files, contents)
         else:
-            yield from _lint_in_pool(sources, run, workers, analyse, files)
+            yield from _lint_in_pool(sources, run, workers, analyse, files, contents)
 
 
 @contextlib.contextmanager
@@ -117,7 +127,12 @@ def _fewer_collections() -> Iterator[None]:
 
 
 def _lint_in_pool(
-    sources: list[Source], run: RunPlan, workers: int, analyse: Analyse, files: list[str | None]
+    sources: list[Source],
+    run: RunPlan,
+    workers: int,
+    analyse: Analyse,
+    files: list[str | None],
+    contents: list[bytes | None],
 ) -> Iterator[list[SourceResult]]:
     """The raw results of `sources`, in order, from `workers` pool processes."""
     import multiprocessing
@@ -129,7 +144,7 @@ def _lint_in_pool(
     # fork: workers start at once, with everything imported; a worker loads each tokenizer once.
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     if method == "fork":
-        _parse_ahead(sources, run)
+        _parse_ahead(sources, contents, run)
         gc.freeze()  # the modules parsed ahead: never walked by the workers' GC (nor their pages copied)
     batches = _batches(sources, files, workers)
     results: dict[int, list[SourceResult]] = {}
@@ -144,17 +159,17 @@ def _lint_in_pool(
         yield results[i]
 
 
-def _parse_ahead(sources: list[Source], run: RunPlan) -> None:
+def _parse_ahead(sources: list[Source], contents: list[bytes | None], run: RunPlan) -> None:
     """The Python modules with prompt text parsed before the workers fork, which then share them:
     each module parsed once per run, whichever worker checks it and whichever imports it."""
     from prefixlint.python import parse_ahead
 
-    for source in sources:
-        if source.kind != "python":
+    for source, data in zip(sources, contents, strict=True):
+        if source.kind != "python" or data is None:
             continue
         try:
-            text = read_text(source.path, run.limits.file_bytes)
-        except (OSError, ValueError):
+            text = decode_source(data)
+        except ValueError:
             continue
         if not parse_ahead(source.path, text, run.python):
             return
