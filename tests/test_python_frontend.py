@@ -71,6 +71,20 @@ def test_unknown_follower_no_model_is_seen_to_receive_is_info() -> None:
     assert "no call that sends it to a model was found" in diag.message
 
 
+def test_a_method_call_is_named_with_its_receiver() -> None:
+    """`role_prompt.set(template=...)` is labelled by the call it is, not as the builtin `set()`."""
+    text = (
+        "import datetime\n\n\ndef build(role_prompt) -> None:\n    role_prompt.set(\n"
+        '        template="Today is {today}. You are a careful assistant. Answer every question with care, "\n'
+        '        "cite your sources, keep the answer short and polite, and never invent facts you cannot "\n'
+        '        "check in the documents given to you below.",\n'
+        "        today=datetime.datetime.now(),\n    )\n"
+    )
+    [diag] = analyze_python("role.py", text, Options()).diagnostics
+    assert (diag.code, diag.span.line) == ("PFX101", 6)
+    assert "of `template=` of `role_prompt.set()` (line 5)" in diag.message
+
+
 def test_close_values_are_one_finding_at_the_first() -> None:
     path = FIXTURES / "python" / "anthropic_system_env.py"
     [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics

@@ -127,10 +127,11 @@ class _CandidateFinder:
         if self.ev.project.frameworks.match_call(self.index, node) is not None:
             return  # the models table says what this call's arguments are (sinks.py): no guess
         name = func_name(node.func)
+        callee = _dotted(node.func) or name  # `role_prompt.set()`, never a bare `set()` in a label
         if self.declared and (name in self.declared or self.index.qualified_names(node.func) & self.declared):
             parts = [self.value(a.value) for a in node.args]
             if all(p is not None for p in parts):
-                self.add(node, concat(*parts), f"the arguments of `{name}()` (a configured sink)")
+                self.add(node, concat(*parts), f"the arguments of `{callee}()` (a configured sink)")
         if _message_role(node, name) is not None:
             self.add(node, self.value(node), f"the `{name}` message")
             return
@@ -139,14 +140,14 @@ class _CandidateFinder:
         system = [k for k in SYSTEM_KWARGS if k in kwargs]
         for k in (*SYSTEM_KWARGS, *TEXT_KWARGS):
             if k in kwargs:
-                self.add(node, self.value(kwargs[k], template=k == "template"), f"`{k}=` of `{name}()`")
+                self.add(node, self.value(kwargs[k], template=k == "template"), f"`{k}=` of `{callee}()`")
         for k in MESSAGE_KWARGS:
             # `input=` is a prompt only beside instructions (OpenAI Responses); alone it is too common
             if k in kwargs and (k != "input" or system):
                 head = self.value(kwargs[system[0]]) if system else ()
                 body = self.value(kwargs[k])
                 if head is not None and body is not None:
-                    self.add(node, concat(head, body), f"the request of `{name}()`")
+                    self.add(node, concat(head, body), f"the request of `{callee}()`")
         if name in ("format", "format_map", "substitute") and isinstance(node.func, cst.Attribute):
             owner = _dotted(node.func.value)
             if owner and any(says_prompt(part) for part in owner.split(".")):
