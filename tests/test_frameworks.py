@@ -45,6 +45,7 @@ ROWS = [
         *builtin().memories,
         *builtin().appended,
         *builtin().sources,
+        *builtin().fields,
     ]
     if row.examples
 ]
@@ -103,6 +104,23 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
             '[[source]]\nname = "X"\nkind = "tools"\ncalls = [".x"]\ncolour = 1\n',
             "source 1: unknown key `colour`",
         ),
+        (
+            '[[sink]]\nname = "X"\ncalls = [".x"]\narguments = { a = "system" }\nfollows = { b = 3 }\n',
+            "`follows` names `b`, which is not one of its `arguments`",
+        ),
+        (
+            '[[sink]]\nname = "X"\ncalls = [".x"]\narguments = { a = "system" }\nfollows = { a = 0 }\n',
+            "`follows.a` is the literal text or a count of tokens",
+        ),
+        (
+            '[[fields]]\nname = "F"\nrequest = ["a.In"]\n',
+            "fields 1 (F): `attribute` names the class attribute",
+        ),
+        ('[[fields]]\nname = "F"\nattribute = "inputs"\n', "names its per-request classes (`request`)"),
+        (
+            '[[fields]]\nname = "F"\nattribute = "inputs"\nrequest = ["a.In"]\nconstant = ["b.In"]\n',
+            "`In` is per request or constant, not both",
+        ),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:
@@ -122,7 +140,10 @@ def test_every_row_has_both_examples() -> None:
             if k not in m.examples
         ]
     missing += [
-        f"{s.name}: {k}" for s in builtin().sources for k in ("valid", "invalid") if k not in s.examples
+        f"{s.name}: {k}"
+        for s in [*builtin().sources, *builtin().fields]
+        for k in ("valid", "invalid")
+        if k not in s.examples
     ]
     assert missing == []
 
@@ -270,3 +291,135 @@ def test_a_config_object_made_by_a_helper(tmp_path: Path) -> None:
         '    return client.models.generate_content(model="m", contents=city, config=make_config())\n'
     )
     assert _found(tmp_path, source) == {("PFX101", 11)}
+
+
+# --- what a framework writes after an argument (`follows`) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("follows", "found"),
+    [
+        ("", set()),  # the prompt's own tail is one word: less than a block is lost
+        ("follows = { goal = 40 }\n", {("PFX101", 6)}),  # at least 40 tokens the library writes
+        (f'follows = {{ goal = "{_LONG}" }}\n', {("PFX101", 6)}),  # its literal text
+    ],
+)
+def test_what_a_framework_writes_after_an_argument_is_lost_too(
+    follows: str, found: set, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:  # type: ignore[type-arg]
+    _with_table(
+        monkeypatch,
+        '[[sink]]\nname = "X"\ncalls = ["acme.Agent"]\narguments = { goal = "system" }\n' + follows,
+    )
+    source = (
+        "import acme\nfrom datetime import datetime\n\n\ndef build_prompt():\n"
+        '    return acme.Agent(goal=f"Answer as of {datetime.now()} now")\n'
+    )
+    assert _found(tmp_path, source) == found
+
+
+def test_crewai_agent_goal_is_followed_by_its_format_instructions(tmp_path: Path) -> None:
+    """CrewAI writes its format instructions after the goal: a question in it costs them."""
+    source = (
+        "from crewai import Agent\n\n\ndef make(question: str) -> Agent:\n    return Agent(\n"
+        '        role="Researcher",\n        backstory="You have covered equity markets for years.",\n'
+        '        goal=f"Find the facts the question asks for: {question}",\n    )\n'
+    )
+    assert _found(tmp_path, source) == {("PFX105", 8)}
+
+
+# --- declared fields (`[[fields]]`) ---------------------------------------------------------------------
+
+_COMPONENT = """from lfx.custom import Component
+from lfx.io import HandleInput, MessageTextInput, MultilineInput
+{extra}
+
+class {name}({base}):
+    inputs = [
+        HandleInput(name="llm", input_types=["LanguageModel"]),
+        MessageTextInput(name="question"),
+        MultilineInput(name="system_prompt", value="You answer in {{language}}. " + {long!r}),
+    ]
+{body}"""
+
+
+def test_a_constant_field_is_its_default_text(tmp_path: Path) -> None:
+    body = (
+        "\n    def run(self):\n"
+        "        return self.llm.invoke(f\"{self.system_prompt}\\n{getattr(self, 'question', '')}\")\n"
+    )
+    source = _COMPONENT.format(extra="", name="Answer", base="Component", long=_LONG, body=body)
+    assert _found(tmp_path, source) == set()
+
+
+def test_a_request_field_read_with_getattr_is_per_request(tmp_path: Path) -> None:
+    body = (
+        "\n    def run(self):\n"
+        "        question = getattr(self, 'question', '')\n"
+        '        return self.llm.invoke(f"Question: {question}\\n{self.system_prompt}")\n'
+    )
+    source = _COMPONENT.format(extra="", name="Answer", base="Component", long=_LONG, body=body)
+    assert _found(tmp_path, source) == {("PFX105", 13)}  # where the field is read
+
+
+def test_a_field_declared_by_a_base_class(tmp_path: Path) -> None:
+    base = _COMPONENT.format(extra="", name="Answer", base="Component", long=_LONG, body="")
+    sub = (
+        "from lfx.io import HandleInput\n\nfrom base_component import Answer\n\n\nclass Loud(Answer):\n"
+        "    def run(self):\n"
+        '        return self.llm.invoke(f"Question: {self.question}\\n{self.system_prompt}")\n'
+    )
+    (tmp_path / "base_component.py").write_text(base, encoding="utf-8")
+    assert _found(tmp_path, sub) == {("PFX105", 8)}
+
+
+# --- LangChain's history placeholders ---------------------------------------------------------------------
+
+_AGENT_SYSTEM = (
+    "You are a helpful assistant. Question: {input}\\n\\nYou have access to the following tools: {tools}. "
+    "To use a tool, write <tool></tool> and <tool_input></tool_input> tags; you will get back a response "
+    "in the form <observation></observation>. When you are done, respond with a final answer."
+)
+
+
+def _messages_found(tmp_path: Path, history: str, human: str = "{input}") -> list[str]:
+    source = (
+        "from langchain.agents import create_xml_agent\n"
+        "from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder\n\n\n"
+        "def build(llm, tools):\n"
+        "    prompt = ChatPromptTemplate.from_messages(\n"
+        f'        [("system", "{_AGENT_SYSTEM}"), {history}, ("human", "{human}")]\n'
+        "    )\n"
+        "    return create_xml_agent(llm, tools, prompt)\n"
+    )
+    path = tmp_path / "agent.py"
+    path.write_text(source, encoding="utf-8")
+    result = analyze_python(str(path), source, Options(project_root=str(tmp_path)))
+    return [f"{d.code}:{d.span.line} {d.message}" for d in result.diagnostics]
+
+
+@pytest.mark.parametrize(
+    "history", ['("placeholder", "{chat_history}")', 'MessagesPlaceholder("chat_history")']
+)
+def test_a_per_run_value_in_the_system_template_costs_the_history_after_it(
+    history: str, tmp_path: Path
+) -> None:
+    (found,) = _messages_found(tmp_path, history)
+    assert found.startswith("PFX105:7 `{input}`")
+    assert "nor can the conversation history after it" in found
+
+
+def test_the_agent_steps_after_the_users_turn_are_no_history(tmp_path: Path) -> None:
+    """`("placeholder", "{agent_scratchpad}")` after the human turn is the run's own steps, filled by
+    the agent: nothing after the user's input is shared anyway."""
+    source = (
+        "from langchain.agents import create_tool_calling_agent\n"
+        "from langchain_core.prompts import ChatPromptTemplate\n\n\n"
+        "def build(llm, tools):\n"
+        "    prompt = ChatPromptTemplate.from_messages(\n"
+        f'        [("system", "{_LONG}"), ("placeholder", "{{chat_history}}"), ("human", "{{input}}"),\n'
+        '         ("placeholder", "{agent_scratchpad}")]\n'
+        "    )\n"
+        "    return create_tool_calling_agent(llm, tools, prompt)\n"
+    )
+    assert _found(tmp_path, source) == set()

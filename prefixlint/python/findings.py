@@ -337,7 +337,8 @@ def _diagnostic(
     severity = RULES[code].default_severity
     per_turn = ev.history is not None and hole.timing == "call" and ev.prompt.reached
     tokens = _tokens(ev.after, count) + ev.least
-    if ev.after or ev.unseen:
+    counted_text = bool(ev.after) or ev.unseen and bool(tokens or not per_turn)  # not "at least 0"
+    if counted_text:
         least = "at least " if ev.unseen else ""
         added = f" (among them text the library adds: {', '.join(ev.added)})" if ev.added else ""
         message = (
@@ -371,7 +372,7 @@ def _diagnostic(
             "after it cannot be served from the prefix cache"
         )
         severity = min(severity, Severity.WARNING)
-    if per_turn and (ev.after or ev.unseen):
+    if per_turn and counted_text:
         message += f", nor can the conversation history after it (`{ev.history.label}`)" + _every_turn(hole)
     if ev.companions:
         names = ", ".join(f"`{c.label}`" for c in ev.companions)

@@ -40,6 +40,7 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
             for key, item in _mapping(ev, arg.value, env, nodes=nodes).items():
                 part = row.part_of(key, -1)
                 if part is not None:
+                    item = ev.followed(call, row, key, item)
                     found.append((part, row.rank(key if key in row.arguments else "*"), item))
                 nested = row.fields_of(key, -1)
                 if nested and key in nodes:  # `**{"body": {"system": ...}}`: the fields the row names
@@ -63,6 +64,7 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
                 value = argument_value(ev, arg.value, inner)
             if named is not None and part == "prompt":  # the template, filled with what the call passes
                 value = fills.filled(ev, ev.template_of(arg.value, value, env), call, named)
+            value = ev.followed(call, row, key, value)
             found.append((part, row.rank(key if key in row.arguments else "*"), value))
         if nested:
             found += field_values(ev, row, key, arg.value, nested, inner)

@@ -16,7 +16,7 @@ import libcst as cst
 
 from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import Env
-from prefixlint.python.frameworks import AppendedModel
+from prefixlint.python.frameworks import AppendedModel, SinkModel
 from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import Hole, Open, Segment, Text, Value, concat, is_constant, text
 
@@ -33,6 +33,17 @@ class Appended(EvaluatorBase):
 
     def _appended_rows(self, call: cst.Call, lands: tuple[str, ...]) -> list[AppendedModel]:
         return [r for r in self.project.frameworks.match_appended(self.index, call) if r.lands in lands]
+
+    def followed(self, call: cst.Call, row: SinkModel, key: str, value: Value) -> Value:
+        """An argument's `value` with what the framework writes after it in the request it renders
+        (the sink row's `follows`): the literal text of its source, or static text of unseen length
+        holding at least that many tokens."""
+        after = row.follows.get(key)
+        if after is None:
+            return value
+        if isinstance(after, str):
+            return concat(value, text(after))
+        return concat(value, (Open(self.index.pos(call)[0], after, f"what {row.name} writes after `{key}`"),))
 
     def appended_value(self, call: cst.Call) -> Value | None:
         """What a call returns when it is text a library writes (`parser.get_format_instructions()`)."""

@@ -31,6 +31,7 @@ _SOURCE_WHAT = {
     "memory": "memories recalled for each request",
     "tools": "tools retrieved for each request",
     "search": "web results fetched for each request",
+    "input": "what each run of the agent is given or has done so far",
 }
 _UNSEEN = object()  # a name not looked up yet (resolve)
 # Nodes whose value costs less to work out again than to look up (Evaluator.value).

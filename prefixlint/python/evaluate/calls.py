@@ -84,6 +84,10 @@ class Calls(EvaluatorBase):
             return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
         if (written := self.appended_value(node)) is not None:
             return written  # `parser.get_format_instructions()`: text the library writes
+        if any(q.startswith("langchain") and q.endswith(".MessagesPlaceholder") for q in qnames):
+            # the messages a template is given under that name: the conversation so far
+            line, column = self.index.pos(node)
+            return (Hole(Provenance.UNKNOWN, line, column, self.label(node), path=self.path, history=True),)
         name = func_name(node.func)
         deeper = env.deeper(template=False)  # a call's arguments are not the template
         args = [a for a in node.args if a.keyword is None and not a.star]
@@ -128,6 +132,8 @@ class Calls(EvaluatorBase):
                 return self.hole(Provenance.UNORDERED, node, "a set")
             if (name in _PASS_THROUGH or qnames & {"pathlib.Path", "pathlib.PurePath"}) and first is not None:
                 return first
+            if name == "getattr" and (read := self.own_attribute(node, env)) is not None:
+                return read
             if name in _OPAQUE:
                 return self.unknown(node)
             if name in _CONVERSIONS and first is not None:

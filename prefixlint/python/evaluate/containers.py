@@ -128,6 +128,16 @@ class Containers(EvaluatorBase):
         elements = [e.value for e in node.elements]
         if len(elements) == 2 and (role := _role_of(elements[0])):  # ("system", "...") in LangChain
             return concat((Break(role),), self.value(elements[1], env.deeper()))
+        if len(elements) == 2 and _is_history_placeholder(elements[0]):
+            # LangChain's ("placeholder", "{chat_history}"): a MessagesPlaceholder, the conversation so
+            # far, unless its framework fills it with something else (`{agent_scratchpad}`: the steps)
+            written = string_value(elements[1]) if isinstance(elements[1], cst.SimpleString) else None
+            name = written.strip("{}") if isinstance(written, str) else ""
+            if name and self.project.frameworks.placeholder_source(self.index, name) is not None:
+                return self.placeholder(name, elements[1])
+            line, column = self.index.pos(node)
+            label = self.label(elements[1])
+            return (Hole(Provenance.UNKNOWN, line, column, label, path=self.path, history=True),)
         return self._v_List(node, env)
 
     def _v_Dict(self, node: cst.Dict, env: Env) -> Value:
@@ -250,6 +260,12 @@ class Containers(EvaluatorBase):
             line, column = self.index.pos(node)
             return (Hole(Provenance.UNKNOWN, line, column, self.label(node), path=self.path, history=True),)
         return _as_history(value)
+
+
+def _is_history_placeholder(node: cst.BaseExpression) -> bool:
+    """The message type LangChain's `ChatPromptTemplate.from_messages` reads as a MessagesPlaceholder
+    (langchain_core/prompts/chat.py `_create_template_from_message_type`)."""
+    return isinstance(node, cst.SimpleString) and string_value(node) == "placeholder"
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:

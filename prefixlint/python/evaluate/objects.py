@@ -27,6 +27,7 @@ from prefixlint.python.evaluate.env import (
     func_name,
 )
 from prefixlint.python.project import MAX_FILE_BYTES, MAX_SIBLING_MODULES, modules_defining
+from prefixlint.python.scopes import string_value
 from prefixlint.python.segments import Provenance, Value, choice, first_volatile, map_holes
 from prefixlint.python.volatile import name_provenance, qualified_provenance
 
@@ -69,6 +70,21 @@ class Objects(EvaluatorBase):
             (field,) = self.hole(Provenance.REQUEST, node, by_name=True, weak=h.weak)
             return (replace(field, via=h.via, item=h.item),)
         return self.unknown(node)
+
+    def own_attribute(self, call: cst.Call, env: Env) -> Value | None:
+        """`getattr(self, "name", default)` in a method: `self.name`, else the default (None when
+        the call is no such read)."""
+        args = [a.value for a in call.args if a.keyword is None and not a.star]
+        if not (2 <= len(args) <= 3 and isinstance(args[0], cst.Name) and args[0].value in ("self", "cls")):
+            return None
+        attr = string_value(args[1]) if isinstance(args[1], cst.SimpleString) else None
+        cls = self.index.scope_for(call).cls
+        if not isinstance(attr, str) or cls is None:
+            return None
+        found = self.class_attribute(cls, attr, env, at=call)
+        if found is None and len(args) == 3:
+            return self.value(args[2], env.deeper())
+        return found
 
     def object_class(self, node: cst.BaseExpression, at: cst.CSTNode) -> tuple[Self, cst.ClassDef] | None:
         """The project class `node` names (`Settings`) or makes (`Settings()`), or the class of the
@@ -153,6 +169,9 @@ class Objects(EvaluatorBase):
             options.append(_as_state(self.value(expr, env.deeper())))
         if options:
             return choice(options)
+        declared = self.declared_field(cls, attr, env, at)
+        if declared is not None:
+            return declared
         for evaluator, base in self.base_classes(cls):
             found = evaluator.class_attribute(base, attr, env.deeper(), depth + 1, subclasses=False)
             if found is not None:  # placed where it is read here (`at`), or at the class
@@ -166,6 +185,39 @@ class Objects(EvaluatorBase):
                     options.append(self.anchor(found, at or cls) if evaluator is not self else found)
             if options:
                 return choice(options)
+        return None
+
+    def declared_field(self, cls: cst.ClassDef, attr: str, env: Env, at: cst.CSTNode | None) -> Value | None:
+        """`self.attr` where the class declares `attr` as data, as a component framework reads it
+        (the table's `[[fields]]` rows: `inputs = [MessageTextInput(name="attr"), ...]`): a value made
+        per request for a field connected to the flow, else the constant's default text (unknown
+        without one: typed in once per app, it is never a finding)."""
+        frameworks = self.project.frameworks
+        bindings = self.index.scopes[cls].bindings
+        for listing in frameworks.field_lists:
+            found = bindings.get(listing)
+            listed = found[-1].expr if found else None
+            if not isinstance(listed, (cst.List, cst.Tuple)):
+                continue
+            for element in listed.elements:
+                call = element.value
+                if isinstance(element, cst.StarredElement) or not isinstance(call, cst.Call):
+                    continue  # `*Base.get_base_inputs()`: the base class's own fields
+                declared = frameworks.match_field(self.index, call)
+                if declared is None or declared.row.attribute != listing:
+                    continue
+                keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+                named = keywords.get(declared.row.key)
+                if not (isinstance(named, cst.SimpleString) and string_value(named) == attr):
+                    continue
+                if _connected_per_request(
+                    keywords.get(declared.row.types), declared.row.request_types, declared.per_request
+                ):
+                    (hole,) = self.hole(Provenance.REQUEST, at or call, f"self.{attr}")
+                    via = f"an input declared as `{func_name(call.func)}` ({declared.row.name})"
+                    return (replace(hole, timing="call", via=via),)  # filled on each run of the flow
+                default = keywords.get(declared.row.default)
+                return self.value(default, env.deeper()) if default is not None else self.unknown(at or call)
         return None
 
     def _given_to_super(self, cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
@@ -367,6 +419,21 @@ class Objects(EvaluatorBase):
                     if found is not None:
                         return found
         return None
+
+
+def _connected_per_request(
+    types: cst.BaseExpression | None, request_types: tuple[str, ...], default: bool
+) -> bool:
+    """Whether a declared field is per request: by what it says it is connected to
+    (`input_types=["LanguageModel"]` is a model, `["Message"]` a message), else by its class."""
+    if not isinstance(types, (cst.List, cst.Tuple)) or not types.elements:
+        return default
+    written = [
+        string_value(e.value) if isinstance(e.value, cst.SimpleString) else None for e in types.elements
+    ]
+    if None in written:
+        return default
+    return any(t in request_types for t in written)
 
 
 def _as_state(stored: Value) -> Value:

@@ -8,7 +8,9 @@ prompt text. `[[source]]` rows name calls whose result is content made per reque
 vector stores, memory recalled by the input, tools retrieved for the query, web search): a value of
 that provenance wherever it lands (prefixlint/python/evaluate/calls.py asks `match_source`). A project's
 own prompt builders (`[tool.prefixlint.python] sinks`) and sources (`[[...python.source]]`) are rows
-of the same table. Every row carries a valid and an invalid example that the tests run
+of the same table. `[[fields]]` rows name the inputs a component framework declares as data (langflow's
+`inputs = [MessageTextInput(name=...)]`), read as `self.<name>`: per request or a constant of the app, by
+the class each is declared with. Every row carries a valid and an invalid example that the tests run
 (`tests/test_frameworks.py`), as Fixit runs its rules' examples.
 
 The package: rows.py (the row types), names.py (how a call is written, the patterns), lookup.py
@@ -23,6 +25,7 @@ from prefixlint.python.frameworks.rows import (
     AppendedModel,
     ConfigModel,
     EntryModel,
+    FieldsModel,
     MemoryModel,
     SinkModel,
     SourceModel,
@@ -41,6 +44,7 @@ __all__ = [
     "AppendedModel",
     "ConfigModel",
     "EntryModel",
+    "FieldsModel",
     "Frameworks",
     "MemoryModel",
     "SinkModel",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from prefixlint.python.frameworks.names import (
     CALL,
@@ -22,6 +22,7 @@ from prefixlint.python.frameworks.rows import (
     AppendedModel,
     ConfigModel,
     EntryModel,
+    FieldsModel,
     MemoryModel,
     SinkModel,
     SourceModel,
@@ -32,6 +33,18 @@ if TYPE_CHECKING:  # libcst is imported where a node is looked at: reading the t
     import libcst as cst
 
     from prefixlint.python.scopes import ModuleIndex
+
+
+class Declared(NamedTuple):
+    """A field declaration's class as the table knows it: its row, and whether what it holds is made
+    per request."""
+
+    row: FieldsModel
+    per_request: bool
+
+    @property
+    def imports(self) -> tuple[str, ...]:
+        return self.row.imports
 
 
 class Frameworks:
@@ -46,6 +59,7 @@ class Frameworks:
         memories: list[MemoryModel] | None = None,
         appended: list[AppendedModel] | None = None,
         sources: list[SourceModel] | None = None,
+        fields: list[FieldsModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.sources = sources or []
@@ -99,6 +113,15 @@ class Frameworks:
             for text in source.calls:
                 self._sources.setdefault(last_name(text), []).append((as_pattern(text), source))
         self._placeholders = [s for s in self.sources if s.placeholders]
+        self.fields = fields or []
+        # declaring class -> (pattern, row, per request); the class attributes that list fields
+        self._fields: dict[str, list[tuple[Pattern, Declared]]] = {}
+        for row in self.fields:
+            for texts, per_request in ((row.request, True), (row.constant, False)):
+                for text in texts:
+                    entry = (as_pattern(text), Declared(row, per_request))
+                    self._fields.setdefault(last_name(text), []).append(entry)
+        self.field_lists = frozenset(row.attribute for row in self.fields)
         # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
         self._called = {p.text.split(".")[0] for p, _ in self._calls.get(CALL, ())}
         names = sorted({re.escape(n) for s in sinks for n in _needles(s)} | set(memory_names))
@@ -115,7 +138,13 @@ class Frameworks:
             self.memories,
             self.appended,
             [*(sources or []), *self.sources],
+            self.fields,
         )
+
+    def match_field(self, index: ModuleIndex, call: cst.Call) -> Declared | None:
+        """The `[[fields]]` row a declaration call is of (`MessageTextInput(name=...)`), and whether
+        the field it declares is per request (else a constant of the app)."""
+        return _match(self._fields, index, call.func) if self._fields else None
 
     def memory_class(self, index: ModuleIndex, node: cst.BaseExpression) -> MemoryModel | None:
         """The `[[memory]]` row an expression names as a class (`Memory`, a parameter's default)."""

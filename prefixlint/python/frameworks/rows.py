@@ -5,7 +5,8 @@ fields may take.
 in `PARTS` order), `ConfigModel` (a call that only configures a client), `EntryModel` (a decorator
 that makes a function a request entry point), `MemoryModel` (a framework memory and how it rewrites
 the history), `AppendedModel` (text a library adds beside what a call is given), `SourceModel` (a
-call whose result is made per request). Reading them from TOML is table.py's job; finding them at
+call whose result is made per request), `FieldsModel` (the inputs a component framework declares as
+data and its code reads as attributes). Reading them from TOML is table.py's job; finding them at
 a call is lookup.py's.
 """
 
@@ -57,6 +58,10 @@ class SinkModel:
     # The call sends a whole request (nothing else follows what it is given), as an API call does;
     # a message or template object is one piece of a request assembled elsewhere.
     whole_request: bool = True
+    # What the framework writes after an argument in the request it renders (an argument of
+    # `arguments` -> the literal text its source writes, or at least that many tokens of static
+    # text whose length it decides: CrewAI's format instructions after an agent's `goal`).
+    follows: dict[str, int | str] = field(default_factory=dict)
     # The engine (engines.toml) whose `cache_control` breakpoints its content blocks carry, for
     # PFX503 (prefixlint/python/breakpoints.py): "anthropic"; "" when it has none.
     breakpoints: str = ""
@@ -144,8 +149,34 @@ class AppendedModel:
     examples: dict[str, Any] = field(default_factory=dict)
 
 
-# What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results.
-SOURCE_KINDS = ("context", "memory", "tools", "search")
+@dataclass(frozen=True)
+class FieldsModel:
+    """A component framework's declared inputs (`[[fields]]`): a class attribute lists them as calls
+    (langflow `inputs = [MessageTextInput(name="input_text"), StrInput(...)]`), the `key` keyword
+    names each, and the code reads it as `self.<name>`. What a field holds depends on the class it is
+    declared with: `request` classes are connected to the flow's messages and handles (a new value on
+    every run), `constant` ones are typed in once per app (their `default` keyword is the text, when
+    given); what a declaration says it is connected to (`types`) decides over its class."""
+
+    name: str
+    attribute: str
+    request: tuple[str, ...]
+    constant: tuple[str, ...] = ()
+    key: str = "name"
+    default: str = "value"
+    # The keyword that lists what a declaration is connected to (`input_types=["LanguageModel"]`):
+    # given, the field is per request only when one of them is in `request_types` (a message, data),
+    # else it is a constant of the app (a model, tools, an embedding), whatever its class.
+    types: str = ""
+    request_types: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    source: str = ""  # where the classes were read (the library's source)
+    examples: dict[str, str] = field(default_factory=dict)
+
+
+# What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results, the
+# input an agent run is invoked with and the steps it has taken (placeholders its framework fills).
+SOURCE_KINDS = ("context", "memory", "tools", "search", "input")
 # A source row's provenance, by the name the table writes it in (segments.Provenance's members).
 PROVENANCES = ("request", "clock", "id", "random", "environment", "unordered")
 

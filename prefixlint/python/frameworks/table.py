@@ -25,6 +25,7 @@ from prefixlint.python.frameworks.rows import (
     AppendedModel,
     ConfigModel,
     EntryModel,
+    FieldsModel,
     MemoryModel,
     SinkModel,
     SourceModel,
@@ -96,6 +97,20 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
     for text in calls:
         if last_name(text) == CALL and text.startswith("."):
             raise TableError(f"{where}: `{text}`: a `.__call__` pattern names what builds the object")
+    follows = row.get("follows", {})
+    if not isinstance(follows, dict):
+        raise TableError(f"{where}: `follows` maps an argument to the text written after it")
+    for key, after in follows.items():
+        if key not in arguments:
+            raise TableError(f"{where}: `follows` names `{key}`, which is not one of its `arguments`")
+        if (
+            isinstance(after, bool)
+            or not isinstance(after, (int, str))
+            or (isinstance(after, int) and after < 1)
+        ):
+            raise TableError(
+                f"{where}: `follows.{key}` is the literal text or a count of tokens (at least 1)"
+            )
     return SinkModel(
         name=name,
         calls=calls,
@@ -110,6 +125,7 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
         fills=bool(row.get("fills", False)),
         whole_request=bool(row.get("whole_request", True)),
         breakpoints=str(row.get("breakpoints", "")),
+        follows=dict(follows),
         examples=dict(row.get("examples", {})),
     )
 
@@ -222,6 +238,38 @@ def appended_from_row(row: dict[str, Any], where: str) -> AppendedModel:
     )
 
 
+def fields_from_row(row: dict[str, Any], where: str) -> FieldsModel:
+    """A `[[fields]]` row as a FieldsModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, FieldsModel, where)
+    attribute = row.get("attribute")
+    if not isinstance(attribute, str) or not attribute.isidentifier():
+        raise TableError(f"{where}: `attribute` names the class attribute that lists the fields")
+    request, constant = _strings(row, "request", where), _strings(row, "constant", where)
+    if not request:
+        raise TableError(f"{where}: a fields row names its per-request classes (`request`)")
+    for text in (*request, *constant):
+        if any(c in last_name(text) for c in "*?["):
+            raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    if bool(row.get("types")) != bool(row.get("request_types")):
+        raise TableError(f"{where}: `types` and `request_types` are given together")
+    both = {last_name(t) for t in request} & {last_name(t) for t in constant}
+    if both:
+        raise TableError(f"{where}: `{sorted(both)[0]}` is per request or constant, not both")
+    return FieldsModel(
+        name=name,
+        attribute=attribute,
+        request=request,
+        constant=constant,
+        key=str(row.get("key", "name")),
+        default=str(row.get("default", "value")),
+        types=str(row.get("types", "")),
+        request_types=_strings(row, "request_types", where),
+        imports=_strings(row, "imports", where),
+        source=str(row.get("source", "")),
+        examples=dict(row.get("examples", {})),
+    )
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
@@ -232,8 +280,11 @@ def parse_table(text: str, where: str) -> Frameworks:
         appended_from_row(r, f"{where}: appended {i + 1}") for i, r in enumerate(data.get("appended", []))
     ]
     sources = [source_from_row(r, f"{where}: source {i + 1}") for i, r in enumerate(data.get("source", []))]
+    fields_rows = [
+        fields_from_row(r, f"{where}: fields {i + 1}") for i, r in enumerate(data.get("fields", []))
+    ]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended, sources)
+    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended, sources, fields_rows)
 
 
 @cache
