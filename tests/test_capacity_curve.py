@@ -1,0 +1,90 @@
+"""`--capacity-curve`: the hit rate at every cache size from reuse distances in one pass, checked
+against a list-based LRU and against vLLM's block pool simulated at each size."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import prefixlint.engines.stackdist as stackdist
+from prefixlint.engines import load_engines
+from prefixlint.engines.packed import pack
+from prefixlint.engines.simulate import Simulation
+from prefixlint.engines.stackdist import CapacityCurve, StackDistances
+
+VLLM = load_engines()["vllm"]
+
+
+def test_stack_distances_are_the_depths_of_a_list_lru(monkeypatch):
+    monkeypatch.setattr(stackdist, "MIN_TIMES", 4)  # renumber the times many times over
+    rng = random.Random(7)
+    distances, stack = StackDistances(), []
+    for _ in range(3000):
+        block = rng.randrange(40)
+        assert distances.distance(block) == (stack.index(block) if block in stack else None)
+        distances.use(block)
+        if block in stack:
+            stack.remove(block)
+        stack.insert(0, block)
+    assert len(distances) == len(stack)
+
+
+def _workload(seed: int, aligned: bool = False) -> list[tuple[bytes, bytes]]:
+    """Requests sharing one of a few system prompts, each with its own question and reply."""
+    rng = random.Random(seed)
+    systems = [[rng.randrange(5000) for _ in range(rng.randrange(40, 400))] for _ in range(12)]
+    out = []
+    for _ in range(1500):
+        prompt = rng.choice(systems) + [rng.randrange(5000) for _ in range(rng.randrange(1, 90))]
+        if aligned:
+            prompt = prompt[: len(prompt) // 16 * 16]
+        if not aligned and len(prompt) % 16 == 0:
+            prompt.append(1)  # a prompt of whole blocks is the one corner where the pool is not LRU
+        reply = [rng.randrange(5000) for _ in range(rng.randrange(0, 40))]
+        out.append((pack(prompt), pack(reply)))
+    return out
+
+
+def _pool_hits(requests: list[tuple[bytes, bytes]], capacity: int) -> int:
+    sim = Simulation([VLLM], capacity)
+    for prompt, reply in requests:
+        sim.feed(prompt, reply=reply)
+    return sim.lru["vllm"][1].hit_tokens
+
+
+@pytest.mark.parametrize("capacity", [2_048, 6_400, 16_384])
+def test_curve_equals_the_block_pool_simulated_at_that_size(capacity):
+    requests = _workload(3)
+    curve = CapacityCurve(VLLM)
+    for prompt, reply in requests:
+        curve.feed(prompt, reply)
+    hits = _pool_hits(requests, capacity)
+    assert 0 < hits < curve.tokens  # a size where eviction matters, but some hit
+    assert curve.hit_tokens(capacity) == hits
+
+
+def test_curve_approximates_the_pool_where_a_cached_last_block_is_recomputed():
+    """Prompts of whole blocks recompute their last block; vLLM keeps a second copy of it, which
+    a one-pass LRU cannot see: the curve is then a close upper bound, as the docs say."""
+    requests = _workload(5, aligned=True)
+    curve = CapacityCurve(VLLM)
+    for prompt, reply in requests:
+        curve.feed(prompt, reply)
+    hits = _pool_hits(requests, 6_400)
+    assert hits <= curve.hit_tokens(6_400) <= hits * 1.02
+
+
+def test_curve_points_rise_to_the_unbounded_hit_rate():
+    requests = _workload(3)
+    curve = CapacityCurve(VLLM)
+    sim = Simulation([VLLM])
+    for prompt, reply in requests:
+        curve.feed(prompt, reply)
+        sim.feed(prompt, reply=reply)
+    points = curve.points()
+    assert [p.tokens for p in points] == sorted({p.tokens for p in points})
+    assert all(p.tokens % VLLM.block_size == 0 for p in points)
+    rates = [p.hit_rate for p in points]
+    assert rates == sorted(rates) and rates[0] == 0.0
+    assert rates[-1] == sim.summary()["vllm"]["hit_rate"]  # the largest size holds every block
