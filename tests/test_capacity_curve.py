@@ -30,6 +30,25 @@ def test_stack_distances_are_the_depths_of_a_list_lru(monkeypatch):
     assert len(distances) == len(stack)
 
 
+def test_chains_used_at_once_are_the_depths_of_a_list_lru(monkeypatch):
+    """A request's chain in one call: its new blocks added in one sweep, its old ones moved."""
+    monkeypatch.setattr(stackdist, "MIN_TIMES", 8)
+    rng = random.Random(11)
+    distances, stack, made = StackDistances(), [], 0
+    for _ in range(600):
+        old = [b for b in stack if rng.random() < 0.3][: rng.randrange(0, 6)]
+        new = list(range(made, made + rng.randrange(0, 9)))
+        made += len(new)
+        for depth, block in enumerate(stack):
+            assert distances.distance(block) == depth
+        oldest = distances.use_chain(old + new, len(old))
+        assert (oldest == 0) == bool(new)
+        for block in reversed(old + new):  # tail first: the chain's head ends on top
+            if block in stack:
+                stack.remove(block)
+            stack.insert(0, block)
+
+
 def _workload(seed: int, aligned: bool = False) -> list[tuple[bytes, bytes]]:
     """Requests sharing one of a few system prompts, each with its own question and reply."""
     rng = random.Random(seed)

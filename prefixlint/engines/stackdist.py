@@ -49,6 +49,9 @@ class StackDistances:
     def __len__(self) -> int:
         return len(self._last)
 
+    def __contains__(self, block: Hashable) -> bool:
+        return block in self._last
+
     def distance(self, block: Hashable) -> int | None:
         """Distinct blocks used since `block` was last used; None if it never was."""
         t = self._last.get(block)
@@ -66,28 +69,59 @@ class StackDistances:
 
     def use(self, block: Hashable) -> None:
         """`block` becomes the most recently used."""
-        self.uses += 1
-        self._stamp[block] = self.uses
-        if self._now >= self._size:
-            self._renumber()
-        tree, size = self._tree, self._size
-        old = self._last.get(block)
-        if old is not None:
+        self.use_chain([block], 1 if block in self._last else 0)
+
+    def use_chain(self, blocks: list[Hashable], seen: int) -> int:
+        """Use `blocks` from the last to the first (a request's chain, tail first: its head ends
+        most recently used), where only the first `seen` were used before. Returns the oldest
+        stamp among their earlier uses (0 if one is new). The new ones take consecutive times,
+        added to the tree in one sweep."""
+        fresh = len(blocks) - seen
+        if self._now + len(blocks) > self._size:
+            self._renumber(len(blocks))
+        tree, size, last, stamps = self._tree, self._size, self._last, self._stamp
+        oldest = 0 if fresh else self.uses + 1
+        lo = self._now + 1
+        if fresh:
+            hi = self._now + fresh
+            carry = [0] * (fresh + 1)  # what each new time's tree children of this sweep add to it
+            for t in range(lo, hi + 1):
+                d = 1 + carry[t - lo]
+                tree[t] += d
+                parent = t + (t & -t)
+                if parent <= hi:
+                    carry[parent - lo] += d
+                else:
+                    while parent <= size:
+                        tree[parent] += d
+                        parent += parent & -parent
+            for k, block in enumerate(reversed(blocks[seen:])):
+                last[block] = lo + k
+                stamps[block] = self.uses + 1 + k
+            self._now = hi
+            self.uses += fresh
+        for block in reversed(blocks[:seen]):
+            old = last[block]
+            oldest = min(oldest, stamps[block])
             while old <= size:
                 tree[old] -= 1
                 old += old & -old
-        self._now += 1
-        t = self._last[block] = self._now
-        while t <= size:
-            tree[t] += 1
-            t += t & -t
+            self._now += 1
+            self.uses += 1
+            t = last[block] = self._now
+            stamps[block] = self.uses
+            while t <= size:
+                tree[t] += 1
+                t += t & -t
+        return oldest
 
-    def _renumber(self) -> None:
-        """Give the held blocks the times 1..k in their order, in a tree with room for as many more."""
+    def _renumber(self, coming: int) -> None:
+        """Give the held blocks the times 1..k in their order, in a tree with room for as many
+        more (and the `coming` uses)."""
         order = sorted(self._last, key=self._last.__getitem__)
         self._last = {block: i for i, block in enumerate(order, 1)}
         self._now = len(order)
-        self._size = max(MIN_TIMES, 2 * len(order))
+        self._size = max(MIN_TIMES, 2 * len(order) + coming)
         tree = [0] * (self._size + 1)
         for i in range(1, self._size + 1):  # the linear build: ones at 1..k, each sum to its parent
             tree[i] += i <= self._now
@@ -133,24 +167,23 @@ class CapacityCurve:
         kept = seq + reply if engine.reply_cached else seq
         hashes = chained_hashes(kept, size, own_key(engine, salt, cache_key))
         fits = -(-n // size)  # a prompt larger than the pool hits nothing
+        distances = self._distances
+        # The blocks used before are a head of the chain: a block's hash holds all before it.
+        seen = next((j for j, h in enumerate(hashes) if h not in distances), len(hashes))
         deepest, before = -1, 0
-        for j in range(min(n // size, len(hashes))):
-            distance = self._distances.distance(hashes[j])
-            if distance is None:
-                break
+        for j in range(min(n // size, seen)):
+            distance = distances.distance(hashes[j])
+            assert distance is not None
             # a block hits only after all those before it
             deepest = max(deepest, distance + self._bump(hashes[j]))
             reach = engine.cacheable((j + 1) * size, n)
             if reach > before:
                 self._gains[max(deepest + 1, fits)] += reach - before
                 before = reach
-        distances, first = self._distances, self._distances.uses + 1
-        window = self._partial[1] if self._partial else -1
-        for h in reversed(hashes):  # tail first: the head is the most recently used
-            before_use = distances.stamp(h)
-            if before_use <= window:  # its first use since that partial block's request
-                self._since = min(self._since, before_use)
-            distances.use(h)
+        first = distances.uses + 1
+        oldest = distances.use_chain(hashes, seen)
+        if self._partial is not None and oldest <= self._partial[1]:  # a block new since that request
+            self._since = min(self._since, oldest)
         if (len(kept) // WIDTH) % size:
             self._partial, self._since = (first, distances.uses), distances.uses + 1
         self.tokens += n
