@@ -3,16 +3,21 @@ against a list-based LRU and against vLLM's block pool simulated at each size.""
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import prefixlint.engines.stackdist as stackdist
+from prefixlint.cli import cli
 from prefixlint.engines import load_engines
 from prefixlint.engines.packed import pack
 from prefixlint.engines.simulate import Simulation
 from prefixlint.engines.stackdist import CapacityCurve, StackDistances
 
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "explain"
 VLLM = load_engines()["vllm"]
 
 
@@ -107,3 +112,49 @@ def test_curve_points_rise_to_the_unbounded_hit_rate():
     rates = [p.hit_rate for p in points]
     assert rates == sorted(rates) and rates[0] == 0.0
     assert rates[-1] == sim.summary()["vllm"]["hit_rate"]  # the largest size holds every block
+
+
+def _explain(log: Path, *extra: str, engine: str = "vllm") -> dict:
+    result = CliRunner().invoke(
+        cli, ["explain", "--log", str(log), "--engine", engine, "--format", "json", *extra]
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_log_curve_equals_simulations_at_three_of_its_sizes():
+    log = FIXTURES / "agent_session.jsonl"  # a conversation: its curve rises in steps
+    data = _explain(log, "--capacity-curve")
+    assert data["capacity_curve_engine"] == "vllm"
+    points = data["capacity_curve"]
+    rising = [p for p in points if 0 < p["hit_rate"] < points[-1]["hit_rate"]]
+    chosen = [rising[0], rising[len(rising) // 2], points[-1]]
+    for point in chosen:
+        lru = _explain(log, "--cache-tokens", str(point["tokens"]))["engines"]["vllm"]["lru"]
+        assert lru["hit_rate"] == point["hit_rate"], point
+
+
+def test_curve_is_null_unless_asked_and_in_text_and_page(tmp_path):
+    log = FIXTURES / "agent_session.jsonl"
+    assert _explain(log)["capacity_curve"] is None
+    page = tmp_path / "page.html"
+    result = CliRunner().invoke(
+        cli, ["explain", "--log", str(log), "--capacity-curve", "--html", str(page), "--engine", "vllm"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "capacity curve: vllm hit rate by cache size" in result.stdout
+    text = page.read_text()
+    svg = text[text.index('<svg id="capacity-curve"') : text.index("</svg>")]
+    points = _explain(log, "--capacity-curve")["capacity_curve"]
+    assert svg.count('<circle class="point"') == len(points)
+    assert "http" not in text and "<script" not in svg
+    again = tmp_path / "again.html"
+    CliRunner().invoke(
+        cli, ["explain", "--log", str(log), "--capacity-curve", "--html", str(again), "--engine", "vllm"]
+    )
+    assert again.read_bytes() == page.read_bytes()  # deterministic
+
+
+def test_no_block_pool_engine_gives_an_empty_curve():
+    data = _explain(FIXTURES / "agent_session.jsonl", "--capacity-curve", engine="sglang")
+    assert data["capacity_curve"] == [] and data["capacity_curve_engine"] is None
