@@ -45,15 +45,18 @@ def curve_svg(points: list[dict[str, object]], engine: str | None) -> str:
             f'<line x1="{LEFT}" x2="{LEFT + inner_w}" y1="{y(rate):.1f}" y2="{y(rate):.1f}" stroke="#eee"/>'
             f'<text x="{LEFT - 6}" y="{y(rate) + 4:.1f}" text-anchor="end">{rate:.0%}</text>'
         )
+    labelled = [sizes[0], sizes[-1]]  # the ends, and each power of ten between that is clear of them
     decade = 10 ** math.floor(math.log10(sizes[0]))
     while decade <= sizes[-1]:
-        if decade >= sizes[0]:
-            at = f"{x(decade):.1f}"
-            parts.append(
-                f'<line x1="{at}" x2="{at}" y1="{TOP}" y2="{TOP + inner_h}" stroke="#eee"/>'
-                f'<text x="{at}" y="{TOP + inner_h + 16}" text-anchor="middle">{_tokens_text(decade)}</text>'
-            )
+        if decade > sizes[0] and all(abs(x(decade) - x(end)) > 40 for end in labelled):
+            labelled.append(decade)
         decade *= 10
+    for tick in labelled:
+        at = f"{x(tick):.1f}"
+        parts.append(
+            f'<line x1="{at}" x2="{at}" y1="{TOP}" y2="{TOP + inner_h}" stroke="#eee"/>'
+            f'<text x="{at}" y="{TOP + inner_h + 16}" text-anchor="middle">{_tokens_text(tick)}</text>'
+        )
     line = " ".join(f"{x(s):.1f},{y(r):.1f}" for s, r in zip(sizes, rates, strict=True))
     parts.append(f'<polyline points="{line}" fill="none" stroke="#3355cc" stroke-width="2"/>')
     for s, r in zip(sizes, rates, strict=True):
