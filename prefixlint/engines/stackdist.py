@@ -11,13 +11,16 @@ The blocks are an engine's chained block hashes (engines/blockpool.py `chained_h
 vLLM's pool uses them: a request looks up its prompt's blocks from the first while they are cached,
 then every full block it computed (prompt, and reply where the engine keeps it) becomes the most
 recently used, its head last (vLLM frees a request's blocks tail first). Sizes are counted as vLLM's
-pool counts them (one block of the pool is its null block), and a prompt larger than the pool hits
-nothing. This is exact for an LRU cache of whole blocks. vLLM's pool differs in three corners,
-where the curve is an approximation (slightly optimistic): the partial last block a request
-computes takes one block while it runs and may evict one more; an identical prompt that recomputes
-its cached last block holds two copies of it; and a request larger than the pool is refused, where
-here it still uses blocks. SGLang's radix tree evicts whole leaves least recently used first (per
-token, not per block); llama-server's slots keep whole conversations: the curve approximates both.
+pool counts them (one block of the pool is its null block). This is exact for an LRU cache of whole
+blocks, and vLLM's pool is one but for three corners. The partial last block a request computes
+takes a block while it runs and may evict one more: counted here (`_bump`), so the curve equals the
+pool. A request larger than the pool is refused (it neither hits nor evicts), which one pass cannot
+replay: the curve starts at the smallest pool that holds the largest request (vLLM will not start
+with a pool smaller than one sequence of its maximum length either). An identical prompt of whole
+blocks recomputes its cached last block and vLLM keeps both copies, one block more held: there the
+curve is an approximation, a little high. SGLang's radix tree evicts whole leaves least recently
+used first (per token, not per block) and llama-server's slots keep whole conversations: the curve
+approximates both.
 """
 
 from __future__ import annotations
@@ -63,6 +66,24 @@ class StackDistances:
             t &= t - 1
         return len(self._last) - below
 
+    def distances_of(self, blocks: list[Hashable]) -> list[int]:
+        """distance() of each of `blocks` (all used before). A block whose time is one below the
+        block before it needs no walk of the tree: one mark less lies at or below it."""
+        tree, last, live = self._tree, self._last, len(self._last)
+        out, previous, below = [], -1, 0
+        for block in blocks:
+            t = last[block]
+            if t == previous - 1:
+                below -= 1
+            else:
+                below, i = 0, t
+                while i > 0:
+                    below += tree[i]
+                    i &= i - 1
+            previous = t
+            out.append(live - below)
+        return out
+
     def stamp(self, block: Hashable) -> int:
         """How many uses there had been when `block` was last used (0: never)."""
         return self._stamp.get(block, 0)
@@ -74,46 +95,48 @@ class StackDistances:
     def use_chain(self, blocks: list[Hashable], seen: int) -> int:
         """Use `blocks` from the last to the first (a request's chain, tail first: its head ends
         most recently used), where only the first `seen` were used before. Returns the oldest
-        stamp among their earlier uses (0 if one is new). The new ones take consecutive times,
-        added to the tree in one sweep."""
-        fresh = len(blocks) - seen
+        stamp among their earlier uses (0 if one is new).
+
+        All of them take consecutive new times, added in one sweep of the tree; the old times of
+        the head are removed in runs of consecutive times (a head used before was mostly used
+        together), a sweep each: O(k + runs · log² n) rather than k · log n."""
         if self._now + len(blocks) > self._size:
             self._renumber(len(blocks))
-        tree, size, last, stamps = self._tree, self._size, self._last, self._stamp
-        oldest = 0 if fresh else self.uses + 1
+        last, stamps = self._last, self._stamp
+        head = blocks[:seen]
+        oldest = min((stamps[b] for b in head), default=self.uses + 1) if seen == len(blocks) else 0
+        times = sorted(last[b] for b in head)
+        start = 0
+        for k in range(1, len(times) + 1):
+            if k == len(times) or times[k] != times[k - 1] + 1:
+                self._sweep(times[start], times[k - 1], -1)
+                start = k
         lo = self._now + 1
-        if fresh:
-            hi = self._now + fresh
-            carry = [0] * (fresh + 1)  # what each new time's tree children of this sweep add to it
-            for t in range(lo, hi + 1):
-                d = 1 + carry[t - lo]
-                tree[t] += d
-                parent = t + (t & -t)
-                if parent <= hi:
-                    carry[parent - lo] += d
-                else:
-                    while parent <= size:
-                        tree[parent] += d
-                        parent += parent & -parent
-            for k, block in enumerate(reversed(blocks[seen:])):
-                last[block] = lo + k
-                stamps[block] = self.uses + 1 + k
-            self._now = hi
-            self.uses += fresh
-        for block in reversed(blocks[:seen]):
-            old = last[block]
-            oldest = min(oldest, stamps[block])
-            while old <= size:
-                tree[old] -= 1
-                old += old & -old
-            self._now += 1
-            self.uses += 1
-            t = last[block] = self._now
-            stamps[block] = self.uses
-            while t <= size:
-                tree[t] += 1
-                t += t & -t
+        self._sweep(lo, lo + len(blocks) - 1, 1)
+        for k, block in enumerate(reversed(blocks)):
+            last[block] = lo + k
+            stamps[block] = self.uses + 1 + k
+        self._now += len(blocks)
+        self.uses += len(blocks)
         return oldest
+
+    def _sweep(self, lo: int, hi: int, sign: int) -> None:
+        """Add `sign` at every time of lo..hi: each time's sum passed on to its parent within the
+        range, and only the sums that leave the range climb the rest of the tree."""
+        if hi < lo:
+            return
+        tree, size = self._tree, self._size
+        carry = [0] * (hi - lo + 1)  # what each time's tree children in the range add to it
+        for t in range(lo, hi + 1):
+            d = sign + carry[t - lo]
+            tree[t] += d
+            parent = t + (t & -t)
+            if parent <= hi:
+                carry[parent - lo] += d
+            else:
+                while parent <= size:
+                    tree[parent] += d
+                    parent += parent & -parent
 
     def _renumber(self, coming: int) -> None:
         """Give the held blocks the times 1..k in their order, in a tree with room for as many
@@ -147,13 +170,14 @@ class CapacityCurve:
         self.engine = engine
         self.block = engine.block_size
         self._null = 1 if engine.eviction == "block-pool" else 0  # vLLM's pool: N blocks hold N - 1
-        self._distances = StackDistances()
+        self.distances = StackDistances()
         # usable blocks from which on these tokens hit -> tokens
         self._gains: Counter[int] = Counter()
         # The last request that computed a partial block, as its uses' first and last stamps, and
         # the oldest earlier stamp of a block used since: see `_bump`.
         self._partial: tuple[int, int] | None = None
         self._since = 0
+        self.largest = 0  # blocks of the largest request (prompt and reply kept)
         self.tokens = 0
         self.requests = 0
 
@@ -167,13 +191,13 @@ class CapacityCurve:
         kept = seq + reply if engine.reply_cached else seq
         hashes = chained_hashes(kept, size, own_key(engine, salt, cache_key))
         fits = -(-n // size)  # a prompt larger than the pool hits nothing
-        distances = self._distances
+        self.largest = max(self.largest, -(-(len(kept) // WIDTH) // size))
+        distances = self.distances
         # The blocks used before are a head of the chain: a block's hash holds all before it.
         seen = next((j for j, h in enumerate(hashes) if h not in distances), len(hashes))
         deepest, before = -1, 0
-        for j in range(min(n // size, seen)):
-            distance = distances.distance(hashes[j])
-            assert distance is not None
+        lookups = min(n // size, seen)
+        for j, distance in enumerate(distances.distances_of(hashes[:lookups])):
             # a block hits only after all those before it
             deepest = max(deepest, distance + self._bump(hashes[j]))
             reach = engine.cacheable((j + 1) * size, n)
@@ -200,7 +224,7 @@ class CapacityCurve:
         the blocks used since it, older than `block`'s last use if some block was new)."""
         if self._partial is None:
             return 0
-        stamp = self._distances.stamp(block)
+        stamp = self.distances.stamp(block)
         return int(stamp < self._partial[0] and self._since > stamp)
 
     def hit_tokens(self, capacity_tokens: int) -> int:
@@ -209,13 +233,20 @@ class CapacityCurve:
         return sum(tokens for blocks, tokens in self._gains.items() if blocks <= usable)
 
     def points(self, count: int = POINTS) -> list[CurvePoint]:
-        """The curve at `count` sizes from one block to the size where it stops rising (every block
-        held), spaced evenly on a logarithmic scale, each a whole number of blocks."""
-        if not self._gains or not self.tokens:
+        """The curve at `count` sizes from the smallest that holds the largest request (vLLM
+        refuses a larger one, and below it a one-pass count is not the pool's) to the size where
+        it stops rising (every block held), spaced evenly on a logarithmic scale, each a whole
+        number of blocks."""
+        if not self.tokens:
             return []
-        top = max(max(self._gains), len(self._distances)) + self._null
-        low = 1 + self._null
-        sizes = sorted({round(low * (top / low) ** (i / max(count - 1, 1))) for i in range(count)} | {top})
+        low = max(self.largest, 1) + self._null
+        top = max(max(self._gains, default=0), len(self.distances)) + self._null
+        if top <= low:
+            sizes = [low]
+        else:
+            sizes = sorted(
+                {round(low * (top / low) ** (i / max(count - 1, 1))) for i in range(count)} | {top}
+            )
         cumulative = sorted(self._gains.items())
         out, held, i = [], 0, 0
         for blocks in sizes:
