@@ -46,7 +46,9 @@ class TraceWriter:
         self._salted = salt is not None
         # Without a salt the key only has to be secret: the ids are numbered, not the hashes.
         self._key = (
-            hashlib.blake2b(salt.encode("utf-8", "surrogatepass")).digest()[:32] if salt else os.urandom(32)
+            hashlib.blake2b(salt.encode("utf-8", "surrogatepass")).digest()[:32]
+            if salt is not None
+            else os.urandom(32)
         )
         try:
             self._out: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
