@@ -155,6 +155,10 @@ def test_usage_errors(tmp_path):
     log = str(FIXTURES / "agent_session.jsonl")
     assert "not both" in _run("--trace", str(trace), "--log", log, code=2)
     assert "give --export-trace" in _run("--log", log, "--trace-salt", "x", code=2)
+    copy = tmp_path / "log.jsonl"
+    copy.write_bytes(Path(log).read_bytes())
+    assert "the log itself" in _run("--log", str(copy), "--export-trace", str(copy), code=2)
+    assert copy.read_bytes() == Path(log).read_bytes()  # never truncated
     empty = tmp_path / "empty.jsonl"
     empty.write_text("nope\n")
     assert "no readable request" in _run("--trace", str(empty), code=2)

@@ -152,6 +152,8 @@ def run(
     limits = log_limits(max_requests, max_seconds, max_request_bytes, max_messages, limit)
     if export_trace is not None and log is None:
         raise ExplainError("--export-trace writes the trace of a log: give --log FILE")
+    if export_trace is not None and log is not None and Path(export_trace).resolve() == Path(log).resolve():
+        raise ExplainError(f"--export-trace {export_trace}: that is the log itself; name another file")
     if trace_salt is not None and export_trace is None:
         raise ExplainError("--trace-salt keys an exported trace: give --export-trace FILE")
     if trace is not None:
