@@ -20,6 +20,30 @@ from prefixlint.cli.options import parse_template_vars, template_var_options
     "GenAI spans, or a vLLM --enable-log-requests log; gzip accepted.",
 )
 @click.option(
+    "--trace",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A Mooncake-format trace (JSONL of timestamp, input_length, output_length, hash_ids) from any "
+    "tool: hit rates per engine and routing policy, no causes. Its blocks are --block-size tokens.",
+)
+@click.option(
+    "--export-trace",
+    type=click.Path(dir_okay=False),
+    metavar="TRACE.jsonl",
+    help="With --log: also write the log as a Mooncake-format trace (block hashes, no text).",
+)
+@click.option(
+    "--trace-salt",
+    metavar="TEXT",
+    help="With --export-trace: key the block hashes with TEXT, so that traces exported with the same "
+    "TEXT match block for block (default: a random key, ids numbered in order of first appearance).",
+)
+@click.option(
+    "--capacity-curve",
+    is_flag=True,
+    help="Also report the hit rate at a range of cache sizes (LRU of the first block-pool engine's "
+    "blocks, from reuse distances, in one pass).",
+)
+@click.option(
     "--template",
     type=click.Path(exists=True, dir_okay=False),
     help="Chat template (.jinja or tokenizer_config.json); default: the one beside --tokenizer/--model-dir.",
@@ -35,7 +59,8 @@ from prefixlint.cli.options import parse_template_vars, template_var_options
     "--block-size",
     type=click.IntRange(min=1),
     metavar="TOKENS",
-    help="The first engine's cache block in tokens (default: the server's settings, else the engine's own).",
+    help="The first engine's cache block in tokens (default: the server's settings, else the engine's own); "
+    "with --trace, the trace's block.",
 )
 @click.option("--cache-tokens", type=click.IntRange(min=1), help="Also simulate an LRU of this many tokens.")
 @click.option(

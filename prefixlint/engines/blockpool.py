@@ -22,8 +22,33 @@ Requests run one at a time, in log order (a log holds no overlap).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 
 from prefixlint.engines.packed import WIDTH, salt_token
+
+
+def _link(parent: object, block: bytes) -> object:
+    """hash() of a tuple: fast, and a collision between two different blocks under one parent is
+    as unlikely as vLLM's own. Stable only within one process (PYTHONHASHSEED)."""
+    return hash((parent, block))
+
+
+def chained_hashes(
+    seq: bytes,
+    block_size: int,
+    salt: str | None = None,
+    link: Callable[[object, bytes], object] = _link,
+) -> list:
+    """The chained hash of each full block of packed `seq`, as vLLM chains them: each block's hash
+    covers its parent's, the first block's parent stands for the request's `cache_salt`. `link`
+    makes one hash of (parent, block bytes); a trace export passes a keyed, stable one."""
+    step = block_size * WIDTH
+    parent: object = None if salt is None else ("salt", salt_token(salt))
+    out = []
+    for start in range(0, len(seq) // step * step, step):
+        parent = link(parent, seq[start : start + step])
+        out.append(parent)
+    return out
 
 
 class BlockPool:
@@ -42,15 +67,7 @@ class BlockPool:
         return len(self._hash_of) * self.block_size
 
     def _hashes(self, seq: bytes, salt: str | None) -> list[int]:
-        """The chained hash of each full block of `seq` (hash() of a tuple: fast, and a collision
-        between two different blocks under one parent is as unlikely as vLLM's own)."""
-        step = self.block_size * WIDTH
-        parent: object = None if salt is None else ("salt", salt_token(salt))
-        out = []
-        for start in range(0, len(seq) // step * step, step):
-            parent = hash((parent, seq[start : start + step]))
-            out.append(parent)
-        return out
+        return chained_hashes(seq, self.block_size, salt)
 
     def _hit_blocks(self, hashes: list[int]) -> list[int]:
         found = []

@@ -153,7 +153,7 @@ class Simulation:
             if server is not None:
                 shared = server.feed(seq)
             else:
-                own_salt = _own_key(engine, salt, cache_key)
+                own_salt = own_key(engine, salt, cache_key)
                 view = self._view(engine, bool(tail), own_salt is not None)
                 if view is self.reference:
                     shared = found.length
@@ -163,7 +163,7 @@ class Simulation:
             self.last[name] = tally.record(shared, n, self.keep_hits)
         for name, (cache, tally) in self.lru.items():
             engine = tally.engine
-            own_salt = _own_key(engine, salt, cache_key)
+            own_salt = own_key(engine, salt, cache_key)
             self.last_lru[name] = tally.record(cache.lookup(seq, own_salt), n, self.keep_hits)
             cache.insert(seq + tail if engine.reply_cached else seq, n, own_salt)
         for view, keeps_reply, own_salt in views.values():
@@ -191,7 +191,7 @@ class Simulation:
         return out
 
 
-def _own_key(engine: Engine, salt: str | None, cache_key: str | None) -> str | None:
+def own_key(engine: Engine, salt: str | None, cache_key: str | None) -> str | None:
     """What keys `engine`'s cache for this request: its cache_salt where the engine honours one,
     else its routing key (prompt_cache_key) where the engine routes by one; a salt and a key never
     meet in one engine, so the two share the salted namespace."""

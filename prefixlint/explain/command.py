@@ -140,12 +140,28 @@ def run(
     routing: str = "round-robin",
     block_size: int | None = None,
     workers: int | None = None,
+    trace: str | None = None,
+    export_trace: str | None = None,
+    trace_salt: str | None = None,
+    capacity_curve: bool = False,
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
     (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
     template_vars = template_vars or {}
     chosen = engines_for(engines)
     limits = log_limits(max_requests, max_seconds, max_request_bytes, max_messages, limit)
+    if export_trace is not None and log is None:
+        raise ExplainError("--export-trace writes the trace of a log: give --log FILE")
+    if export_trace is not None and log is not None and Path(export_trace).resolve() == Path(log).resolve():
+        raise ExplainError(f"--export-trace {export_trace}: that is the log itself; name another file")
+    if trace_salt is not None and export_trace is None:
+        raise ExplainError("--trace-salt keys an exported trace: give --export-trace FILE")
+    if trace is not None:
+        if log is not None or paths:
+            raise ExplainError("give either --trace FILE or a log or requests, not both")
+        return _explain_trace(
+            trace, chosen, block_size, cache_tokens, replicas, routing, capacity_curve, limits, fmt, html_path
+        )
     if log is None and len(paths) == 1 and is_template(paths[0]):
         from prefixlint.api import lint_paths
         from prefixlint.explain.narrate import narrate, narrate_json
@@ -209,6 +225,14 @@ def run(
         simulated[0] = simulated[0].with_block(block_size)
     capacity = cache_tokens or (server.capacity_tokens if server else None)
     observations = LogObservations(simulated[0], chosen[0])
+    writer = None
+    if export_trace is not None:
+        from prefixlint.explain.trace_export import TraceExportError, TraceWriter
+
+        try:
+            writer = TraceWriter(export_trace, simulated[0], trace_salt)
+        except TraceExportError as exc:
+            raise ExplainError(str(exc)) from exc
     try:
         report = explain_log(
             log,
@@ -224,11 +248,16 @@ def run(
             replicas=replicas,
             routing=routing,
             workers=workers,
+            curve=capacity_curve,
+            export=writer,
         )
     except LogLimitError as exc:
         raise ExplainError(str(exc)) from exc
     except RenderWorkerDied as exc:  # its message does not name the log
         raise ExplainError(f"{log}: {exc}") from exc
+    finally:
+        if writer is not None:
+            writer.close()
     unread = nothing_read(log, report)
     if unread is not None:
         raise ExplainError(unread)
@@ -258,6 +287,55 @@ def run(
 
     head, tail = findings_text(extra, data)
     return head + log_text(report) + tail
+
+
+def _explain_trace(
+    path: str,
+    engines: list[Engine],
+    block_size: int | None,
+    capacity: int | None,
+    replicas: int | None,
+    routing: str,
+    curve: bool,
+    limits: LogLimits,
+    fmt: str,
+    html_path: str | None,
+) -> str:
+    """`explain --trace`: the trace replayed; the fields a log's report has that a trace cannot
+    fill are null, never missing."""
+    from prefixlint.explain.log_report import log_text, nothing_read
+    from prefixlint.explain.trace_replay import explain_trace
+
+    size = block_size or engines[0].block_size
+    if block_size is not None:
+        engines = [engines[0].with_block(block_size), *engines[1:]]
+    try:
+        report = explain_trace(
+            path,
+            engines,
+            block_size=size,
+            capacity=capacity,
+            replicas=replicas,
+            routing=routing,
+            curve=curve,
+            reading=Reading(limits),
+        )
+    except LogLimitError as exc:
+        raise ExplainError(str(exc)) from exc
+    unread = nothing_read(path, report)
+    if unread is not None:
+        raise ExplainError(unread)
+    data: dict[str, Any] = report.to_json()
+    data.update(tokenizer=None, template=None, template_variables={}, server=None)
+    data["observed"] = {"hit_rate": None}
+    data["ttft"] = {"prefill_tokens_per_s": None, "recomputed_ms_per_request": None}
+    if html_path:
+        from prefixlint.explain.html import render_html
+
+        Path(html_path).write_text(render_html(data, report.representative, report.primary), encoding="utf-8")
+    if fmt == "json":
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return f"trace: {path}; blocks of {size} tokens\n" + log_text(report)
 
 
 HEAD_LINES = 2000  # lines of a log read for a server's start-up lines

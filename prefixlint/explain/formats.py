@@ -375,8 +375,11 @@ def _span(span: Any, index: int, interval: float) -> Request:
         raise RequestError(
             "a GenAI span without its prompt (content capture off?)", reason="span-without-prompt-content"
         )
+    logged = _span_time(span)
     request = Request(
-        messages=messages, now=_span_time(span) or BASE_TIME + timedelta(seconds=index * interval)
+        messages=messages,
+        now=logged or BASE_TIME + timedelta(seconds=index * interval),
+        logged_time=bool(logged),
     )
     tools = _json_attr(attrs.get("gen_ai.tool.definitions"))
     if isinstance(tools, list) and tools:

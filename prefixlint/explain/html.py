@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from prefixlint.engines import Engine, describe, load_engines
+from prefixlint.explain.curve_plot import curve_svg
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
@@ -165,6 +166,18 @@ def _breaks(report: dict[str, Any], top: int = 20) -> str:
     )
 
 
+def _curve(report: dict[str, Any]) -> str:
+    """The capacity curve section (with --capacity-curve): the plot and what it measures."""
+    plot = curve_svg(report.get("capacity_curve") or [], report.get("capacity_curve_engine"))
+    if not plot:
+        return ""
+    engine = html.escape(str(report.get("capacity_curve_engine")))
+    return (
+        f"<h2>Hit rate by cache size</h2><p>{engine}'s cache as an LRU of blocks, every size from one"
+        f" pass over the requests (reuse distances).</p>{plot}\n"
+    )
+
+
 def render_html(report: dict[str, Any], representative: dict[str, Any], engine: str) -> str:
     """The page for a log report (`LogReport.to_json()`) and its representative prompt."""
     profile = load_engines().get(engine)
@@ -242,7 +255,7 @@ def render_html(report: dict[str, Any], representative: dict[str, Any], engine: 
 <table id="engines"><tr><th>engine</th><th>hit rate</th><th>hit tokens</th>{lru_head}</tr>
 {engines}</table>
 {_charts(report)}
-<h2>Causes, ranked by tokens lost</h2>
+{_curve(report)}<h2>Causes, ranked by tokens lost</h2>
 <table id="causes"><tr><th>#</th><th>section</th><th>template</th><th>token</th><th>requests</th>
 <th>tokens lost</th><th>what differs</th><th>hit rate if moved to the end of its message</th>
 <th>TTFT saved per request</th></tr>

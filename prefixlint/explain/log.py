@@ -11,8 +11,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from prefixlint.engines import Engine, load_engines
-from prefixlint.engines.packed import pack
+from prefixlint.engines.packed import WIDTH, pack
 from prefixlint.engines.simulate import REFERENCE_TOKENS, Simulation
+from prefixlint.engines.stackdist import CapacityCurve, curve_engine
 from prefixlint.explain.breakpoints import ProviderBreakpoints
 from prefixlint.explain.causes import (
     Cause,
@@ -40,6 +41,7 @@ from prefixlint.explain.stream import (
     rendered_batches,
     spooled,
 )
+from prefixlint.explain.trace_export import TraceWriter
 from prefixlint.explain.whatif import WhatIfs, movable_causes, patterns_of
 from prefixlint.models.tokens import LoadedTokenizer
 
@@ -70,6 +72,8 @@ def explain_log(
     workers: int | None = None,
     reading: Reading | None = None,
     observations: LogObservations | None = None,
+    curve: bool = False,
+    export: TraceWriter | None = None,
 ) -> LogReport:
     """Simulate the log, cluster its divergences, and re-simulate the top causes moved. The log is
     read within `reading`'s limits (LogLimitError when a whole-file limit is crossed); what the log
@@ -77,7 +81,8 @@ def explain_log(
 
     `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
     the tokenizer allows. `workers`: render processes (default: one per core for a large log).
-    `replicas`: also simulate that many caches behind each routing policy (`routing` runs now)."""
+    `replicas`: also simulate that many caches behind each routing policy (`routing` runs now).
+    `curve`: also measure the capacity curve; `export`: also write the log as a trace."""
     reading = reading or Reading()
     with spooled(path, reading) as readable:
         try:
@@ -97,6 +102,8 @@ def explain_log(
                 workers=workers,
                 reading=reading,
                 observations=observations,
+                curve=curve,
+                export=export,
             )
         except LogLimitError as exc:  # named by the file the user gave, not by its copy
             raise LogLimitError(str(exc).replace(readable, path)) from exc
@@ -119,6 +126,8 @@ def _explain_file(
     workers: int | None,
     reading: Reading,
     observations: LogObservations | None,
+    curve: bool,
+    export: TraceWriter | None,
 ) -> LogReport:
     """explain_log of a log on disk."""
     count = render_workers(path, workers)
@@ -137,12 +146,16 @@ def _explain_file(
             progress=progress,
             replicas=replicas,
             routing=routing,
+            curve=curve,
+            export=export,
         )
         try:
             return run(SegmentEncoder(tokenizer.tokenizer, segments), reading, observations)
         except SegmentMismatch:  # cutting prompts changed some prompt's tokens: start over, whole
             if observations is not None:
                 observations.reset()
+            if export is not None:
+                export.reset()
             return run(SegmentEncoder(tokenizer.tokenizer, "whole"), reading.again(), observations)
 
 
@@ -163,8 +176,12 @@ def _simulate(
     progress: bool | None,
     replicas: int | None,
     routing: str,
+    curve: bool,
+    export: TraceWriter | None,
 ) -> LogReport:
     sim = Simulation(engines, capacity, counts=True)
+    of = curve_engine(engines) if curve else None
+    tally = CapacityCurve(of) if of is not None else None
     router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     clusters = Clusters()
     conversations = Conversations()
@@ -191,6 +208,10 @@ def _simulate(
                 salt=rendered.request.cache_salt,
                 cache_key=rendered.request.cache_key,
             )
+            if tally is not None:
+                tally.feed(seq, reply, rendered.request.cache_salt, rendered.request.cache_key)
+            if export is not None:
+                export.add(rendered.request, seq, len(reply) // WIDTH)
             if observations is not None:
                 observations.add(rendered.request, seq, match.length, sim, number)
             if router is not None:
@@ -265,6 +286,9 @@ def _simulate(
     report.routing = router.summary() if router is not None else None
     report.conversations = conversations.to_json()
     report.breakpoints = providers.to_json() if providers is not None else None
+    if curve:
+        report.capacity_curve = [p.to_json() for p in tally.points()] if tally is not None else []
+        report.curve_engine = of.name if of is not None else None
     return report
 
 

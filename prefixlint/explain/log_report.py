@@ -29,6 +29,9 @@ class LogReport:
     sample: dict[str, int] | None = None  # set when --max-requests stopped the reading
     conversations: dict[str, Any] | None = None  # Conversations.to_json(): turns that break the prefix
     breakpoints: dict[str, Any] | None = None  # ProviderBreakpoints.to_json(), for Anthropic bodies
+    capacity_curve: list[dict[str, object]] | None = None  # with --capacity-curve: [{tokens, hit_rate}]
+    curve_engine: str | None = None  # the engine whose block cache the curve is of
+    trace: dict[str, Any] | None = None  # read from a trace (--trace): its block size, why no causes
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +49,9 @@ class LogReport:
             "causes": [c.to_json(self.requests, self.primary) for c in self.causes],
             "conversations": self.conversations,
             "breakpoints": self.breakpoints,
+            "capacity_curve": self.capacity_curve,
+            "capacity_curve_engine": self.curve_engine,
+            "trace": self.trace,
         }
 
 
@@ -91,7 +97,13 @@ def log_text(report: LogReport) -> str:
         )
         replicas = next(iter(report.routing.values()))["replicas"]
         out.append(f"  {report.primary} over {replicas} replicas, by routing: {policies}")
-    if not report.causes:
+    if report.capacity_curve is not None:
+        out += curve_text(report.capacity_curve, report.curve_engine)
+    if report.trace is not None:
+        out.append(f"No causes: {report.trace['note']}.")
+        if "warning" in report.trace:
+            out.append(f"warning: {report.trace['warning']}")
+    elif not report.causes:
         out.append("No request diverges from an earlier one: nothing to explain.")
     for rank, c in enumerate(report.causes, 1):
         share = c.count / report.requests if report.requests else 0.0
@@ -118,3 +130,12 @@ def log_text(report: LogReport) -> str:
     if report.conversations and report.conversations["count"]:
         out += conversations_text(report.conversations, SHOWN_BREAKS)
     return "\n".join(out) + "\n"
+
+
+def curve_text(points: list[dict[str, object]], engine: str | None) -> list[str]:
+    """The capacity curve as lines: the hit rate at each cache size."""
+    if not points:
+        return [f"capacity curve ({engine or 'no block-pool engine'}): no request to measure"]
+    out = [f"capacity curve: {engine} hit rate by cache size (LRU of blocks, from reuse distances)"]
+    out += [f"  {int(p['tokens']):>13,} tokens  {float(p['hit_rate']):7.2%}" for p in points]  # type: ignore[call-overload, arg-type]
+    return out

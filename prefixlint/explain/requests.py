@@ -49,6 +49,7 @@ class Request:
     prompt: str | None = None
     kwargs: dict[str, Any] = field(default_factory=dict)
     now: datetime = BASE_TIME
+    logged_time: bool = False  # `now` is the log's own timestamp (a trace keeps it)
     system_field: bool = False  # Anthropic: the system prompt came from the top-level `system`
     # What the log says the server did (None where it does not say): prompt tokens it counted, of
     # which it served from cache; time to first token in seconds; the request's `cache_salt`.
@@ -219,8 +220,16 @@ def parse_request(data: Any, index: int = 0, interval: float = 1.0, anthropic: b
     if not isinstance(body, dict):
         raise RequestError("`body` is not a JSON object", "body-not-an-object")
     stamp = stamp if stamp is not None else body.get("created")
-    now = _parse_time(stamp) or BASE_TIME + timedelta(seconds=index * interval)
+    logged = _parse_time(stamp)
+    now = logged or BASE_TIME + timedelta(seconds=index * interval)
     session = session_key(body, data)
+    request = _parse_body(body, now, session, anthropic)
+    request.logged_time = logged is not None
+    return request
+
+
+def _parse_body(body: dict[str, Any], now: datetime, session: str | None, anthropic: bool | None) -> Request:
+    """The request a body holds, read as a chat or a plain prompt."""
     if isinstance(body.get("prompt"), str):
         return Request(prompt=body["prompt"], now=now, session=session)
     if "messages" not in body and is_responses_body(body):
