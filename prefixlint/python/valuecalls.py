@@ -61,7 +61,17 @@ def _is_partial(ev: Evaluator, call: cst.Call) -> bool:
 
 def sink_reference(ev: Evaluator, node: cst.BaseExpression, hops: int = 0) -> Reference | None:
     """The modelled sink an expression stands for as a value: the callable itself, a `partial` of
-    it, or a name (`self.x`) assigned once to one of them."""
+    it, or a name (`self.x`) assigned once to one of them. Read from the module's index and the
+    models table alone, so worked out once per node (every call's arguments are asked, for every
+    checked file that reaches the module)."""
+    key = (ev.project.frameworks, node, "reference", hops)
+    memo = ev.index.matched
+    if key not in memo:
+        memo[key] = _sink_reference(ev, node, hops)
+    return memo[key]  # type: ignore[return-value]
+
+
+def _sink_reference(ev: Evaluator, node: cst.BaseExpression, hops: int) -> Reference | None:
     if isinstance(node, (cst.Name, cst.Attribute)):
         row = ev.project.frameworks.match_callable(ev.index, node)
         if isinstance(row, SinkModel):

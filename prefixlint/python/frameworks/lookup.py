@@ -225,7 +225,15 @@ class Frameworks:
 
     def match_callable(self, index: ModuleIndex, func: cst.BaseExpression) -> SinkModel | ConfigModel | None:
         """The row an expression is, as the called thing of a call (`client.chat.completions.create`
-        written as a value, passed to a retrier or a thread), if any."""
+        written as a value, passed to a retrier or a thread), if any. Matched once per node (the
+        value finders ask it of the same names for every call and checked file)."""
+        key = (self, func, "callable")
+        memo = index.matched
+        if key not in memo:
+            memo[key] = self._match_callable(index, func)
+        return memo[key]  # type: ignore[return-value]
+
+    def _match_callable(self, index: ModuleIndex, func: cst.BaseExpression) -> SinkModel | ConfigModel | None:
         import libcst as cst
 
         found = _match(self._calls, index, func)
