@@ -45,6 +45,7 @@ ROWS = [
         *builtin().memories,
         *builtin().appended,
         *builtin().sources,
+        *builtin().schemas,
     ]
     if row.examples
 ]
@@ -103,6 +104,9 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
             '[[source]]\nname = "X"\nkind = "tools"\ncalls = [".x"]\ncolour = 1\n',
             "source 1: unknown key `colour`",
         ),
+        ('[[schema]]\nname = "S"\n', "schema 1 (S): a schema row needs `calls`"),
+        ('[[schema]]\nname = "S"\ncalls = ["x.*Input"]\n', "its last name is written out"),
+        ('[[schema]]\nname = "S"\ncalls = ["x.In"]\narguments = ["a.b"]\n', "are keywords, positions or `*`"),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:
@@ -122,7 +126,10 @@ def test_every_row_has_both_examples() -> None:
             if k not in m.examples
         ]
     missing += [
-        f"{s.name}: {k}" for s in builtin().sources for k in ("valid", "invalid") if k not in s.examples
+        f"{s.name}: {k}"
+        for s in [*builtin().sources, *builtin().schemas]
+        for k in ("valid", "invalid")
+        if k not in s.examples
     ]
     assert missing == []
 

@@ -23,6 +23,7 @@ from prefixlint.python.frameworks.rows import (
     ConfigModel,
     EntryModel,
     MemoryModel,
+    SchemaModel,
     SinkModel,
     SourceModel,
 )
@@ -46,6 +47,7 @@ class Frameworks:
         memories: list[MemoryModel] | None = None,
         appended: list[AppendedModel] | None = None,
         sources: list[SourceModel] | None = None,
+        schemas: list[SchemaModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.sources = sources or []
@@ -99,6 +101,11 @@ class Frameworks:
             for text in source.calls:
                 self._sources.setdefault(last_name(text), []).append((as_pattern(text), source))
         self._placeholders = [s for s in self.sources if s.placeholders]
+        self.schemas = schemas or []
+        self._schemas: dict[str, list[tuple[Pattern, SchemaModel]]] = {}
+        for schema in self.schemas:
+            for text in schema.calls:
+                self._schemas.setdefault(last_name(text), []).append((as_pattern(text), schema))
         # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
         self._called = {p.text.split(".")[0] for p, _ in self._calls.get(CALL, ())}
         names = sorted({re.escape(n) for s in sinks for n in _needles(s)} | set(memory_names))
@@ -115,6 +122,7 @@ class Frameworks:
             self.memories,
             self.appended,
             [*(sources or []), *self.sources],
+            self.schemas,
         )
 
     def memory_class(self, index: ModuleIndex, node: cst.BaseExpression) -> MemoryModel | None:
@@ -174,6 +182,13 @@ class Frameworks:
                         break
             memo[key] = found
         return memo[key]
+
+    def match_schema(self, index: ModuleIndex, func: cst.BaseExpression) -> SchemaModel | None:
+        """The schema row a called or subscripted expression is (`Enum`, `Literal`), if any."""
+        if not self._schemas:
+            return None
+        found = _match(self._schemas, index, func)
+        return found if isinstance(found, SchemaModel) else None
 
     def placeholder_source(self, index: ModuleIndex, name: str) -> SourceModel | None:
         """The source row whose framework fills a template's `{name}` itself, in this module."""

@@ -5,7 +5,8 @@ fields may take.
 in `PARTS` order), `ConfigModel` (a call that only configures a client), `EntryModel` (a decorator
 that makes a function a request entry point), `MemoryModel` (a framework memory and how it rewrites
 the history), `AppendedModel` (text a library adds beside what a call is given), `SourceModel` (a
-call whose result is made per request). Reading them from TOML is table.py's job; finding them at
+call whose result is made per request), `SchemaModel` (a construct whose arguments become the
+choices of a generated schema). Reading them from TOML is table.py's job; finding them at
 a call is lookup.py's.
 """
 
@@ -188,3 +189,23 @@ def _passes(arg: cst.Arg, keywords: tuple[str, ...]) -> bool:
     if arg.keyword is not None:
         return arg.keyword.value in keywords
     return isinstance(arg.value, cst.Name) and arg.value.value in keywords
+
+
+@dataclass(frozen=True)
+class SchemaModel:
+    """A construct whose arguments become the choices of a generated schema (a tool's parameters, a
+    structured output): `Literal[...]`, `Enum("Zone", names)`, a framework's input with `options=`.
+    The schema lists them in the order given, so an unordered value there reorders the request."""
+
+    name: str
+    calls: tuple[str, ...]  # a call, or a subscripted name (`typing.Literal[...]`)
+    # keyword or position ("1") of the choices; "*" every argument (a subscript's every element)
+    arguments: tuple[str, ...] = ("*",)
+    # keywords the call passes as `True` for the schema to be made at all (`tool_mode=True`)
+    flags: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def chosen(self, keyword: str | None, position: int) -> bool:
+        """Whether an argument (a keyword, else its position) holds the choices."""
+        return "*" in self.arguments or (keyword if keyword is not None else str(position)) in self.arguments

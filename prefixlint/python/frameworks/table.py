@@ -26,6 +26,7 @@ from prefixlint.python.frameworks.rows import (
     ConfigModel,
     EntryModel,
     MemoryModel,
+    SchemaModel,
     SinkModel,
     SourceModel,
 )
@@ -222,6 +223,28 @@ def appended_from_row(row: dict[str, Any], where: str) -> AppendedModel:
     )
 
 
+def schema_from_row(row: dict[str, Any], where: str) -> SchemaModel:
+    """A `[[schema]]` row as a SchemaModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, SchemaModel, where)
+    calls = _strings(row, "calls", where)
+    if not calls:
+        raise TableError(f"{where}: a schema row needs `calls`")
+    for text in calls:
+        if any(c in last_name(text) for c in "*?["):
+            raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    arguments = _strings(row, "arguments", where) or ("*",)
+    if not all(_ARGUMENT.match(a) and "." not in a for a in arguments):
+        raise TableError(f"{where}: `arguments` are keywords, positions or `*`")
+    return SchemaModel(
+        name,
+        calls,
+        arguments,
+        _strings(row, "flags", where),
+        _strings(row, "imports", where),
+        dict(row.get("examples", {})),
+    )
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
@@ -232,8 +255,9 @@ def parse_table(text: str, where: str) -> Frameworks:
         appended_from_row(r, f"{where}: appended {i + 1}") for i, r in enumerate(data.get("appended", []))
     ]
     sources = [source_from_row(r, f"{where}: source {i + 1}") for i, r in enumerate(data.get("source", []))]
+    schemas = [schema_from_row(r, f"{where}: schema {i + 1}") for i, r in enumerate(data.get("schema", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended, sources)
+    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended, sources, schemas)
 
 
 @cache
