@@ -104,6 +104,14 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
             '[[source]]\nname = "X"\nkind = "tools"\ncalls = [".x"]\ncolour = 1\n',
             "source 1: unknown key `colour`",
         ),
+        (
+            '[[source]]\nname = "X"\nkind = "rows"\ncalls = [".x"]\ntiming = "daily"\n',
+            "`timing` is `edit` or left out",
+        ),
+        (
+            '[[source]]\nname = "X"\nkind = "rows"\ncalls = [".x"]\nordered = ["order_by"]\n',
+            "`ordered` applies to a query row",
+        ),
         ('[[schema]]\nname = "S"\n', "schema 1 (S): a schema row needs `calls`"),
         ('[[schema]]\nname = "S"\ncalls = ["x.*Input"]\n', "its last name is written out"),
         ('[[schema]]\nname = "S"\ncalls = ["x.In"]\narguments = ["a.b"]\n', "are keywords, positions or `*`"),

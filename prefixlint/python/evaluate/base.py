@@ -31,6 +31,7 @@ _SOURCE_WHAT = {
     "memory": "memories recalled for each request",
     "tools": "tools retrieved for each request",
     "search": "web results fetched for each request",
+    "rows": "rows of a database query with no ORDER BY",
 }
 _UNSEEN = object()  # a name not looked up yet (resolve)
 # Nodes whose value costs less to work out again than to look up (Evaluator.value).
@@ -132,7 +133,8 @@ class EvaluatorBase:
         """What a source row's call (or a placeholder its framework fills) gives: content made for
         each request, named by the row in the message."""
         (hole,) = self.hole(Provenance[source.provenance.upper()], node, label)
-        return (replace(hole, via=f"{_SOURCE_WHAT[source.kind]}: {source.name}", turns=source.turns),)
+        via = f"{_SOURCE_WHAT[source.kind]}: {source.name}"
+        return (replace(hole, via=via, turns=source.turns, timing=source.timing or hole.timing),)
 
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"

@@ -18,6 +18,7 @@ from prefixlint.python.frameworks.names import (
     last_name,
     written_chain,
 )
+from prefixlint.python.frameworks.queries import unordered_query
 from prefixlint.python.frameworks.rows import (
     AppendedModel,
     ConfigModel,
@@ -177,9 +178,12 @@ class Frameworks:
                 for pattern, row in rows:
                     if row.imports and not any(fnmatch.filter(imported, p) for p in row.imports):
                         continue
-                    if pattern.matches(chain, qualified) and row.takes(call):
-                        found = row
-                        break
+                    if not (pattern.matches(chain, qualified) and row.takes(call)):
+                        continue
+                    if (row.statements or row.sql) and not unordered_query(index, call, row):
+                        continue  # a query whose rows are ordered, or one we cannot see
+                    found = row
+                    break
             memo[key] = found
         return memo[key]
 

@@ -145,8 +145,11 @@ class AppendedModel:
     examples: dict[str, Any] = field(default_factory=dict)
 
 
-# What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results.
-SOURCE_KINDS = ("context", "memory", "tools", "search")
+# What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results,
+# a database query's rows.
+SOURCE_KINDS = ("context", "memory", "tools", "search", "rows")
+# When a source row's result changes, when that is not on each call (`timing`).
+SOURCE_TIMINGS = ("", "edit")
 # A source row's provenance, by the name the table writes it in (segments.Provenance's members).
 PROVENANCES = ("request", "clock", "id", "random", "environment", "unordered")
 
@@ -170,6 +173,15 @@ class SourceModel:
     provenance: str = "request"
     # Its result is the conversation with what it recalls (segments.Hole.turns).
     turns: bool = False
+    # A query's rows (`session.exec(stmt)`): a source only when the statement is built by one of
+    # `statements` (`sqlalchemy.select`), or is SQL text that selects (`sql`), and nothing in it
+    # orders the rows (a method of `ordered`, `ORDER BY`): frameworks/queries.py.
+    statements: tuple[str, ...] = ()
+    sql: bool = False
+    ordered: tuple[str, ...] = ()
+    # When its result changes, when that is not the call's own (segments.Hole.timing): "edit", the
+    # rows come back in storage order, which changes when a row is written.
+    timing: str = ""
     examples: dict[str, str] = field(default_factory=dict)
 
     def takes(self, call: cst.Call) -> bool:

@@ -21,6 +21,7 @@ from prefixlint.python.frameworks.rows import (
     PROVENANCES,
     REWRITES,
     SOURCE_KINDS,
+    SOURCE_TIMINGS,
     WHEN,
     AppendedModel,
     ConfigModel,
@@ -187,6 +188,12 @@ def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
     for text in calls:
         if any(c in last_name(text) for c in "*?["):
             raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    timing = row.get("timing", "")
+    if timing not in SOURCE_TIMINGS:
+        raise TableError(f"{where}: `timing` is `edit` or left out")
+    statements, sql = _strings(row, "statements", where), bool(row.get("sql", False))
+    if _strings(row, "ordered", where) and not (statements or sql):
+        raise TableError(f"{where}: `ordered` applies to a query row (`statements` or `sql`)")
     return SourceModel(
         name=name,
         kind=kind,
@@ -197,6 +204,10 @@ def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
         placeholders=placeholders,
         provenance=provenance,
         turns=bool(row.get("turns", False)),
+        statements=statements,
+        sql=sql,
+        ordered=_strings(row, "ordered", where),
+        timing=timing,
         examples=dict(row.get("examples", {})),
     )
 
