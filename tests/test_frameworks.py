@@ -46,6 +46,7 @@ ROWS = [
         *builtin().appended,
         *builtin().sources,
         *builtin().fields,
+        *builtin().schemas,
     ]
     if row.examples
 ]
@@ -121,6 +122,17 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
             '[[fields]]\nname = "F"\nattribute = "inputs"\nrequest = ["a.In"]\nconstant = ["b.In"]\n',
             "`In` is per request or constant, not both",
         ),
+        (
+            '[[source]]\nname = "X"\nkind = "rows"\ncalls = [".x"]\ntiming = "daily"\n',
+            "`timing` is `edit` or left out",
+        ),
+        (
+            '[[source]]\nname = "X"\nkind = "rows"\ncalls = [".x"]\nordered = ["order_by"]\n',
+            "`ordered` applies to a query row",
+        ),
+        ('[[schema]]\nname = "S"\n', "schema 1 (S): a schema row needs `calls`"),
+        ('[[schema]]\nname = "S"\ncalls = ["x.*Input"]\n', "its last name is written out"),
+        ('[[schema]]\nname = "S"\ncalls = ["x.In"]\narguments = ["a.b"]\n', "are keywords, positions or `*`"),
     ],
 )
 def test_a_broken_row_is_named(text: str, message: str) -> None:
@@ -141,7 +153,7 @@ def test_every_row_has_both_examples() -> None:
         ]
     missing += [
         f"{s.name}: {k}"
-        for s in [*builtin().sources, *builtin().fields]
+        for s in [*builtin().sources, *builtin().fields, *builtin().schemas]
         for k in ("valid", "invalid")
         if k not in s.examples
     ]

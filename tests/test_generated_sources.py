@@ -12,10 +12,13 @@ its result at each place a RAG app puts it, in a request of the table's request 
 - a row whose result is the conversation with what it recalls (`turns`), spliced as messages: the
   history, silent even with static text after it.
 
-Ahead of the system text, a per-request value costs it and the history after it: PFX105 at the line
-of the source call, at the rule's severity. A look-alike (the same method on a receiver the row does
-not take, or in a module that does not import its package) is silent; so is a row's placeholder at
-the end of a template. The builders are those of the generated suite (tests/generalisation_cases.py)."""
+Ahead of the system text, a per-request value costs it and the history after it: PFX105 (the code of
+the row's provenance) at the line of the source call, at the rule's severity (one lower for a row
+whose result changes per edit, `timing = "edit"`). A query row runs a statement its row takes: one
+its `statements` build (`sqlalchemy_core.select(Item)`, `store.query(Item).all()`) or SQL text.
+A look-alike (the same method on a receiver the row does not take, or in a module that does not
+import its package) is silent; so is a row's placeholder at the end of a template. The builders are
+those of the generated suite (tests/generalisation_cases.py)."""
 
 from __future__ import annotations
 
@@ -25,9 +28,11 @@ from pathlib import Path
 import pytest
 from generalisation_cases import CHECKED, CONSTANTS, Case, Module, _primary, _takes, callee, slug
 
+from prefixlint.core.findings import Severity
 from prefixlint.core.rules import RULES
 from prefixlint.python import analyze_python
 from prefixlint.python.frameworks import SinkModel, SourceModel, builtin
+from prefixlint.python.segments import Provenance
 from prefixlint.settings import Options
 
 WARNING = RULES["PFX105"].default_severity.label
@@ -77,13 +82,29 @@ def _package(row: SourceModel) -> tuple[str, ...]:
 
 def source_call(row: SourceModel, turn: int, look_alike: str = "") -> Call:
     """`items = <receiver>.<call>(question)` as the row says (keyword, receiver, package), or with one
-    of them missing (`look_alike`: "receiver" or "package")."""
+    of them missing (`look_alike`: "receiver" or "package"); a query row's call runs its statement."""
     method = row.calls[turn % len(row.calls)]
     assert method.startswith("."), f"{row.name}: a generated call writes a method (`.name`)"
     receiver = "CACHE" if look_alike == "receiver" else _receiver(row)
     argument = f"{row.keywords[0]}=question" if row.keywords else "question"
     imports = () if look_alike == "package" else _package(row)
+    if row.sql:
+        argument = '"SELECT name, description FROM items WHERE topic = ?", (question,)'
+    elif row.statements and row.statements[0].startswith("."):  # run on what the method is called on
+        return Call(f"items = {receiver}{row.statements[0]}(Item){method}()", receiver, imports)
+    elif row.statements:  # `sqlalchemy*.select`: through the package as the module imports it
+        package = row.imports[0].replace("*", "_core")
+        argument = f"{package}.{row.statements[0].rsplit('.', 1)[-1]}(Item)"
     return Call(f"items = {receiver}{method}({argument})", receiver, imports)
+
+
+def expected_finding(row: SourceModel) -> tuple[str, str]:
+    """The code a row's result is reported with, and the severity ahead of the system text."""
+    code = Provenance[row.provenance.upper()].value
+    severity = RULES[code].default_severity
+    if row.timing:  # it changes per edit, not per request: a lower kind of loss
+        severity = Severity(max(Severity.INFO, severity - 1))
+    return code, severity.label
 
 
 def _system(place: str, turn: int) -> str:
@@ -143,17 +164,20 @@ def write(source: SourceModel, request: SinkModel, place: str, turn: int, look_a
         keywords.insert(0, f"{_keyword(request, 'tools')}=tools")
     main.add(f"return {made.expr}(model=MODEL, {', '.join(keywords)})", depth=1)
     costs = place not in ("user-tail", "spliced") and not look_alike
-    expected = {("PFX105", main.line_of("value")): WARNING} if costs else {}
+    code, severity = expected_finding(source)
+    expected = {(code, main.line_of("value")): severity} if costs else {}
     name = f"{slug(source.name)}/{slug(request.name)}/{place}{'/' + look_alike if look_alike else ''}"
     return Case(name, {CHECKED: main.text()}, expected)
 
 
 def placeholder_case(row: SourceModel, turn: int, at_head: bool) -> Case:
     """A template of the row's package whose placeholder stands ahead of the rules or at the end."""
-    templates = [
+    templates = [  # that take the template as their first argument, as the case writes it
         r
         for r in builtin().sinks
-        if r.templates and any(i.split("*")[0] in row.imports[0] for i in r.imports or r.calls)
+        if r.templates
+        and any(i.split("*")[0] in row.imports[0] for i in r.imports or r.calls)
+        and r.part_of(None, 0) is not None
     ]
     sink = templates[turn % len(templates)]
     made = callee(next(c for c in sink.calls if "from_messages" not in c), sink.imports)
@@ -208,7 +232,8 @@ def findings(case: Case, root: Path) -> dict[tuple[str, int], str]:
     path = root / case.checked
     path.write_text(case.files[case.checked], encoding="utf-8")
     result = analyze_python(str(path), case.files[case.checked], Options(project_root=str(root)))
-    return {(d.code, d.span.line): d.severity.label for d in result.diagnostics if d.code.startswith("PFX1")}
+    owned = ("PFX1", "PFX2")
+    return {(d.code, d.span.line): d.severity.label for d in result.diagnostics if d.code.startswith(owned)}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -23,6 +23,8 @@ import os
 import pkgutil
 import collections.abc
 import typing
+import zoneinfo
+from backports import zoneinfo as backported
 from collections.abc import Set
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -56,6 +58,20 @@ CALLS = {
     "os.listdir": (", d: str", "os.listdir(d)", "n", "n", "sorted(os.listdir(d))"),
     "glob.glob": (", d: str", 'glob.glob(d + "/*.json")', "n", "n", 'sorted(glob.glob(d + "/*.json"))'),
     "glob.iglob": (", d: str", "glob.iglob(d)", "n", "n", "sorted(glob.iglob(d))"),
+    "zoneinfo.available_timezones": (
+        "",
+        "zoneinfo.available_timezones()",
+        "n",
+        "n",
+        "sorted(zoneinfo.available_timezones())",
+    ),
+    "backports.zoneinfo.available_timezones": (
+        "",
+        "backported.available_timezones()",
+        "n",
+        "n",
+        "sorted(backported.available_timezones())",
+    ),
     "os.scandir": (
         ", d: str",
         "os.scandir(d)",

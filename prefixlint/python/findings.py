@@ -68,6 +68,8 @@ _TIMING = {
     "(and per day for a date) rather than per request",
     "construction": "it is computed once per object (in its constructor), so it splits the cache per "
     "object and process rather than per request",
+    "edit": "the rows come back in the order the database stores them, which changes when a row is "
+    "written, so it splits the cache per edit rather than per request (add an ORDER BY)",
 }
 
 # Chat-format markers (`<|eot_id|>`, `<|im_start|>`, `[INST]`, `</s>`) are one special token each in

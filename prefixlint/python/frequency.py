@@ -20,7 +20,9 @@ class Frequency(Enum):
     CONVERSATION = "per conversation"  # the history spliced into a request
     OBJECT = "per object"  # computed in a constructor
     DAY = "per day"  # a clock read to the day
-    PROCESS = "per process"  # computed at import, a machine value, an unordered iteration
+    PROCESS = (
+        "per process"  # computed at import, a machine value, an unordered iteration, rows in storage order
+    )
 
 
 # earlier value -> the later values it already parts the requests for. A day and a process are
@@ -46,7 +48,7 @@ def frequency(hole: Hole) -> Frequency | None:
         return Frequency.CONVERSATION
     if not hole.provenance.volatile:
         return None
-    if hole.timing == "import" or hole.provenance in _PER_PROCESS:
+    if hole.timing in ("import", "edit") or hole.provenance in _PER_PROCESS:
         return Frequency.PROCESS
     if hole.timing == "construction":
         return Frequency.OBJECT

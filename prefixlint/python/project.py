@@ -73,6 +73,7 @@ class Project:
     reading: set[tuple[int, str]] = field(default_factory=set)  # class attributes being worked out
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
+    schemas: dict[int, tuple | None] = field(default_factory=dict)  # a definition's schema order (schemas.py)
     frameworks: Frameworks = field(default_factory=builtin)  # the models table (and python.sinks)
     summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
     passed: dict[tuple[int, str], list] = field(default_factory=dict)  # what a callable parameter gets

@@ -49,7 +49,8 @@ class Hole:
     # passes what stands here (prefixlint/python/summaries.py).
     param: tuple[int, str] | None = None
     # When its expression runs: on each "call" of the function it is in, once at "import" (module
-    # or class level), or once per object at "construction" (`__init__`).
+    # or class level), or once per object at "construction" (`__init__`); "edit": rows a query
+    # returns in storage order, which changes only when a row is written.
     timing: str = "call"
     # A list of messages spliced into a request (`[system, *history, user]`): the conversation so
     # far, the same across its turns but not across conversations.

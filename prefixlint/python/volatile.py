@@ -75,6 +75,9 @@ QUALIFIED: dict[str, Provenance] = {
             "importlib.metadata.entry_points",
             "pkgutil.iter_modules",
             "pkgutil.walk_packages",
+            # a set of names: its order follows the str hash seed of the process
+            "zoneinfo.available_timezones",
+            "backports.zoneinfo.available_timezones",
             *sorted(COMPLETION_ORDER),
         ],
         _U,
@@ -102,6 +105,8 @@ UNORDERED_ITEMS: dict[str, str] = {
     "os.listdir": "str",
     "glob.glob": "str",
     "glob.iglob": "str",
+    "zoneinfo.available_timezones": "str",
+    "backports.zoneinfo.available_timezones": "str",
     "os.scandir": "name",
     "importlib.metadata.entry_points": "name",
     "pkgutil.iter_modules": "name",

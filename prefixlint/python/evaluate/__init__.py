@@ -9,8 +9,9 @@ package: `base` (one node's value, the holes it makes, the project's other modul
 comprehensions and operators), `names` (names and their bindings), `parameters` (parameters, what
 callers pass, loops over items), `calls` (calls and the functions they run), `objects`
 (attributes, classes and the state of objects), `prompt_files` (files and data read by a path),
-`rendering` (Jinja templates rendered from Python) and `appended` (text a library adds to a
-template). `env` holds the environment and the helpers they share.
+`rendering` (Jinja templates rendered from Python), `appended` (text a library adds to a
+template) and `schemas` (the choices of generated schemas). `env` holds the environment and the
+helpers they share.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from prefixlint.python.evaluate.objects import Objects
 from prefixlint.python.evaluate.parameters import Parameters
 from prefixlint.python.evaluate.prompt_files import PromptFiles
 from prefixlint.python.evaluate.rendering import Rendering
+from prefixlint.python.evaluate.schemas import Schemas
 from prefixlint.python.evaluate.strings import Strings
 
 __all__ = [
@@ -47,7 +49,9 @@ __all__ = [
 ]
 
 
-class Evaluator(Strings, Containers, Names, Parameters, Calls, Objects, PromptFiles, Rendering, Appended):
+class Evaluator(
+    Strings, Containers, Names, Parameters, Calls, Objects, PromptFiles, Rendering, Appended, Schemas
+):
     """Evaluates the expressions of one module; calls and names that lead into other modules of the
     project are evaluated by those modules' evaluators (`project`), and what comes back is placed at
     the call in this module."""

@@ -32,6 +32,7 @@ _SOURCE_WHAT = {
     "tools": "tools retrieved for each request",
     "search": "web results fetched for each request",
     "input": "what each run of the agent is given or has done so far",
+    "rows": "rows of a database query with no ORDER BY",
 }
 _UNSEEN = object()  # a name not looked up yet (resolve)
 # Nodes whose value costs less to work out again than to look up (Evaluator.value).
@@ -133,7 +134,8 @@ class EvaluatorBase:
         """What a source row's call (or a placeholder its framework fills) gives: content made for
         each request, named by the row in the message."""
         (hole,) = self.hole(Provenance[source.provenance.upper()], node, label)
-        return (replace(hole, via=f"{_SOURCE_WHAT[source.kind]}: {source.name}", turns=source.turns),)
+        via = f"{_SOURCE_WHAT[source.kind]}: {source.name}"
+        return (replace(hole, via=via, turns=source.turns, timing=source.timing or hole.timing),)
 
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"

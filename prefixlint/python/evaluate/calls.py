@@ -80,6 +80,8 @@ class Calls(EvaluatorBase):
             return found
         if (source := self.project.frameworks.match_source(self.index, node)) is not None:
             return self.source_hole(source, node)
+        if (schema := self.project.frameworks.match_schema(self.index, node.func)) is not None:
+            return self.schema_value(node, schema, env)  # `Enum("Zone", names)`: the choices' order
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
             return self.unknown(node)  # `OpenAI(api_key=os.environ[...])` configures a client
         if (written := self.appended_value(node)) is not None:

@@ -27,6 +27,7 @@ from prefixlint.python.segments import (
     Hole,
     Open,
     Provenance,
+    Text,
     Value,
     choice,
     concat,
@@ -42,7 +43,7 @@ from prefixlint.python.volatile import SET_OPERATORS
 
 _MAX_REPEAT = 200_000  # characters of repeated text evaluated (`"-" * 80`); longer stays unknown
 # Keys of a tool's (or function's) schema: a dict holding one is text the model reads.
-_SCHEMA_KEYS = {"description", "parameters", "input_schema", "function"}
+_SCHEMA_KEYS = {"description", "parameters", "input_schema", "function", "properties", "enum"}
 
 
 class Containers(EvaluatorBase):
@@ -89,6 +90,8 @@ class Containers(EvaluatorBase):
         return self.value(node.body, env.deeper())  # a default_factory: what calling it gives
 
     def _v_Subscript(self, node: cst.Subscript, env: Env) -> Value:
+        if (schema := self.project.frameworks.match_schema(self.index, node.value)) is not None:
+            return self.schema_value(node, schema, env)  # `Literal[tuple(ZONES)]`: the choices' order
         if isinstance(node.value, (cst.Subscript, cst.Name, cst.Call)):
             found = self.data(node, env)  # `config["planner"]["system"]` of a YAML file or a dict
             if isinstance(found, tuple):
@@ -166,9 +169,13 @@ class Containers(EvaluatorBase):
         values = [self.value(e.value, env.deeper()) for e in kept]
         volatile = any(h.provenance.volatile and not h.by_name for v in values for h in holes(v))
         guessed = any(h.provenance.volatile for v in values for h in holes(v))
-        if guessed and entries.keys() & _SCHEMA_KEYS:
+        spelled = any(
+            isinstance(e.value, cst.Dict) and _spelled(v) for e, v in zip(kept, values, strict=True)
+        )
+        if guessed and (entries.keys() & _SCHEMA_KEYS or spelled):
             # A tool's schema, serialised into the prompt: its text, in order, with the value in it
-            # and the static text after it (`"description": f"... {date.today()} ..."`).
+            # and the static text after it (`"description": f"... {date.today()} ..."`); a dict
+            # that holds one (`{"zone": {"enum": list(ZONES), ...}, "days": {...}}`) is text too.
             parts: list[Value] = []
             for e, value in zip(kept, values, strict=True):
                 key = string_value(e.key) if isinstance(e.key, cst.SimpleString) else None
@@ -266,6 +273,11 @@ def _is_history_placeholder(node: cst.BaseExpression) -> bool:
     """The message type LangChain's `ChatPromptTemplate.from_messages` reads as a MessagesPlaceholder
     (langchain_core/prompts/chat.py `_create_template_from_message_type`)."""
     return isinstance(node, cst.SimpleString) and string_value(node) == "placeholder"
+
+
+def _spelled(value: Value) -> bool:
+    """A dict's value rendered as text with a volatile value in it (a schema spelled out)."""
+    return any(isinstance(s, Text) and s.text for s in value) and first_volatile(value) is not None
 
 
 def _target_names(target: cst.BaseExpression) -> list[str]:

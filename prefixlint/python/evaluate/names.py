@@ -57,6 +57,8 @@ class Names(EvaluatorBase):
         scope = self.index.scope_for(node)
         pos = self.index.pos(node)
         found = self.scoped_value(name, scope, pos, node, env, self.index.branch_of.get(node, ()))
+        if (found is None or _unknown(found)) and (schema := self.defined_order(name, env)) is not None:
+            return schema  # a class or function handed over as a value: the schema made from it
         if found is not None:
             return found
         if (prov := qualified_provenance(self.index.qualified_names(node))) is not None:
@@ -80,6 +82,8 @@ class Names(EvaluatorBase):
         """The value of module-level `attr` of this module, or None if it is not a constant here."""
         if env.depth > MAX_DEPTH or "." in attr:
             return None
+        if (schema := self.defined_order(attr, env)) is not None:
+            return schema  # an imported class or function: the schema made from it
         bindings = self.index.module_scope.bindings.get(attr)
         if bindings and bindings[-1].kind != "unknown":
             return self.binding_value(attr, self.index.module_scope, bindings[-1], env.deeper())
@@ -275,6 +279,11 @@ class Names(EvaluatorBase):
             compare = _COMPARE.get(op)
             return compare(left, right) if compare is not None else _UNKNOWN
         return _UNKNOWN
+
+
+def _unknown(value: Value) -> bool:
+    """A value that is one unknown hole (what a name bound by `class`/`def` reads as)."""
+    return len(value) == 1 and isinstance(value[0], Hole) and value[0].provenance is Provenance.UNKNOWN
 
 
 def _starts_message(seg: Segment) -> bool:

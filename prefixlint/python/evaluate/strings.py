@@ -150,7 +150,16 @@ class Strings(EvaluatorBase):
         if method in ("substitute", "safe_substitute"):
             return per_option(template, lambda v: self.substitute(v, call, named))
         if method == "partial":  # the placeholders it does not fill are filled later
-            return per_option(template, lambda v: fill_named(v, named))
+            # a template we cannot see at all (an object built by a library call): the values go
+            # somewhere in it, as a format of it puts them
+            return per_option(
+                template,
+                lambda v: (
+                    fill_named(v, named)
+                    if any(isinstance(s, Text) for s in v)
+                    else self.fill_all(v, call, [], named)
+                ),
+            )
         positional = [
             self.value(a.value, env.deeper())
             for a in call.args

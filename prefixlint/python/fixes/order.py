@@ -10,6 +10,8 @@ import libcst as cst
 
 from prefixlint.python.fixes.source import Source
 from prefixlint.python.fixes.text import Change
+from prefixlint.python.frameworks import builtin, written_chain
+from prefixlint.python.frameworks.names import as_pattern
 from prefixlint.python.volatile import (
     COMPLETION_ORDER,
     PATH_LISTINGS,
@@ -93,6 +95,8 @@ def _iterated(src: Source, node: cst.CSTNode) -> bool:
         return parent.iter is node
     if isinstance(parent, cst.StarredElement):
         return True
+    if isinstance(parent, cst.Arg) and not parent.star and _schema_choices(src, parent):
+        return True  # `Enum("Zone", names)`: the schema lists the choices in this order
     if isinstance(parent, cst.Arg) and parent.keyword is None and not parent.star:
         call = src.parent(parent)
         if not isinstance(call, cst.Call) or call.args[0] is not parent:
@@ -102,6 +106,21 @@ def _iterated(src: Source, node: cst.CSTNode) -> bool:
             return func.attr.value == "join"
         return isinstance(func, cst.Name) and func.value in ("list", "tuple", "enumerate")
     return False
+
+
+def _schema_choices(src: Source, arg: cst.Arg) -> bool:
+    """Whether `arg` holds the choices of a schema row's call (the models table's `[[schema]]`)."""
+    call = src.parent(arg)
+    if not isinstance(call, cst.Call):
+        return False
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    keyword = arg.keyword.value if arg.keyword is not None else None
+    position = next((i for i, a in enumerate(positional) if a is arg), -1)
+    chain, qualified = written_chain(call.func), src.qualified(call.func)
+    return any(
+        row.chosen(keyword, position) and any(as_pattern(p).matches(chain, qualified) for p in row.calls)
+        for row in builtin().schemas
+    )
 
 
 def _dicts(src: Source, anchor: cst.CSTNode, sites: list[cst.CSTNode]) -> list[cst.CSTNode]:

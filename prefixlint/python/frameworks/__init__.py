@@ -6,7 +6,9 @@ becomes (`PARTS`, in the order the request puts them). `[[config]]` rows name ca
 arguments only configure a client (keys, URLs, timeouts): a volatile value passed to them is no
 prompt text. `[[source]]` rows name calls whose result is content made per request (retrievers and
 vector stores, memory recalled by the input, tools retrieved for the query, web search): a value of
-that provenance wherever it lands (prefixlint/python/evaluate/calls.py asks `match_source`). A project's
+that provenance wherever it lands (prefixlint/python/evaluate/calls.py asks `match_source`).
+`[[schema]]` rows name the constructs whose arguments become a generated schema's choices
+(`Literal[...]`, `Enum(name, names)`): their order is the schema's (evaluate/schemas.py). A project's
 own prompt builders (`[tool.prefixlint.python] sinks`) and sources (`[[...python.source]]`) are rows
 of the same table. `[[fields]]` rows name the inputs a component framework declares as data (langflow's
 `inputs = [MessageTextInput(name=...)]`), read as `self.<name>`: per request or a constant of the app, by
@@ -27,6 +29,7 @@ from prefixlint.python.frameworks.rows import (
     EntryModel,
     FieldsModel,
     MemoryModel,
+    SchemaModel,
     SinkModel,
     SourceModel,
 )
@@ -47,6 +50,7 @@ __all__ = [
     "FieldsModel",
     "Frameworks",
     "MemoryModel",
+    "SchemaModel",
     "SinkModel",
     "SourceModel",
     "TableError",

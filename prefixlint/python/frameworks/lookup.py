@@ -18,12 +18,14 @@ from prefixlint.python.frameworks.names import (
     last_name,
     written_chain,
 )
+from prefixlint.python.frameworks.queries import unordered_query
 from prefixlint.python.frameworks.rows import (
     AppendedModel,
     ConfigModel,
     EntryModel,
     FieldsModel,
     MemoryModel,
+    SchemaModel,
     SinkModel,
     SourceModel,
 )
@@ -60,6 +62,7 @@ class Frameworks:
         appended: list[AppendedModel] | None = None,
         sources: list[SourceModel] | None = None,
         fields: list[FieldsModel] | None = None,
+        schemas: list[SchemaModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.sources = sources or []
@@ -122,6 +125,11 @@ class Frameworks:
                     entry = (as_pattern(text), Declared(row, per_request))
                     self._fields.setdefault(last_name(text), []).append(entry)
         self.field_lists = frozenset(row.attribute for row in self.fields)
+        self.schemas = schemas or []
+        self._schemas: dict[str, list[tuple[Pattern, SchemaModel]]] = {}
+        for schema in self.schemas:
+            for text in schema.calls:
+                self._schemas.setdefault(last_name(text), []).append((as_pattern(text), schema))
         # The packages whose objects are called (`llm(prompt)`): only modules importing one look further.
         self._called = {p.text.split(".")[0] for p, _ in self._calls.get(CALL, ())}
         names = sorted({re.escape(n) for s in sinks for n in _needles(s)} | set(memory_names))
@@ -139,6 +147,7 @@ class Frameworks:
             self.appended,
             [*(sources or []), *self.sources],
             self.fields,
+            self.schemas,
         )
 
     def match_field(self, index: ModuleIndex, call: cst.Call) -> Declared | None:
@@ -198,11 +207,21 @@ class Frameworks:
                 for pattern, row in rows:
                     if row.imports and not any(fnmatch.filter(imported, p) for p in row.imports):
                         continue
-                    if pattern.matches(chain, qualified) and row.takes(call):
-                        found = row
-                        break
+                    if not (pattern.matches(chain, qualified) and row.takes(call)):
+                        continue
+                    if (row.statements or row.sql) and not unordered_query(index, call, row):
+                        continue  # a query whose rows are ordered, or one we cannot see
+                    found = row
+                    break
             memo[key] = found
         return memo[key]
+
+    def match_schema(self, index: ModuleIndex, func: cst.BaseExpression) -> SchemaModel | None:
+        """The schema row a called or subscripted expression is (`Enum`, `Literal`), if any."""
+        if not self._schemas:
+            return None
+        found = _match(self._schemas, index, func)
+        return found if isinstance(found, SchemaModel) else None
 
     def placeholder_source(self, index: ModuleIndex, name: str) -> SourceModel | None:
         """The source row whose framework fills a template's `{name}` itself, in this module."""

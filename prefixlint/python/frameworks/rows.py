@@ -6,7 +6,8 @@ in `PARTS` order), `ConfigModel` (a call that only configures a client), `EntryM
 that makes a function a request entry point), `MemoryModel` (a framework memory and how it rewrites
 the history), `AppendedModel` (text a library adds beside what a call is given), `SourceModel` (a
 call whose result is made per request), `FieldsModel` (the inputs a component framework declares as
-data and its code reads as attributes). Reading them from TOML is table.py's job; finding them at
+data and its code reads as attributes), `SchemaModel` (a construct whose arguments become the
+choices of a generated schema). Reading them from TOML is table.py's job; finding them at
 a call is lookup.py's.
 """
 
@@ -175,8 +176,11 @@ class FieldsModel:
 
 
 # What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results, the
-# input an agent run is invoked with and the steps it has taken (placeholders its framework fills).
-SOURCE_KINDS = ("context", "memory", "tools", "search", "input")
+# input an agent run is invoked with and the steps it has taken (placeholders its framework fills), a
+# database query's rows.
+SOURCE_KINDS = ("context", "memory", "tools", "search", "input", "rows")
+# When a source row's result changes, when that is not on each call (`timing`).
+SOURCE_TIMINGS = ("", "edit")
 # A source row's provenance, by the name the table writes it in (segments.Provenance's members).
 PROVENANCES = ("request", "clock", "id", "random", "environment", "unordered")
 
@@ -200,6 +204,15 @@ class SourceModel:
     provenance: str = "request"
     # Its result is the conversation with what it recalls (segments.Hole.turns).
     turns: bool = False
+    # A query's rows (`session.exec(stmt)`): a source only when the statement is built by one of
+    # `statements` (`sqlalchemy.select`), or is SQL text that selects (`sql`), and nothing in it
+    # orders the rows (a method of `ordered`, `ORDER BY`): frameworks/queries.py.
+    statements: tuple[str, ...] = ()
+    sql: bool = False
+    ordered: tuple[str, ...] = ()
+    # When its result changes, when that is not the call's own (segments.Hole.timing): "edit", the
+    # rows come back in storage order, which changes when a row is written.
+    timing: str = ""
     examples: dict[str, str] = field(default_factory=dict)
 
     def takes(self, call: cst.Call) -> bool:
@@ -219,3 +232,23 @@ def _passes(arg: cst.Arg, keywords: tuple[str, ...]) -> bool:
     if arg.keyword is not None:
         return arg.keyword.value in keywords
     return isinstance(arg.value, cst.Name) and arg.value.value in keywords
+
+
+@dataclass(frozen=True)
+class SchemaModel:
+    """A construct whose arguments become the choices of a generated schema (a tool's parameters, a
+    structured output): `Literal[...]`, `Enum("Zone", names)`, a framework's input with `options=`.
+    The schema lists them in the order given, so an unordered value there reorders the request."""
+
+    name: str
+    calls: tuple[str, ...]  # a call, or a subscripted name (`typing.Literal[...]`)
+    # keyword or position ("1") of the choices; "*" every argument (a subscript's every element)
+    arguments: tuple[str, ...] = ("*",)
+    # keywords the call passes as `True` for the schema to be made at all (`tool_mode=True`)
+    flags: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def chosen(self, keyword: str | None, position: int) -> bool:
+        """Whether an argument (a keyword, else its position) holds the choices."""
+        return "*" in self.arguments or (keyword if keyword is not None else str(position)) in self.arguments

@@ -21,12 +21,14 @@ from prefixlint.python.frameworks.rows import (
     PROVENANCES,
     REWRITES,
     SOURCE_KINDS,
+    SOURCE_TIMINGS,
     WHEN,
     AppendedModel,
     ConfigModel,
     EntryModel,
     FieldsModel,
     MemoryModel,
+    SchemaModel,
     SinkModel,
     SourceModel,
 )
@@ -202,6 +204,12 @@ def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
     for text in calls:
         if any(c in last_name(text) for c in "*?["):
             raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    timing = row.get("timing", "")
+    if timing not in SOURCE_TIMINGS:
+        raise TableError(f"{where}: `timing` is `edit` or left out")
+    statements, sql = _strings(row, "statements", where), bool(row.get("sql", False))
+    if _strings(row, "ordered", where) and not (statements or sql):
+        raise TableError(f"{where}: `ordered` applies to a query row (`statements` or `sql`)")
     return SourceModel(
         name=name,
         kind=kind,
@@ -212,6 +220,10 @@ def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
         placeholders=placeholders,
         provenance=provenance,
         turns=bool(row.get("turns", False)),
+        statements=statements,
+        sql=sql,
+        ordered=_strings(row, "ordered", where),
+        timing=timing,
         examples=dict(row.get("examples", {})),
     )
 
@@ -270,6 +282,28 @@ def fields_from_row(row: dict[str, Any], where: str) -> FieldsModel:
     )
 
 
+def schema_from_row(row: dict[str, Any], where: str) -> SchemaModel:
+    """A `[[schema]]` row as a SchemaModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, SchemaModel, where)
+    calls = _strings(row, "calls", where)
+    if not calls:
+        raise TableError(f"{where}: a schema row needs `calls`")
+    for text in calls:
+        if any(c in last_name(text) for c in "*?["):
+            raise TableError(f"{where}: `{text}`: its last name is written out (globs go before it)")
+    arguments = _strings(row, "arguments", where) or ("*",)
+    if not all(_ARGUMENT.match(a) and "." not in a for a in arguments):
+        raise TableError(f"{where}: `arguments` are keywords, positions or `*`")
+    return SchemaModel(
+        name,
+        calls,
+        arguments,
+        _strings(row, "flags", where),
+        _strings(row, "imports", where),
+        dict(row.get("examples", {})),
+    )
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
@@ -283,8 +317,11 @@ def parse_table(text: str, where: str) -> Frameworks:
     fields_rows = [
         fields_from_row(r, f"{where}: fields {i + 1}") for i, r in enumerate(data.get("fields", []))
     ]
+    schemas = [schema_from_row(r, f"{where}: schema {i + 1}") for i, r in enumerate(data.get("schema", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
-    return Frameworks(sinks, configs, frozenset(keywords), entries, memories, appended, sources, fields_rows)
+    return Frameworks(
+        sinks, configs, frozenset(keywords), entries, memories, appended, sources, fields_rows, schemas
+    )
 
 
 @cache
