@@ -129,6 +129,11 @@ class Strings(EvaluatorBase):
                 value = self.value(source, env.deeper(template=env.template))
                 return self.template_call(node, value, env)
         if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
+            key = args[0].value if method == "get" and args else None
+            if isinstance(key, cst.SimpleString) and isinstance(string_value(key), str):
+                field = self.field_of_parameter(receiver, string_value(key), node)
+                if field is not None:
+                    return field
             return self.propagate(node, [receiver])
         clock = first_volatile(receiver)
         to_the_day = method == "date" or method == "strftime" and _day_format(node.args)
