@@ -121,6 +121,7 @@ def test_a_field_of_a_parameter_is_judged_by_its_key(read: str) -> None:
     [
         ("config: dict", 'config["title"]'),  # the app's settings
         ("settings", 'settings.get("title")'),  # the app's settings too
+        ("self", "self.title"),  # an object's own state: its class says what it holds
         ("research_state: dict", 'research_state["model"]'),  # a key that names configuration
     ],
 )

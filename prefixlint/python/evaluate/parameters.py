@@ -99,7 +99,10 @@ class Parameters(EvaluatorBase):
         fn = self.index.scope_for(node).node
         if not isinstance(fn, cst.FunctionDef) or id(fn) != container.param[0] or fn.name.value == "__init__":
             return None
-        if set(name_words(container.param[1])) & _SETTINGS_CONTAINERS:
+        if (
+            container.param[1] in ("self", "cls")
+            or set(name_words(container.param[1])) & _SETTINGS_CONTAINERS
+        ):
             return None
         found = parameter_provenance(key)
         if found is None:
