@@ -135,7 +135,7 @@ def test_a_per_machine_path_written_into_the_prompt_is_found() -> None:
     itself, written into the prompt, is per machine."""
     text = (
         "import os\n\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n\ndef answer(question: str) -> str:\n"
-        '    system = f"Your workspace is {os.path.expanduser(\'~\')}. Answer only from the files there, "\n'
+        "    system = f\"Your workspace is {os.path.expanduser('~')}. Answer only from the files there, \"\n"
         '    system += "quote the passage you rely on, keep every answer under three sentences, say so "\n'
         '    system += "when the files are silent on the question; never invent a file name."\n'
         '    messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]\n'
