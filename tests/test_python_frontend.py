@@ -75,14 +75,74 @@ def test_a_method_call_is_named_with_its_receiver() -> None:
     """`role_prompt.set(template=...)` is labelled by the call it is, not as the builtin `set()`."""
     text = (
         "import datetime\n\n\ndef build(role_prompt) -> None:\n    role_prompt.set(\n"
-        '        template="Today is {today}. You are a careful assistant. Answer every question with care, "\n'
-        '        "cite your sources, keep the answer short and polite, and never invent facts you cannot "\n'
-        '        "check in the documents given to you below.",\n'
+        '        template="Today is {today}. You are a careful assistant. Answer every question "\n'
+        '        "with care, cite your sources, keep the answer short and polite, and never invent facts "\n'
+        '        "you cannot check in the documents given to you below.",\n'
         "        today=datetime.datetime.now(),\n    )\n"
     )
     [diag] = analyze_python("role.py", text, Options()).diagnostics
     assert (diag.code, diag.span.line) == ("PFX101", 6)
     assert "of `template=` of `role_prompt.set()` (line 5)" in diag.message
+
+
+_FIELD_PROMPT = """\
+from openai import OpenAI
+
+client = OpenAI()
+
+
+def write({param}) -> str:
+    prompt = (
+        f"Query or Topic: {{{read}}}\\n"
+        "Your task is to write an in depth, well written and detailed introduction and conclusion to the "
+        "research report based on the provided research data. Do not include headers in the results. You "
+        "MUST include any relevant sources to the introduction and conclusion as markdown hyperlinks, for "
+        "example: 'This is a sample text. ([url website](url))'. Keep it short and precise, and cite."
+    )
+    return client.chat.completions.create(model="gpt-4o", messages=[{{"role": "user", "content": prompt}}])
+"""
+
+
+@pytest.mark.parametrize(
+    "read",
+    ['research_state.get("title")', "research_state['title']", "research_state.title"],
+)
+def test_a_field_of_a_parameter_is_judged_by_its_key(read: str) -> None:
+    """A LangGraph-style `state` parameter says nothing by its name; its `title` field is a
+    per-request input at info, as a parameter named `title` is."""
+    text = _FIELD_PROMPT.format(param="research_state: dict", read=read)
+    [diag] = analyze_python("write.py", text, Options()).diagnostics
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX105", 8, Severity.INFO)
+    assert "(`title` of `research_state`, a parameter of `write()`)" in diag.message
+
+
+@pytest.mark.parametrize(
+    ("param", "read"),
+    [
+        ("config: dict", 'config["title"]'),  # the app's settings
+        ("settings", 'settings.get("title")'),  # the app's settings too
+        ("self", "self.title"),  # an object's own state: its class says what it holds
+        ("research_state: dict", 'research_state["model"]'),  # a key that names configuration
+    ],
+)
+def test_a_field_of_settings_or_named_as_configuration_is_silent(param: str, read: str) -> None:
+    text = _FIELD_PROMPT.format(param=param, read=read)
+    assert analyze_python("write.py", text, Options()).diagnostics == []
+
+
+def test_a_per_machine_path_written_into_the_prompt_is_found() -> None:
+    """A file's text is not its path's (fixtures/python/config_reads.py is silent), but the path
+    itself, written into the prompt, is per machine."""
+    text = (
+        "import os\n\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n\ndef answer(question: str) -> str:\n"
+        "    system = f\"Your workspace is {os.path.expanduser('~')}. Answer only from the files there, \"\n"
+        '    system += "quote the passage you rely on, keep every answer under three sentences, say so "\n'
+        '    system += "when the files are silent on the question; never invent a file name."\n'
+        '    messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]\n'
+        '    return client.chat.completions.create(model="gpt-4o", messages=messages)\n'
+    )
+    [diag] = analyze_python("answer.py", text, Options()).diagnostics
+    assert (diag.code, diag.span.line) == ("PFX104", 9)
 
 
 def test_close_values_are_one_finding_at_the_first() -> None:

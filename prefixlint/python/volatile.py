@@ -183,6 +183,11 @@ def qualified_provenance(names: set[str]) -> Provenance | None:
     return None
 
 
+def name_words(name: str) -> list[str]:
+    """The words of an identifier (`researchState`, `research_state`: research, state)."""
+    return _words(name)
+
+
 def _words(name: str) -> list[str]:
     # split snake_case and camelCase alike
     return _WORD.findall(re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower())

@@ -28,7 +28,13 @@ from prefixlint.python.evaluate.env import (
     constant_arguments,
     func_name,
 )
-from prefixlint.python.evaluate.strings import _DAY_CLOCKS, _FILL_METHODS, _day_format, _to_the_day
+from prefixlint.python.evaluate.strings import (
+    _DAY_CLOCKS,
+    _FILL_METHODS,
+    _day_format,
+    _to_the_day,
+    file_content,
+)
 from prefixlint.python.frameworks import ConfigModel
 from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import (
@@ -62,6 +68,9 @@ from prefixlint.python.volatile import (
 _SEEDABLE = {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState", "random.seed"}
 # Builtins whose result says nothing of its argument's text.
 _OPAQUE = {"len", "bool", "isinstance", "hasattr", "getattr", "type", "id", "print"}
+_OPENERS = {"builtins.open", "io.open", "codecs.open"}
+# Return annotations of a flag or a number a caller branches on: what it gives is no prompt text.
+_NOT_TEXT_RETURNS = {"bool"}
 # Builtins whose result is their argument in another form: `int(time.time())` is still the clock.
 _CONVERSIONS = {"int", "float", "round", "abs"}
 
@@ -108,6 +117,8 @@ class Calls(EvaluatorBase):
         if read is not None:
             return read
         first = self.value(args[0].value, deeper) if args else None
+        if first is not None and (qnames & _OPENERS or name == "open" and isinstance(node.func, cst.Name)):
+            return file_content(self._opaque(node, name, self.text_parts(node, name, deeper)))
 
         if "typing.cast" in qnames and len(args) == 2:
             return self.value(args[1].value, deeper)  # `cast(TextNode, node)`: the value itself
@@ -271,6 +282,11 @@ class Calls(EvaluatorBase):
         if callee is None:
             return None
         evaluator, fn = callee
+        returns = fn.returns.annotation if fn.returns is not None else None
+        if returns is not None and _annotation_name(returns) in _NOT_TEXT_RETURNS:
+            # `self._get_bool("prompt_compression", False)` read from the environment: a switch the
+            # code branches on, fixed per deployment, not text a prompt holds
+            return self.unknown(call)
         bound = self.bind_arguments(fn, call, env)
         consts = constant_arguments(fn, call)
         if isinstance(call.func, cst.Attribute) and (made := self.instance_state(call.func.value, env)):
@@ -414,3 +430,7 @@ def calls_in(index: ModuleIndex, fn: cst.FunctionDef) -> list[cst.Call]:
 
 
 _CALLS: dict[int, tuple[ModuleIndex, dict[int, list[cst.Call]]]] = {}
+
+
+def _annotation_name(node: cst.BaseExpression) -> str:
+    return node.value if isinstance(node, cst.Name) else ""

@@ -99,6 +99,9 @@ class Containers(EvaluatorBase):
         base = self.value(node.value, env.deeper())
         if (h := first_volatile(base)) is not None and not h.by_name and not h.turns:
             return (h,)
+        key = _string_key(node)
+        if key is not None and (field := self.field_of_parameter(base, key, node)) is not None:
+            return field
         # an item of an input known only by its name: as attributes; a turn of a recalled conversation
         return self.unknown(node)
 
@@ -286,3 +289,12 @@ def _target_names(target: cst.BaseExpression) -> list[str]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [n for el in target.elements for n in _target_names(el.value)]
     return []
+
+
+def _string_key(node: cst.Subscript) -> str | None:
+    """The key of `d["key"]`, else None."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return None
+    key = node.slice[0].slice.value
+    value = string_value(key) if isinstance(key, cst.SimpleString) else None
+    return value if isinstance(value, str) else None

@@ -69,7 +69,7 @@ class Objects(EvaluatorBase):
             # A field of a per-request input (`task.content` of a `task` parameter) is one too.
             (field,) = self.hole(Provenance.REQUEST, node, by_name=True, weak=h.weak)
             return (replace(field, via=h.via, item=h.item),)
-        return self.unknown(node)
+        return self.field_of_parameter(base, node.attr.value, node) or self.unknown(node)
 
     def own_attribute(self, call: cst.Call, env: Env) -> Value | None:
         """`getattr(self, "name", default)` in a method: `self.name`, else the default (None when

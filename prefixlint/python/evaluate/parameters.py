@@ -27,7 +27,7 @@ from prefixlint.python.evaluate.env import (
 from prefixlint.python.scopes import ModuleIndex, Scope
 from prefixlint.python.scopes import names_in_target as _names_in_target
 from prefixlint.python.segments import Hole, Provenance, Value, choice, holes, is_constant
-from prefixlint.python.volatile import SET_TYPES, parameter_provenance, qualified_provenance
+from prefixlint.python.volatile import SET_TYPES, name_words, parameter_provenance, qualified_provenance
 
 # Classes whose instances are volatile (a parameter annotated so: `rnd: random.Random`).
 _VOLATILE_TYPES = {
@@ -36,6 +36,10 @@ _VOLATILE_TYPES = {
     "numpy.random.Generator",
     "numpy.random.RandomState",
 }
+
+# Words of a parameter's name that make its fields the app's settings or the command line's.
+_SETTINGS_CONTAINERS = {"config", "configs", "cfg", "conf", "settings", "options", "opts", "env", "environ",
+                        "secrets", "credentials", "args", "argv", "params", "flags", "kwargs"}  # fmt: skip
 
 Loop = tuple[tuple[str, ...], cst.BaseExpression]  # the names a loop binds, and what it iterates
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -80,6 +84,33 @@ class Parameters(EvaluatorBase):
         prov, weak = found
         (hole,) = self.hole(prov, node, name, by_name=True, weak=weak)
         return (replace(hole, via=where, param=param),)
+
+    def field_of_parameter(self, base: Value, key: str, node: cst.CSTNode) -> Value | None:
+        """`state["title"]`, `state.get("title")`, `state.title` of a parameter whose own name says
+        nothing of what it holds (a LangGraph `state`, a `data` dict): judged by the key, as a
+        parameter of that name is (`title` a per-request input at info, `model` configuration).
+        Not in a constructor (its parameters configure the object), nor of settings or arguments
+        (`config["title"]` is the app's), nor when its callers were followed (`base` is theirs)."""
+        if len(base) != 1 or not isinstance(base[0], Hole) or not key.isidentifier():
+            return None
+        container = base[0]
+        if container.provenance is not Provenance.UNKNOWN or container.param is None:
+            return None
+        fn = self.index.scope_for(node).node
+        if not isinstance(fn, cst.FunctionDef) or id(fn) != container.param[0] or fn.name.value == "__init__":
+            return None
+        if (
+            container.param[1] in ("self", "cls")
+            or set(name_words(container.param[1])) & _SETTINGS_CONTAINERS
+        ):
+            return None
+        found = parameter_provenance(key)
+        if found is None:
+            return None
+        prov, weak = found
+        (hole,) = self.hole(prov, node, by_name=True, weak=weak)
+        where = f"`{key}` of `{container.param[1]}`, {PARAMETER_OF} `{fn.name.value}()`"
+        return (replace(hole, via=where),)
 
     def passed_by_callers(self, fn: cst.FunctionDef, name: str) -> Value | None:
         """What the calls of `fn` in this module pass for parameter `name` (its default where a call

@@ -34,6 +34,7 @@ from prefixlint.python.segments import (
     static_text,
     strip_edges,
     text,
+    without,
 )
 from prefixlint.python.volatile import PATH_LISTINGS, placeholder_provenance
 
@@ -47,6 +48,7 @@ _FILL_METHODS = {"format", "format_map", "substitute", "safe_substitute", "parti
                  "format_prompt", "invoke", "render"}  # fmt: skip
 # Factories of template objects and the keyword of their text (LangChain, Jinja's `from_string`).
 _TEMPLATE_FACTORIES = {"from_template": "template", "from_messages": "messages", "from_string": "source"}
+_FILE_READS = {"read_text", "read_bytes", "open"}
 _LOOKUPS = {"get", "pop", "setdefault", "index", "count", "startswith", "endswith", "__getitem__"}
 _CASE_METHODS = {"upper": str.upper, "lower": str.lower, "title": str.title, "capitalize": str.capitalize}
 # Clocks read to the day, and the strftime directives that read finer than a day.
@@ -128,7 +130,14 @@ class Strings(EvaluatorBase):
             if source is not None:
                 value = self.value(source, env.deeper(template=env.template))
                 return self.template_call(node, value, env)
+        if method in _FILE_READS:  # `Path(p).read_text()`: the file's text, not its path's
+            return file_content(self._opaque(node, name, [receiver, *self.text_parts(node, name, deeper)]))
         if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
+            key = args[0].value if method == "get" and args else None
+            if isinstance(key, cst.SimpleString) and isinstance(string_value(key), str):
+                field = self.field_of_parameter(receiver, string_value(key), node)
+                if field is not None:
+                    return field
             return self.propagate(node, [receiver])
         clock = first_volatile(receiver)
         to_the_day = method == "date" or method == "strftime" and _day_format(node.args)
@@ -348,3 +357,10 @@ def _replace_matches(
             last = m.end()
         out.append(text(seg.text[last:]))
     return concat(*out)
+
+
+def file_content(value: Value) -> Value:
+    """What a file opened at `value` holds: not its path's per-machine text (`~/.app/prompt.yaml`
+    expanded for each machine holds the same prompt on all of them); a per-request path still
+    gives per-request content."""
+    return without(value, Provenance.ENVIRONMENT)
