@@ -73,14 +73,14 @@ def test_export_is_deterministic_and_the_salt_keys_the_ids(tmp_path):
     paths = [tmp_path / f"{name}.jsonl" for name in ("a", "b", "s1", "s2", "t")]
     _export(log, paths[0])
     _export(log, paths[1])
-    assert paths[0].read_bytes() == paths[1].read_bytes()  # the random key never shows
+    assert paths[0].read_bytes() == paths[1].read_bytes()  # numbered ids: the same bytes on every run
     _export(log, paths[2], "--trace-salt", "fleet-1")
     _export(log, paths[3], "--trace-salt", "fleet-1")
     _export(log, paths[4], "--trace-salt", "fleet-2")
     assert paths[2].read_bytes() == paths[3].read_bytes()  # the same salt: the same ids
     empty = [tmp_path / "e1.jsonl", tmp_path / "e2.jsonl"]
     for path in empty:
-        _export(log, path, "--trace-salt", "")  # an empty salt is a salt, not a random key
+        _export(log, path, "--trace-salt", "")  # an empty salt is a salt: the ids are its keyed hashes
     assert empty[0].read_bytes() == empty[1].read_bytes() != paths[0].read_bytes()
     one, two = _lines(paths[2]), _lines(paths[4])
     assert not {i for x in one for i in x["hash_ids"]} & {i for x in two for i in x["hash_ids"]}

@@ -35,7 +35,7 @@ from prefixlint.cli.options import parse_template_vars, template_var_options
     "--trace-salt",
     metavar="TEXT",
     help="With --export-trace: key the block hashes with TEXT, so that traces exported with the same "
-    "TEXT match block for block (default: a random key, ids numbered in order of first appearance).",
+    "TEXT match block for block (default: ids numbered in order of first appearance).",
 )
 @click.option(
     "--capacity-curve",

@@ -12,9 +12,9 @@ order of first appearance; AIPerf `aiperf/dataset/loader/models.py` `MooncakeTra
 - `input_length`: the prompt's tokens; `output_length`: the reply's generated tokens where the log
   has the response (its usage, else its tokens), else 0.
 - `hash_ids`: the chained hashes of the prompt's full blocks, chained as the first engine chains
-  them (engines/blockpool.py `chained_hashes`, its block size, its `cache_salt`), under a secret
-  key. Without `--trace-salt` the key is random and each hash becomes a small integer in order of
-  first appearance: the trace is deterministic, the text cannot be recovered or tested against a
+  them (engines/blockpool.py `chained_hashes`, its block size, its `cache_salt`). Without
+  `--trace-salt` each hash becomes a small integer in order of first appearance (the hashes never
+  leave the process): the trace is deterministic, the text cannot be recovered or tested against a
   guess, and no two logs' traces share an id by construction. With `--trace-salt S` the id is the
   keyed hash itself (52 bits, exact in a JSON double): traces exported with the same S (replicas of
   one fleet) match block for block and can be merged; nobody without S can match them.
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import IO
 
 from prefixlint.engines.blockpool import chained_hashes
@@ -44,12 +43,9 @@ class TraceWriter:
         self.block_size = engine.block_size
         self._cache_salt = engine.cache_salt
         self._salted = salt is not None
-        # Without a salt the key only has to be secret: the ids are numbered, not the hashes.
-        self._key = (
-            hashlib.blake2b(salt.encode("utf-8", "surrogatepass")).digest()[:32]
-            if salt is not None
-            else os.urandom(32)
-        )
+        # Without a salt no key is needed: the ids are numbered, and the hashes never leave here.
+        keyed = salt is not None
+        self._key = hashlib.blake2b(salt.encode("utf-8", "surrogatepass")).digest()[:32] if keyed else b""
         try:
             self._out: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed by close())
         except OSError as exc:
