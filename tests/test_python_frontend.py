@@ -130,21 +130,6 @@ def test_a_field_of_settings_or_named_as_configuration_is_silent(param: str, rea
     assert analyze_python("write.py", text, Options()).diagnostics == []
 
 
-def test_a_per_machine_path_written_into_the_prompt_is_found() -> None:
-    """A file's text is not its path's (fixtures/python/config_reads.py is silent), but the path
-    itself, written into the prompt, is per machine."""
-    text = (
-        "import os\n\nfrom openai import OpenAI\n\nclient = OpenAI()\n\n\ndef answer(question: str) -> str:\n"
-        "    system = f\"Your workspace is {os.path.expanduser('~')}. Answer only from the files there, \"\n"
-        '    system += "quote the passage you rely on, keep every answer under three sentences, say so "\n'
-        '    system += "when the files are silent on the question; never invent a file name."\n'
-        '    messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]\n'
-        '    return client.chat.completions.create(model="gpt-4o", messages=messages)\n'
-    )
-    [diag] = analyze_python("answer.py", text, Options()).diagnostics
-    assert (diag.code, diag.span.line) == ("PFX104", 9)
-
-
 def test_close_values_are_one_finding_at_the_first() -> None:
     path = FIXTURES / "python" / "anthropic_system_env.py"
     [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
