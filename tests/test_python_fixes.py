@@ -793,6 +793,7 @@ FIRST_THAT_HOLDS = {
     # Rendered into a Jinja prompt file.
     "agent.py:67 PFX101": None,
     "placeholders.py:4 PFX101": "move `{current_date}` to the end of the text it is in",
+    "workspace_path.py:12 PFX104": "move `os.path.expanduser('~')` to the end of the last user message",
     # Set in a subclass in another module.
     "roles.py:13 PFX101": None,
     # The words of its own sentence follow the value ("on this {os} machine."), and a tool's
