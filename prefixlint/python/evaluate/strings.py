@@ -133,11 +133,10 @@ class Strings(EvaluatorBase):
         if method in _FILE_READS:  # `Path(p).read_text()`: the file's text, not its path's
             return file_content(self._opaque(node, name, [receiver, *self.text_parts(node, name, deeper)]))
         if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
-            key = args[0].value if method == "get" and args else None
-            if isinstance(key, cst.SimpleString) and isinstance(string_value(key), str):
-                field = self.field_of_parameter(receiver, string_value(key), node)
-                if field is not None:
-                    return field
+            written = args[0].value if method == "get" and args else None
+            key = string_value(written) if isinstance(written, cst.SimpleString) else None
+            if isinstance(key, str) and (field := self.field_of_parameter(receiver, key, node)) is not None:
+                return field
             return self.propagate(node, [receiver])
         clock = first_volatile(receiver)
         to_the_day = method == "date" or method == "strftime" and _day_format(node.args)
