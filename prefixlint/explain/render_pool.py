@@ -33,18 +33,34 @@ from prefixlint.jinja.tracer import TracedRender
 _renderer: Renderer | None = None  # in a worker: its own renderer
 
 
-def _start(fields: dict[str, Any] | None, max_bytes: int) -> None:
+def template_fields(renderer: Renderer) -> tuple[dict[str, Any], bool]:
+    """What rebuilds `renderer`'s template in another process (its dataclass fields: the source,
+    the `--var` kwargs, the limits) and whether it is the user's (a default template's renders are
+    not traced back to it)."""
+    template = renderer.template
+    fields = {f.name: getattr(template, f.name) for f in dataclasses.fields(template) if f.init}
+    return fields, renderer.user_template
+
+
+def renderer_of(fields: dict[str, Any], user_template: bool, max_bytes: int) -> Renderer:
+    """The renderer `template_fields` describes, rebuilt in a worker."""
+    renderer = Renderer(ChatTemplate(**fields), max_bytes)
+    renderer.user_template = user_template
+    return renderer
+
+
+def _start(fields: dict[str, Any], user_template: bool, max_bytes: int) -> None:
     global _renderer
-    _renderer = Renderer(ChatTemplate(**fields) if fields is not None else None, max_bytes)
+    _renderer = renderer_of(fields, user_template, max_bytes)
 
 
-def _render(chunk: list[tuple[int, Request]]) -> list[tuple[str, Any]]:
-    """("ok", (text, trace)) or ("error", (reason, detail)) per request, in order."""
-    assert _renderer is not None
+def render_chunk(renderer: Renderer, chunk: list[tuple[int, Request]]) -> list[tuple[str, Any]]:
+    """("ok", (text, trace)) or ("error", (reason, detail)) per request, in order: what a worker
+    sends back, as `rebuild` takes it."""
     out: list[tuple[str, Any]] = []
     for _number, request in chunk:
         try:
-            rendered = _renderer.render(request)
+            rendered = renderer.render(request)
         except RequestError as exc:  # the template raised, or the prompt is over a limit
             out.append(("error", (exc.reason, str(exc))))
             continue
@@ -52,6 +68,28 @@ def _render(chunk: list[tuple[int, Request]]) -> list[tuple[str, Any]]:
         out.append(
             ("ok", (rendered.text, (traced._starts, traced._piece_ids) if traced is not None else None))
         )
+    return out
+
+
+def _render(chunk: list[tuple[int, Request]]) -> list[tuple[str, Any]]:
+    assert _renderer is not None
+    return render_chunk(_renderer, chunk)
+
+
+def rebuild(
+    renderer: Renderer, chunk: list[tuple[int, Request]], answers: list[tuple[str, Any]], errors: Skips
+) -> list[tuple[int, Rendered]]:
+    """A worker's `render_chunk` answers as this process's rendered requests (traces mapped onto
+    its own compiled template); a request whose render raised is counted in `errors`."""
+    traced = renderer.template.traced if renderer.user_template else None
+    out = []
+    for (number, request), (status, value) in zip(chunk, answers, strict=True):
+        if status == "error":
+            errors.add(number, Skip(*value))
+            continue
+        text, trace = value
+        rendered_trace = TracedRender(traced, text, *trace) if trace is not None and traced else None
+        out.append((number, Rendered(request, text, rendered_trace)))
     return out
 
 
@@ -93,12 +131,7 @@ class RenderPool:
 
     def __init__(self, renderer: Renderer, workers: int) -> None:
         self.renderer = renderer
-        template = renderer.template if renderer.user_template else None
-        self._fields = (
-            {f.name: getattr(template, f.name) for f in dataclasses.fields(template) if f.init}
-            if template is not None
-            else None
-        )
+        self._fields, self._user_template = template_fields(renderer)
         self.workers = workers
         self.window = 2 * workers + 2  # chunks in flight: every worker busy, memory bounded
         self.deaths: list[str] = []  # how each broken pool's worker died, in order
@@ -106,7 +139,7 @@ class RenderPool:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("spawn")
-        args = (self._fields, self.renderer.max_bytes)
+        args = (self._fields, self._user_template, self.renderer.max_bytes)
         return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start, initargs=args)
 
     def __enter__(self) -> RenderPool:
@@ -180,13 +213,4 @@ class RenderPool:
                     if future.cancelled() or not future.done() or future.exception() is not None:
                         pending[i] = (lost, self._submit(lost))
         pending.popleft()
-        traced = self.renderer.template.traced if self.renderer.user_template else None
-        out = []
-        for (number, request), (status, value) in zip(chunk, answers, strict=True):
-            if status == "error":
-                errors.add(number, Skip(*value))
-                continue
-            text, trace = value
-            rendered_trace = TracedRender(traced, text, *trace) if trace is not None and traced else None
-            out.append((number, Rendered(request, text, rendered_trace)))
-        return out
+        return rebuild(self.renderer, chunk, answers, errors)
