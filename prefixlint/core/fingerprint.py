@@ -40,3 +40,19 @@ def package_stamp() -> list[Any]:
 @functools.cache
 def package_digest() -> str:
     return hashlib.sha256(json.dumps(package_stamp()).encode()).hexdigest()
+
+
+@functools.cache
+def package_content_digest() -> str:
+    """A digest of prefixlint's version and of its own code and data files' names (relative to the
+    package) and bytes: equal on two machines exactly when both run the same prefixlint, wherever
+    each is installed (the stamps of `package_stamp` hold paths and times, which differ)."""
+    digest = hashlib.sha256(prefixlint.__version__.encode())
+    for folder, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith((".py", ".toml", ".json"))):
+            path = os.path.join(folder, name)
+            digest.update(os.path.relpath(path, _PACKAGE).replace(os.sep, "/").encode() + b"\0")
+            with open(path, "rb") as fh:
+                digest.update(hashlib.sha256(fh.read()).digest())
+    return digest.hexdigest()
