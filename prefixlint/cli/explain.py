@@ -106,6 +106,12 @@ from prefixlint.cli.options import parse_template_vars, template_var_options
     help="Processes rendering the log (default: one per core for a log over 8 MB, else none).",
 )
 @click.option(
+    "--dask",
+    metavar="ADDRESS|local[:N]",
+    help="Render and tokenize the log as Dask tasks: on the scheduler at ADDRESS (tcp://HOST:8786), or "
+    "on a local cluster of N worker processes (default: one per core). Needs prefixlint[dask].",
+)
+@click.option(
     "--routing",
     # The names of prefixlint.explain.routing.POLICIES, not imported here: the CLI loads fast.
     type=click.Choice(

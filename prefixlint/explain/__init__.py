@@ -5,8 +5,8 @@ A log flows through these modules, in order:
 - formats.py: each record of a detected log format (OpenAI/Anthropic bodies, LiteLLM, OTel GenAI
   spans, vLLM log lines) as a Request; requests.py: the Request shape and its rendering;
 - stream.py: the log as a stream of requests, rendered and encoded in batches (render_pool.py:
-  rendering in worker processes for a large log; segments.py: each distinct prompt segment
-  tokenized once);
+  rendering in worker processes for a large log; dask_stage.py: rendering and encoding as Dask
+  tasks, `--dask`; segments.py: each distinct prompt segment tokenized once);
 - the cache models of prefixlint/engines/ (simulate.py replays every engine; llama-server's slots
   and vLLM's block pool there too); routing.py: replicas behind a router (routers.py: the real
   routers' policies, from data/routers.toml);

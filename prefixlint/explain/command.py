@@ -144,6 +144,7 @@ def run(
     export_trace: str | None = None,
     trace_salt: str | None = None,
     capacity_curve: bool = False,
+    dask: str | None = None,
 ) -> str:
     """The text (or JSON) to print; raises ExplainError for usage problems. `template_vars`
     (`--var`, `--chat-template-kwargs`) are passed to every render, as vLLM's chat_template_kwargs."""
@@ -156,6 +157,10 @@ def run(
         raise ExplainError(f"--export-trace {export_trace}: that is the log itself; name another file")
     if trace_salt is not None and export_trace is None:
         raise ExplainError("--trace-salt keys an exported trace: give --export-trace FILE")
+    if dask is not None and log is None:
+        raise ExplainError("--dask renders and tokenizes a log: give --log FILE")
+    if dask is not None and workers is not None:
+        raise ExplainError("give either --workers N (processes here) or --dask, not both")
     if trace is not None:
         if log is not None or paths:
             raise ExplainError("give either --trace FILE or a log or requests, not both")
@@ -206,6 +211,7 @@ def run(
             return json.dumps(result, indent=2, ensure_ascii=False) + "\n"
         return pair_text(result, (paths[0], paths[1]))
 
+    from prefixlint.explain.dask_stage import DaskError
     from prefixlint.explain.log import explain_log
     from prefixlint.explain.log_report import log_text, nothing_read
     from prefixlint.explain.observed import LogObservations, configured, findings
@@ -250,8 +256,9 @@ def run(
             workers=workers,
             curve=capacity_curve,
             export=writer,
+            dask=dask,
         )
-    except LogLimitError as exc:
+    except (LogLimitError, DaskError) as exc:
         raise ExplainError(str(exc)) from exc
     except RenderWorkerDied as exc:  # its message does not name the log
         raise ExplainError(f"{log}: {exc}") from exc

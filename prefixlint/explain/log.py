@@ -32,10 +32,11 @@ from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request
 from prefixlint.explain.routing import Routing, route_request
-from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
+from prefixlint.explain.segments import Encodes, SegmentEncoder, SegmentMismatch, Tokens
 from prefixlint.explain.stream import (
     Progress,
     encoded_batches,
+    log_requests,
     release_if_large,
     render_workers,
     rendered_batches,
@@ -46,6 +47,9 @@ from prefixlint.explain.whatif import WhatIfs, movable_causes, patterns_of
 from prefixlint.models.tokens import LoadedTokenizer
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from prefixlint.explain.dask_stage import DaskStage
     from prefixlint.explain.observed import LogObservations
 
 # After this many requests, the top causes so far get their what-ifs simulated along with the log
@@ -74,6 +78,7 @@ def explain_log(
     observations: LogObservations | None = None,
     curve: bool = False,
     export: TraceWriter | None = None,
+    dask: str | None = None,
 ) -> LogReport:
     """Simulate the log, cluster its divergences, and re-simulate the top causes moved. The log is
     read within `reading`'s limits (LogLimitError when a whole-file limit is crossed); what the log
@@ -82,7 +87,8 @@ def explain_log(
     `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
     the tokenizer allows. `workers`: render processes (default: one per core for a large log).
     `replicas`: also simulate that many caches behind each routing policy (`routing` runs now).
-    `curve`: also measure the capacity curve; `export`: also write the log as a trace."""
+    `curve`: also measure the capacity curve; `export`: also write the log as a trace. `dask`: a Dask
+    scheduler's address, or `local[:N]`: render and encode there (explain/dask_stage.py), not here."""
     reading = reading or Reading()
     with spooled(path, reading) as readable:
         try:
@@ -104,6 +110,7 @@ def explain_log(
                 observations=observations,
                 curve=curve,
                 export=export,
+                dask=dask,
             )
         except LogLimitError as exc:  # named by the file the user gave, not by its copy
             raise LogLimitError(str(exc).replace(readable, path)) from exc
@@ -128,10 +135,17 @@ def _explain_file(
     observations: LogObservations | None,
     curve: bool,
     export: TraceWriter | None,
+    dask: str | None,
 ) -> LogReport:
     """explain_log of a log on disk."""
-    count = render_workers(path, workers)
-    with RenderPool(renderer, count) if count > 1 else contextlib.nullcontext() as pool:
+    count = render_workers(path, workers) if dask is None else 1
+    with contextlib.ExitStack() as stack:
+        pool = stack.enter_context(RenderPool(renderer, count)) if count > 1 else None
+        stage = None
+        if dask is not None:
+            from prefixlint.explain.dask_stage import DaskStage
+
+            stage = stack.enter_context(DaskStage(dask, renderer, tokenizer))
         run = partial(
             _simulate,
             path,
@@ -139,6 +153,7 @@ def _explain_file(
             tokenizer,
             engines,
             pool=pool,
+            stage=stage,
             capacity=capacity,
             top=top,
             what_ifs=what_ifs,
@@ -169,6 +184,7 @@ def _simulate(
     observations: LogObservations | None,
     *,
     pool: RenderPool | None,
+    stage: DaskStage | None,
     capacity: int | None,
     top: int,
     what_ifs: int,
@@ -191,11 +207,14 @@ def _simulate(
     def decode(ids: list[int]) -> str:
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
 
+    # The what-ifs' moved prompts are encoded where the log's prompts are.
+    moved: Encodes = stage.encoder(encoder.mode) if stage is not None else encoder
     first: tuple[Rendered, Tokens] | None = None
     early: list[Rendered] | None = []  # the prompts so far, until the provisional causes are chosen
     inline: WhatIfs | None = None
-    for batch, encoded in encoded_batches(path, renderer, encoder, interval, reading, bar, pool):
-        replies = batch_replies(encoder, [r for _, r in batch])
+    for batch, encoded, replies in _heavy_batches(
+        path, renderer, encoder, interval, reading, bar, pool, stage
+    ):
         for (number, rendered), tokens, reply in zip(batch, encoded, replies, strict=True):
             seq = tokens.ids
             seen: list[Divergence | None] = []
@@ -245,12 +264,12 @@ def _simulate(
             clusters.add(key, div.lost, make)
         rendered_batch = [r for _, r in batch]
         if inline is not None:
-            inline.feed(encoder, rendered_batch)
+            inline.feed(moved, rendered_batch)
         elif early is not None:
             early.extend(rendered_batch)
             if len(early) >= PROVISIONAL:
                 inline = WhatIfs(engines, patterns_of(movable_causes(clusters.ranked()[:top], what_ifs)))
-                inline.feed(encoder, early)
+                inline.feed(moved, early)
                 early = None
         del encoded
         release_if_large(batch)
@@ -261,13 +280,13 @@ def _simulate(
     movable = movable_causes(causes, what_ifs)
     if early is not None:  # a short log: its prompts are all here
         inline = WhatIfs(engines, patterns_of(movable))
-        inline.feed(encoder, early)
+        inline.feed(moved, early)
     rates = inline.rates() if inline is not None else {}
     missing = [p for p in patterns_of(movable) if p not in rates]
     if missing:
         again = WhatIfs(engines, missing)
-        for batch in rendered_batches(path, renderer, interval, reading.again(), None, pool):
-            again.feed(encoder, [r for _, r in batch])
+        for batch in rendered_batches(path, renderer, interval, reading.again(), None, stage or pool):
+            again.feed(moved, [r for _, r in batch])
             release_if_large(batch)
         rates.update(again.rates())
     for cause in movable:
@@ -290,6 +309,25 @@ def _simulate(
         report.capacity_curve = [p.to_json() for p in tally.points()] if tally is not None else []
         report.curve_engine = of.name if of is not None else None
     return report
+
+
+def _heavy_batches(
+    path: str,
+    renderer: Renderer,
+    encoder: SegmentEncoder,
+    interval: float,
+    reading: Reading,
+    bar: Progress,
+    pool: RenderPool | None,
+    stage: DaskStage | None,
+) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens], list[bytes]]]:
+    """The log's requests rendered, with their prompts' tokens and their replies' computed tokens,
+    in order: by the Dask stage's workers, or here (rendered by `pool`'s processes if any)."""
+    if stage is not None:
+        yield from stage.encoded(log_requests(path, interval, reading, bar), reading.skips, encoder.mode)
+        return
+    for batch, encoded in encoded_batches(path, renderer, encoder, interval, reading, bar, pool):
+        yield batch, encoded, batch_replies(encoder, [r for _, r in batch])
 
 
 def _provider_breakpoints(tokenizer: LoadedTokenizer) -> ProviderBreakpoints | None:

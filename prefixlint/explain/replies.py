@@ -20,7 +20,7 @@ from prefixlint.explain.requests import Reply
 
 if TYPE_CHECKING:
     from prefixlint.explain.requests import Rendered
-    from prefixlint.explain.segments import SegmentEncoder
+    from prefixlint.explain.segments import Encodes
 
 
 def needs_text_ids(reply: Reply | None) -> bool:
@@ -39,7 +39,7 @@ def computed_reply(reply: Reply, text_ids: list[int] | None = None) -> list[int]
     return ids if eos else ids[:-1]
 
 
-def batch_replies(encoder: SegmentEncoder, rendered: list[Rendered]) -> list[bytes]:
+def batch_replies(encoder: Encodes, rendered: list[Rendered]) -> list[bytes]:
     """The computed reply tokens (packed) of each request of a batch; b"" for one without a reply.
     Reply texts are tokenized alone, in one batch."""
     texts = [r.request.reply.text for r in rendered if needs_text_ids(r.request.reply)]  # type: ignore[union-attr]

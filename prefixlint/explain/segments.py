@@ -20,7 +20,7 @@ import re
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from prefixlint.engines.packed import WIDTH, pack, unpack
 
@@ -77,6 +77,12 @@ class Tokens:
 
 def _entry(ids: list[int], offsets: list[tuple[int, int]]) -> _Entry:
     return _Entry(pack(ids), pack([s for s, _ in offsets]))
+
+
+class Encodes(Protocol):
+    """What encodes prompts for the simulation: a SegmentEncoder here, or one on Dask workers."""
+
+    def encode(self, texts: list[str]) -> list[Tokens]: ...
 
 
 class SegmentEncoder:

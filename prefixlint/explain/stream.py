@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from itertools import chain
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
 from prefixlint.explain.reading import LogFile, LogLimitError, Reading, Skip, size_text, utf8_len
@@ -113,6 +113,14 @@ class Progress:
         sys.stderr.flush()
 
 
+class Renders(Protocol):
+    """What renders chunks of requests elsewhere, in order: RenderPool, or a Dask stage."""
+
+    def render(
+        self, chunks: Iterator[list[tuple[int, Request]]], errors: Any
+    ) -> Iterator[list[tuple[int, Rendered]]]: ...
+
+
 def log_requests(
     path: str, interval: float, reading: Reading, progress: Progress | None = None
 ) -> Iterator[list[tuple[int, Request]]]:
@@ -146,14 +154,14 @@ def rendered_batches(
     interval: float,
     reading: Reading,
     progress: Progress | None = None,
-    pool: RenderPool | None = None,
+    pool: Renders | None = None,
 ) -> Iterator[list[tuple[int, Rendered]]]:
     """Rendered requests in batches of at most BATCH_BYTES of prompt text, by `pool`'s workers or
     here; a render that raises, or a prompt over a limit, is counted in `reading.skips`."""
     chunks = log_requests(path, interval, reading, progress)
     if pool is not None:
         for batch in pool.render(chunks, reading.skips):
-            yield from _by_bytes(batch)
+            yield from by_bytes(batch)
         return
     for chunk in chunks:
         batch: list[tuple[int, Rendered]] = []
@@ -162,10 +170,10 @@ def rendered_batches(
                 batch.append((number, renderer.render(request)))
             except RequestError as exc:  # the template raised, or the prompt is over a limit
                 reading.skips.add(number, Skip(exc.reason, str(exc)))
-        yield from _by_bytes(batch)
+        yield from by_bytes(batch)
 
 
-def _by_bytes(batch: list[tuple[int, Rendered]]) -> Iterator[list[tuple[int, Rendered]]]:
+def by_bytes(batch: list[tuple[int, Rendered]]) -> Iterator[list[tuple[int, Rendered]]]:
     """`batch` cut so that no piece holds more than BATCH_BYTES of prompt text (or one prompt)."""
     piece: list[tuple[int, Rendered]] = []
     size = 0

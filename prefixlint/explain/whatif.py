@@ -11,7 +11,7 @@ from prefixlint.engines.simulate import Simulation
 from prefixlint.explain.causes import Cause
 from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered
-from prefixlint.explain.segments import SegmentEncoder
+from prefixlint.explain.segments import Encodes
 
 
 @cache
@@ -51,7 +51,7 @@ class WhatIfs:
         self.patterns = list(dict.fromkeys(patterns))
         self.sims = [Simulation(engines) for _ in self.patterns]
 
-    def feed(self, encoder: SegmentEncoder, prompts: list[Rendered]) -> None:
+    def feed(self, encoder: Encodes, prompts: list[Rendered]) -> None:
         """The next prompts of the log, in order; one pattern's worth of text encoded at a time."""
         if not self.patterns or not prompts:
             return

@@ -1,0 +1,263 @@
+"""One job: the heavy stage of `explain --log` (rendering, tokenizing, the replies' tokens) as Dask
+tasks over chunks of the log (`--dask ADDRESS`, or `local[:N]` for a LocalCluster of N workers);
+the ordered, cheap simulation in this process consumes their tokens in log order.
+
+Dask is an optional extra: nothing here imports it before a stage is opened, and a run without
+`--dask` never does. What a worker needs travels with the work, so a remote worker needs only
+prefixlint installed, the same version (checked: each worker's digest of prefixlint's own files
+must equal this one's, else the run stops before any task): the tokenizer as its JSON text (which
+also covers one built from a GGUF file), the template as its source and fields, the limits. Each
+worker builds its renderer and its segment encoder once and keeps them for every later chunk.
+
+Identical results to the local run: a worker renders and encodes exactly as this process would
+(the same template, tokenizer and segment mode, the mode chosen here by the probes), and the
+batches are cut at the same requests and bytes as `stream.rendered_batches` cuts them. A segment
+mismatch a worker finds is raised here, and the run starts over encoding whole prompts, as a local
+run does. (Each worker samples the prompts it encodes for that check, so on a tokenizer whose cuts
+are wrong for some prompts the two runs may notice at different prompts; both then report what the
+whole-prompt encoding gives.)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from prefixlint.explain.reading import Skips
+from prefixlint.explain.render_pool import rebuild, render_chunk, renderer_of, template_fields
+from prefixlint.explain.replies import batch_replies
+from prefixlint.explain.requests import Rendered, Renderer, Request
+from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
+from prefixlint.explain.stream import BATCH, by_bytes
+from prefixlint.models.tokens import LoadedTokenizer
+
+INSTALL = "pip install 'prefixlint[dask]'"
+# A what-if's encoding goes ahead of the log's chunks queued behind it: the simulation waits for it.
+URGENT = 10
+CONNECT_SECONDS = 20  # a scheduler that does not answer within this is reported, not waited for
+
+
+class DaskError(Exception):
+    """--dask cannot be used: Dask is not installed, the address is wrong or does not answer, or a
+    worker runs another prefixlint. One line, said to the user as it is."""
+
+
+def parse_address(text: str) -> tuple[str | None, int | None]:
+    """(scheduler address, None) or (None, local workers) for `local` / `local:N`; DaskError else."""
+    name, colon, count = text.partition(":")
+    if name != "local":
+        if not text.strip():
+            raise DaskError("--dask: give a scheduler's address (tcp://HOST:8786) or local[:N]")
+        return text, None
+    if not colon:
+        return None, 0  # a LocalCluster's own choice: one worker per core
+    if not count.isdigit() or int(count) < 1:
+        raise DaskError(f"--dask {text}: expected local or local:N with N a number of workers >= 1")
+    return None, int(count)
+
+
+# In a worker: the renderer and encoder of each spec it was given, by the spec's key.
+_built: dict[tuple[str, str], tuple[Renderer, SegmentEncoder]] = {}
+
+
+def _worker_state(spec: dict[str, Any], mode: str) -> tuple[Renderer, SegmentEncoder]:
+    key = (spec["key"], mode)
+    state = _built.get(key)
+    if state is None:
+        # One task runs per worker thread: the workers are the parallelism. The tokenizer's own
+        # threads on top of them spin on the same cores (38% more CPU per chunk measured here).
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from tokenizers import Tokenizer
+
+        renderer = renderer_of(spec["fields"], spec["user_template"], spec["max_bytes"])
+        encoder = SegmentEncoder(Tokenizer.from_str(spec["tokenizer"]), mode)
+        state = _built[key] = (renderer, encoder)
+    return state
+
+
+def heavy_chunk(spec: dict[str, Any], mode: str, chunk: list[tuple[int, Request]]) -> tuple[str, Any]:
+    """A Dask task: the chunk rendered, its prompts' tokens and its replies' computed tokens, as
+    ("ok", (answers, tokens, replies)); ("mismatch", message) if cutting changed some prompt's tokens."""
+    renderer, encoder = _worker_state(spec, mode)
+    answers = render_chunk(renderer, chunk)
+    rendered = rebuild(renderer, chunk, answers, Skips())
+    texts = [r.text for _, r in rendered]
+    try:
+        tokens = encoder.encode(texts) if texts else []
+        replies = batch_replies(encoder, [r for _, r in rendered])
+    except SegmentMismatch as exc:
+        return "mismatch", str(exc)
+    return "ok", (answers, tokens, replies)
+
+
+def encode_texts(spec: dict[str, Any], mode: str, texts: list[str]) -> tuple[str, Any]:
+    """A Dask task: the texts' tokens, as ("ok", tokens), or ("mismatch", message)."""
+    _, encoder = _worker_state(spec, mode)
+    try:
+        return "ok", encoder.encode(texts)
+    except SegmentMismatch as exc:
+        return "mismatch", str(exc)
+
+
+def render_only(spec: dict[str, Any], chunk: list[tuple[int, Request]]) -> list[tuple[str, Any]]:
+    """A Dask task: the chunk rendered only (a later pass over the log that encodes here)."""
+    renderer, _ = _worker_state(spec, "whole")
+    return render_chunk(renderer, chunk)
+
+
+def worker_digest() -> str:
+    from prefixlint.core.fingerprint import package_content_digest
+
+    return package_content_digest()
+
+
+class DaskStage:
+    """A Dask client (and the LocalCluster it started, if any) rendering and encoding chunks of a
+    log in order, a bounded number in flight."""
+
+    def __init__(self, address: str, renderer: Renderer, tokenizer: LoadedTokenizer) -> None:
+        scheduler, local = parse_address(address)
+        try:
+            import distributed
+        except ImportError:
+            raise DaskError(f"--dask needs Dask, which is not installed: {INSTALL}") from None
+        self.renderer = renderer
+        self.cluster: Any = None
+        try:
+            if scheduler is None:
+                options: dict[str, Any] = {"n_workers": local} if local else {}
+                self.cluster = distributed.LocalCluster(
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                    **options,
+                )
+                self.client = distributed.Client(self.cluster, timeout=CONNECT_SECONDS)
+            else:
+                self.client = distributed.Client(scheduler, timeout=CONNECT_SECONDS)
+        except (OSError, TimeoutError, ValueError) as exc:
+            self.close()
+            raise DaskError(f"--dask {address}: cannot reach the scheduler: {exc}") from None
+        try:
+            self._check_workers(address)
+            fields, user_template = template_fields(renderer)
+            spec = {
+                "fields": fields,
+                "user_template": user_template,
+                "max_bytes": renderer.max_bytes,
+                "tokenizer": tokenizer.tokenizer.to_str(),
+            }
+            spec["key"] = hashlib.sha256(pickle.dumps(spec)).hexdigest()
+            self.spec = self.client.scatter(spec, broadcast=True)
+        except BaseException:
+            self.close()
+            raise
+        self.window = 2 * self.workers + 2  # chunks in flight: every worker busy, memory bounded
+
+    def _check_workers(self, address: str) -> None:
+        """At least one worker, each running this prefixlint (the digest of its files)."""
+        from prefixlint.core.fingerprint import package_content_digest
+
+        try:
+            self.client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+        except TimeoutError:
+            raise DaskError(f"--dask {address}: no worker joined within {CONNECT_SECONDS} s") from None
+        digests = self.client.run(worker_digest)
+        self.workers = len(digests)
+        other = sorted(w for w, d in digests.items() if d != package_content_digest())
+        if other:
+            raise DaskError(
+                f"--dask {address}: {len(other)} of {self.workers} workers (first {other[0]}) run another "
+                "prefixlint than this one: install the same version on every worker"
+            )
+
+    def __enter__(self) -> DaskStage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        client, cluster = getattr(self, "client", None), self.cluster
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+    def _in_order(self, jobs: Iterator[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+        """(item, result) of each (item, future), in order, with at most `window` in flight."""
+        pending: deque[tuple[Any, Any]] = deque()
+        for job in jobs:
+            pending.append(job)
+            if len(pending) >= self.window:
+                item, future = pending.popleft()
+                yield item, future.result()
+        while pending:
+            item, future = pending.popleft()
+            yield item, future.result()
+
+    def encoded(
+        self, chunks: Iterator[list[tuple[int, Request]]], errors: Skips, mode: str
+    ) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens], list[bytes]]]:
+        """Rendered requests with their prompts' tokens and their replies' computed tokens, in
+        batches cut as `stream.rendered_batches` cuts them; renders that raised are counted in
+        `errors`. Raises SegmentMismatch when a worker's check finds a prompt the cuts changed."""
+        submit = self.client.submit
+        jobs = ((c, submit(heavy_chunk, self.spec, mode, c, pure=False)) for c in chunks)
+        for chunk, (status, value) in self._in_order(jobs):
+            if status == "mismatch":
+                raise SegmentMismatch(value)
+            answers, tokens, replies = value
+            start = 0
+            for piece in by_bytes(rebuild(self.renderer, chunk, answers, errors)):
+                end = start + len(piece)
+                yield piece, tokens[start:end], replies[start:end]
+                start = end
+
+    def render(
+        self, chunks: Iterator[list[tuple[int, Request]]], errors: Skips
+    ) -> Iterator[list[tuple[int, Rendered]]]:
+        """The chunks rendered, in order (as RenderPool.render)."""
+        submit = self.client.submit
+        jobs = ((c, submit(render_only, self.spec, c, pure=False)) for c in chunks)
+        for chunk, answers in self._in_order(jobs):
+            yield rebuild(self.renderer, chunk, answers, errors)
+
+    def encoder(self, mode: str) -> RemoteEncoder:
+        """An encoder for the what-ifs' moved prompts whose work is done on the workers."""
+        return RemoteEncoder(self, mode)
+
+
+class RemoteEncoder:
+    """SegmentEncoder.encode on the stage's workers (each one's segment cache warm from the log's
+    chunks): the texts cut into slices, encoded there side by side, answered in order. Raises
+    SegmentMismatch as the local encoder does."""
+
+    def __init__(self, stage: DaskStage, mode: str) -> None:
+        self.stage, self.mode = stage, mode
+
+    def encode(self, texts: list[str]) -> list[Tokens]:
+        if not texts:
+            return []
+        stage = self.stage
+        # A slice per worker, of at most a chunk's worth of prompts: every worker busy, no task large.
+        size = min(-(-len(texts) // stage.workers), BATCH)
+        futures = [
+            stage.client.submit(
+                encode_texts, stage.spec, self.mode, texts[i : i + size], pure=False, priority=URGENT
+            )
+            for i in range(0, len(texts), size)
+        ]
+        out: list[Tokens] = []
+        for future in futures:
+            status, value = future.result()
+            if status == "mismatch":
+                raise SegmentMismatch(value)
+            out.extend(value)
+        return out

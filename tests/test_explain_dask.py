@@ -1,0 +1,166 @@
+"""`explain --log … --dask`: the heavy stage (render, tokenize, the replies' tokens) as Dask tasks on
+a local cluster gives the same report as the run in one process, byte for byte in the JSON; without
+Dask, `--dask` is a one-line error and a run without it imports no Dask.
+
+The clusters are real worker processes (processes=True, as `--dask local:N` starts them): a thread
+cluster would not show that the template, the tokenizer and the traces survive pickling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from prefixlint.cli import cli
+from prefixlint.explain import stream
+from prefixlint.explain.dask_stage import DaskError, parse_address
+
+ROOT = Path(__file__).parent.parent
+FIXTURES = ROOT / "fixtures" / "explain"
+NO_DASK = "dask[distributed] is not installed (pip install 'prefixlint[dask]'; .ci/run installs it)"
+
+
+def _explain(*args: str) -> str:
+    result = CliRunner().invoke(cli, ["explain", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+@pytest.fixture
+def mixed_log(tmp_path: Path) -> Path:
+    """Chat and Anthropic bodies with their replies, a multi-turn session, Anthropic breakpoints,
+    and a line that is no request, repeated so that a chunk of three ends in every place."""
+    lines: list[str] = []
+    for name in ("openai_gateway", "agent_session", "agent_breakpoints"):
+        lines += (FIXTURES / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    lines.insert(4, "this line is no request")
+    log = tmp_path / "mixed.jsonl"
+    log.write_text("\n".join(lines * 3) + "\n", encoding="utf-8")
+    return log
+
+
+@pytest.fixture(scope="module")
+def scheduler() -> str:
+    """A local cluster of two worker processes, reached by its address as a remote one is."""
+    distributed = pytest.importorskip("distributed", reason=NO_DASK)
+    import logging
+
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=logging.ERROR
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        (),
+        ("--template", str(FIXTURES / "timestamp_head.jinja"), "--replicas", "3", "--capacity-curve"),
+        ("--cache-tokens", "300", "--what-if", "1", "--top", "2"),
+    ],
+    ids=["default-template", "user-template-replicas-curve", "lru-what-if"],
+)
+def test_chunks_rendered_on_workers_give_the_same_json(monkeypatch, mixed_log, scheduler, extra):
+    # Chunks of three requests: many tasks, answered in any order, consumed in log order.
+    monkeypatch.setattr(stream, "BATCH", 3)
+    local = _explain("--log", str(mixed_log), *extra)
+    assert json.loads(local)["requests"] > 30
+    assert _explain("--log", str(mixed_log), *extra, "--dask", scheduler) == local
+
+
+@pytest.mark.parametrize("log", ["agent_session.jsonl"])
+def test_a_local_cluster_of_two_gives_the_same_json(log):
+    pytest.importorskip("distributed", reason=NO_DASK)
+    path = str(FIXTURES / log)
+    assert _explain("--log", path, "--dask", "local:2") == _explain("--log", path)
+
+
+def test_the_again_pass_renders_on_the_workers_as_here(mixed_log, scheduler):
+    """The pass that renders the log again (a what-if that entered the top late) uses the stage's
+    render-only tasks: the same prompts as rendered here, skips counted the same."""
+    from prefixlint.explain.dask_stage import DaskStage
+    from prefixlint.explain.reading import Reading
+    from prefixlint.explain.requests import Renderer
+    from prefixlint.models.tokens import load_tokenizer
+
+    renderer = Renderer(None)
+    here, there = Reading(), Reading()
+    local = [r.text for b in stream.rendered_batches(str(mixed_log), renderer, 1.0, here) for _, r in b]
+    with DaskStage(scheduler, renderer, load_tokenizer(None)) as stage:
+        batches = stream.rendered_batches(str(mixed_log), renderer, 1.0, there, None, stage)
+        remote = [r.text for b in batches for _, r in b]
+    assert remote == local and len(local) > 30
+    assert there.skips.counts() == here.skips.counts()
+    assert here.skips.counts()["invalid-json"] >= 3  # the line that is no request, each time
+
+
+@pytest.mark.parametrize(
+    ("given", "parsed"),
+    [("local", (None, 0)), ("local:3", (None, 3)), ("tcp://10.0.0.5:8786", ("tcp://10.0.0.5:8786", None))],
+)
+def test_addresses(given, parsed):
+    assert parse_address(given) == parsed
+
+
+@pytest.mark.parametrize("given", ["local:0", "local:x", "local:", " "])
+def test_bad_addresses_are_named(given):
+    with pytest.raises(DaskError, match="--dask"):
+        parse_address(given)
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+
+
+def test_without_dask_the_option_is_a_one_line_error():
+    # `distributed` made unimportable, as on an install without the extra.
+    run = _python(
+        "import sys; sys.modules['distributed'] = None\n"
+        "from prefixlint.launch import main\n"
+        "sys.argv = ['prefixlint', 'explain', '--log', 'fixtures/explain/openai_gateway.jsonl']\n"
+        "sys.argv += ['--dask', 'local:2']\n"
+        "main()"
+    )
+    assert run.returncode == 2, run.stderr
+    assert (
+        run.stderr
+        == "prefixlint: error: --dask needs Dask, which is not installed: pip install 'prefixlint[dask]'\n"
+    )
+
+
+def test_a_run_without_the_option_imports_no_dask():
+    run = _python(
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from prefixlint.cli import cli\n"
+        "result = CliRunner().invoke(cli, ['explain', '--log', 'fixtures/explain/openai_gateway.jsonl'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "[]\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--dask", "local:2", "fixtures/explain/request_a.json", "fixtures/explain/request_b.json"],
+            "give --log",
+        ),
+        (
+            ["--log", "fixtures/explain/openai_gateway.jsonl", "--dask", "local:2", "--workers", "2"],
+            "not both",
+        ),
+    ],
+)
+def test_dask_with_what_it_cannot_serve_is_a_usage_error(args, message):
+    result = CliRunner().invoke(cli, ["explain", *args])
+    assert result.exit_code == 2
+    assert message in result.output
