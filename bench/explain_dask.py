@@ -29,7 +29,7 @@ from pathlib import Path
 
 # This checkout's prefixlint (not an installed one) and explain_throughput.py beside this file.
 sys.path[:0] = [str(Path(__file__).resolve().parent.parent), str(Path(__file__).resolve().parent)]
-from explain_throughput import TEMPLATE, build_log  # noqa: E402
+from explain_throughput import log_and_template  # noqa: E402
 
 RUNS = {
     "one process": ["--workers", "1"],
@@ -71,11 +71,7 @@ def main() -> None:
         child(*args.child, extra)
         return
     with tempfile.TemporaryDirectory() as tmp:
-        template = Path(tmp) / "chatml_tools.jinja"
-        template.write_text(TEMPLATE, encoding="utf-8")
-        log = Path(args.keep) if args.keep else Path(tmp) / "requests.jsonl"
-        if not log.exists():
-            build_log(log, args.requests)
+        log, template = log_and_template(tmp, args.keep, args.requests)
         print(f"log: {args.requests:,} requests, {log.stat().st_size / 1e6:,.0f} MB")
         runs = RUNS | (POOL if args.also_pool else {})
         outputs: dict[str, str] = {}

@@ -166,6 +166,17 @@ def build_log(path: Path, n: int, seed: int = 7) -> None:
             fh.write(json.dumps(families.request(i)) + "\n")
 
 
+def log_and_template(tmp: str, keep: str | None, requests: int) -> tuple[Path, Path]:
+    """The generated log (at `keep` if given, reused if there, else in `tmp`) and the template, in
+    `tmp`."""
+    template = Path(tmp) / "chatml_tools.jinja"
+    template.write_text(TEMPLATE, encoding="utf-8")
+    log = Path(keep) if keep else Path(tmp) / "requests.jsonl"
+    if not log.exists():
+        build_log(log, requests)
+    return log, template
+
+
 def _renderer(template: str):  # noqa: ANN202 - a Renderer
     from prefixlint.explain.requests import Renderer
     from prefixlint.jinja.template import ChatTemplate
