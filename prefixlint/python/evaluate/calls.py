@@ -89,6 +89,9 @@ class Calls(EvaluatorBase):
             return found
         if (source := self.project.frameworks.match_source(self.index, node)) is not None:
             return self.source_hole(source, node)
+        if (reply := self.project.frameworks.match_reply(self.index, node)) is not None:
+            # a model's reply, made per request; named by the call, not by its first line of arguments
+            return self.source_hole(reply[0], node, f"{self.label(node.func)}(...)", sink=reply[1])
         if (schema := self.project.frameworks.match_schema(self.index, node.func)) is not None:
             return self.schema_value(node, schema, env)  # `Enum("Zone", names)`: the choices' order
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
