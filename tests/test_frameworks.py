@@ -127,6 +127,11 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
             "`timing` is `edit` or left out",
         ),
         (
+            '[[source]]\nname = "X"\nkind = "context"\ncalls = [".x"]\nreplies = true\n',
+            "a `model_output` row has `replies = true`, and no other kind does",
+        ),
+        ('[[source]]\nname = "X"\nkind = "model_output"\n', "has `replies = true`, and no other kind does"),
+        (
             '[[source]]\nname = "X"\nkind = "rows"\ncalls = [".x"]\nordered = ["order_by"]\n',
             "`ordered` applies to a query row",
         ),

@@ -12,6 +12,11 @@ its result at each place a RAG app puts it, in a request of the table's request 
 - a row whose result is the conversation with what it recalls (`turns`), spliced as messages: the
   history, silent even with static text after it.
 
+The `model_output` row (`replies`): what a request row's call gives back, read as its text in one of
+the ways replies are read (`.content`, `.choices[0].message.content`, `["content"]`, `.output_text`,
+`json.loads(...)[...]`, `.strip()`), lands at each place as the other rows' results do, the calls of
+every request row that gives a reply taken in turn (awaited, one in two).
+
 Ahead of the system text, a per-request value costs it and the history after it: PFX105 (the code of
 the row's provenance) at the line of the source call, at the rule's severity (one lower for a row
 whose result changes per edit, `timing = "edit"`). A query row runs a statement its row takes: one
@@ -37,6 +42,7 @@ from prefixlint.settings import Options
 
 WARNING = RULES["PFX105"].default_severity.label
 CALLING = [row for row in builtin().sources if row.calls]
+REPLY = next(row for row in builtin().sources if row.replies)
 FILLED = [row for row in builtin().sources if row.placeholders]
 # The request rows: a whole request whose text goes in a list of role messages.
 REQUESTS = [
@@ -49,6 +55,23 @@ REQUESTS = [
     and _primary(row) == "messages"
 ]
 WITH_TOOLS = [row for row in REQUESTS if _takes(row, "tools")]
+# The request calls that give back the model's reply (a row's `objects` build a session or a run).
+REPLYING = [
+    (row, call)
+    for row in REQUESTS
+    if row.replies
+    for call in row.calls
+    if call not in row.objects and not call.endswith(".__call__")
+]
+# How a reply is read as text (`made` is what the call gave).
+READS = [
+    "made.content",
+    "made.choices[0].message.content",
+    'made["content"]',
+    "made.output_text",
+    'json.loads(made.choices[0].message.content)["role"]',
+    "made.text.strip()",
+]
 JOINS = {  # the system text, the value at its head
     "plus": 'found + "\\n\\n" + RULES',
     "f-string": 'f"{found}\\n\\n{RULES}"',
@@ -66,6 +89,8 @@ class Call:
     statement: str
     receiver: str
     imports: tuple[str, ...]
+    setup: tuple[str, ...] = ()  # module-level lines that make the receiver (else `connect_store()`)
+    found: str = 'found = "\\n\\n".join(str(item) for item in items)'  # the text made of `items`
 
 
 def _receiver(row: SourceModel) -> str:
@@ -98,6 +123,18 @@ def source_call(row: SourceModel, turn: int, look_alike: str = "") -> Call:
     return Call(f"items = {receiver}{method}({argument})", receiver, imports)
 
 
+def reply_call(turn: int) -> Call:
+    """`made = <a request call>(model=MODEL, messages=[...])` (awaited in an `async def` one turn in
+    two), its reply read as text in one of the ways replies are read."""
+    request, pattern = REPLYING[turn % len(REPLYING)]
+    made = callee(pattern, request.imports, receiver="llm_client")
+    awaited = "await " if turn % 2 else ""
+    messages = '[{"role": "user", "content": f"Plan the answer to: {question}"}]'
+    statement = f"made = {awaited}{made.expr}(model=MODEL, {_keyword(request, 'messages')}={messages})"
+    imports = (*made.imports, "import json")
+    return Call(statement, "", imports, made.setup, f"found = {READS[turn % len(READS)]}")
+
+
 def expected_finding(row: SourceModel) -> tuple[str, str]:
     """The code a row's result is reported with, and the severity ahead of the system text."""
     code = Provenance[row.provenance.upper()].value
@@ -121,7 +158,7 @@ def _keyword(row: SinkModel, part: str) -> str:
 def write(source: SourceModel, request: SinkModel, place: str, turn: int, look_alike: str = "") -> Case:
     """A module whose `respond()` calls the source, builds text of its result and sends it at `place`."""
     main = Module()
-    call = source_call(source, turn, look_alike)
+    call = reply_call(turn) if source.replies else source_call(source, turn, look_alike)
     made = callee(request.calls[turn % len(request.calls)], request.imports)
     main.need(call.imports)
     main.need(made.imports)
@@ -130,13 +167,16 @@ def write(source: SourceModel, request: SinkModel, place: str, turn: int, look_a
     main.constants(["RULES"])
     main.add('CONTEXT = "Context for this question:\\n{context}\\n---\\n"')
     main.add('REACT_HEADER = "You can use these tools:\\n{tool_desc}\\n\\n" + RULES')
-    main.add("CACHE = {}" if look_alike == "receiver" else f"{call.receiver} = connect_store()")
-    for line in made.setup:
+    if call.receiver or look_alike:
+        main.add("CACHE = {}" if look_alike == "receiver" else f"{call.receiver} = connect_store()")
+    for line in dict.fromkeys((*call.setup, *made.setup)):
         main.add(line)
     main.add()
-    main.add("def respond(question: str, history: list):")
+    main.add(f"{'async ' if 'await ' in call.statement else ''}def respond(question: str, history: list):")
     main.add(call.statement, frozenset({"value"}), depth=1)
-    main.add('found = "\\n\\n".join(str(item) for item in items)', depth=1)
+    main.add(call.found, depth=1)
+    if source.replies:
+        main.add("items = [found]", depth=1)  # the places that walk a source's items
     user = 'f"{question}\\n\\nContext:\\n{found}"' if place == "user-tail" else "question"
     if place == "react-header":  # retrieved tools described in a ReAct header, ahead of its rules
         main.add(
@@ -167,6 +207,8 @@ def write(source: SourceModel, request: SinkModel, place: str, turn: int, look_a
     code, severity = expected_finding(source)
     expected = {(code, main.line_of("value")): severity} if costs else {}
     name = f"{slug(source.name)}/{slug(request.name)}/{place}{'/' + look_alike if look_alike else ''}"
+    if source.replies:  # which call's reply
+        name += "/" + slug(REPLYING[turn % len(REPLYING)][1])
     return Case(name, {CHECKED: main.text()}, expected)
 
 
@@ -219,6 +261,11 @@ def cases() -> list[Case]:
         for at_head in (True, False):
             out.append(placeholder_case(row, turn, at_head))
             turn += 1
+    for place in PLACES:  # a model's reply, at each place, the replying calls taken in turn
+        for _ in range(len(REPLYING) if place == "system-head" else 1):
+            rows = WITH_TOOLS if place == "tools" else REQUESTS
+            out.append(write(REPLY, rows[turn % len(rows)], place, turn))
+            turn += 1
     for request in REQUESTS:  # every request row once, with the first source at the head
         out.append(write(CALLING[0], request, "system-head", turn))
         turn += 1
@@ -243,7 +290,7 @@ def test_case(case: Case, tmp_path: Path) -> None:
 
 def test_every_source_row_lands_at_every_place() -> None:
     generated = {tuple(c.id.split("/")[::2][:2]) for c in CASES}
-    for row in CALLING:
+    for row in [*CALLING, REPLY]:
         for place in PLACES:
             assert (slug(row.name), place) in generated
     assert {c.id.split("/")[0] for c in CASES} >= {slug(r.name) for r in FILLED}

@@ -319,8 +319,8 @@ def names_api(project: Project, path: str) -> bool:
     return found
 
 
-def importers(project: Project, path: str) -> list[str]:
-    """Project modules whose text imports the module at `path` and names a modelled API."""
+def importers(project: Project, path: str, api: bool = True) -> list[str]:
+    """Project modules whose text imports the module at `path` and (`api`) names a modelled API."""
     name = os.path.splitext(os.path.basename(path))[0]
     if name == "__init__":
         name = os.path.basename(os.path.dirname(path))
@@ -334,7 +334,7 @@ def importers(project: Project, path: str) -> list[str]:
         if other == path:
             continue
         text = read_text(other)
-        if text and imports.search(text) and needles.search(text):
+        if text and imports.search(text) and (not api or needles.search(text)):
             found.append(other)
     return found
 

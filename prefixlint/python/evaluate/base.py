@@ -18,7 +18,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from prefixlint.python.evaluate.env import MAX_DEPTH, STEP_BUDGET, Env
-from prefixlint.python.frameworks import SourceModel
+from prefixlint.python.frameworks import SinkModel, SourceModel
 from prefixlint.python.project import Project
 from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import Hole, Provenance, Value, first_volatile, map_holes
@@ -33,6 +33,7 @@ _SOURCE_WHAT = {
     "search": "web results fetched for each request",
     "input": "what each run of the agent is given or has done so far",
     "rows": "rows of a database query with no ORDER BY",
+    "model_output": "what a model wrote in reply, different on every run of the chain",
 }
 _UNSEEN = object()  # a name not looked up yet (resolve)
 # Nodes whose value costs less to work out again than to look up (Evaluator.value).
@@ -130,11 +131,17 @@ class EvaluatorBase:
         timing = self.timing(node) if provenance.volatile else "call"
         return (Hole(provenance, line, column, label, by_name, self.path, weak=weak, timing=timing),)
 
-    def source_hole(self, source: SourceModel, node: cst.CSTNode, label: str | None = None) -> Value:
+    def source_hole(
+        self, source: SourceModel, node: cst.CSTNode, label: str | None = None, sink: SinkModel | None = None
+    ) -> Value:
         """What a source row's call (or a placeholder its framework fills) gives: content made for
-        each request, named by the row in the message."""
+        each request, named by the row in the message; a model's reply names the call that asked
+        for it (`sink`'s row, at its path and line), wherever the reply is used."""
         (hole,) = self.hole(Provenance[source.provenance.upper()], node, label)
         via = f"{_SOURCE_WHAT[source.kind]}: {source.name}"
+        if sink is not None:
+            where = f"{os.path.relpath(self.path, self.project.root)}:{hole.line}"
+            via = f"{_SOURCE_WHAT[source.kind]}: the reply of the model call at {where} ({sink.name})"
         return (replace(hole, via=via, turns=source.turns, timing=source.timing or hole.timing),)
 
     def timing(self, node: cst.CSTNode) -> str:

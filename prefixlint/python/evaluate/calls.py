@@ -89,6 +89,9 @@ class Calls(EvaluatorBase):
             return found
         if (source := self.project.frameworks.match_source(self.index, node)) is not None:
             return self.source_hole(source, node)
+        if (reply := self.project.frameworks.match_reply(self.index, node)) is not None:
+            # a model's reply, made per request; named by the call, not by its first line of arguments
+            return self.source_hole(reply[0], node, f"{self.label(node.func)}(...)", sink=reply[1])
         if (schema := self.project.frameworks.match_schema(self.index, node.func)) is not None:
             return self.schema_value(node, schema, env)  # `Enum("Zone", names)`: the choices' order
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):
@@ -248,8 +251,20 @@ class Calls(EvaluatorBase):
                 return self.method(cls, func.attr.value) if cls is not None else None
             if owner in self.index.classes:
                 return self.method(self.index.classes[owner], func.attr.value)
-        for qualified in sorted(self.index.qualified_names(func, self.index.module_scope)):
-            found = self.resolve(qualified)
+        found = self._imported_function(self.index.qualified_names(func, self.index.module_scope), 2)
+        if found is not None:
+            return found
+        if isinstance(func, cst.Attribute):  # `Builder().build()`, `builder.build()`
+            owner = self.object_class(func.value, call)
+            if owner is not None:
+                return owner[0].method(owner[1], func.attr.value)
+        return None
+
+    def _imported_function(self, qualified: set[str], hops: int) -> tuple[Self, cst.FunctionDef] | None:
+        """The function (or method) an import names, through at most `hops` re-exports (a
+        package's `__init__.py` that imports it from the module defining it)."""
+        for name in sorted(qualified):
+            found = self.resolve(name)
             if found is None:
                 continue
             evaluator, attr = found
@@ -258,15 +273,17 @@ class Calls(EvaluatorBase):
                 return evaluator, evaluator.index.functions[head]
             if tail and head in evaluator.index.classes:
                 return evaluator.method(evaluator.index.classes[head], tail)
-        if isinstance(func, cst.Attribute):  # `Builder().build()`, `builder.build()`
-            owner = self.object_class(func.value, call)
-            if owner is not None:
-                return owner[0].method(owner[1], func.attr.value)
+            if hops and not tail and not evaluator.index.module_scope.bindings.get(head):
+                again = evaluator._imported_function(evaluator.index.imported_as(head), hops - 1)
+                if again is not None:
+                    return again
         return None
 
     def element_value(self, node: cst.BaseExpression, element: int, env: Env) -> Value | None:
         """Element `element` of the tuple `node` is or a project function returns (`head, tools =
-        build()`), or None when that is not known."""
+        build()`, `await build()`), or None when that is not known."""
+        if isinstance(node, cst.Await):
+            node = node.expression
         if isinstance(node, (cst.Tuple, cst.List)):
             found = _tuple_element(node, element)
             return self.value(found, env) if found is not None else None
@@ -321,7 +338,8 @@ class Calls(EvaluatorBase):
     ) -> Value | None:
         """What a helper contributes: its yields in order, or one of its return values (those on
         the branches the call's literal arguments take); with `element`, that element of the
-        tuples it returns (None when a return is not a tuple literal)."""
+        tuples it returns (None when a return is neither a tuple literal nor a call whose element
+        is known)."""
         if fn in self.active or env.depth > MAX_DEPTH or len(self.active) >= MAX_CALLS:
             return self.unknown(call or fn)
         args = dict(env.args)
@@ -343,11 +361,13 @@ class Calls(EvaluatorBase):
                 for r in body.returns
                 if r.value is not None and self.may_run(self.index.branch_of.get(r, ()), inner)
             ]
-            if element is not None:
-                returned = [_tuple_element(r, element) for r in returned]
-                if not all(returned):
+            if element is None:
+                options = [self.value(r, inner) for r in returned]
+            else:  # a tuple literal's element, or that of what a returned call gives
+                elements = [self.element_value(r, element, inner) for r in returned]
+                if any(e is None for e in elements):
                     return None
-            options = [self.value(r, inner) for r in returned]
+                options = [e for e in elements if e is not None]
         finally:
             self.active.pop()
         if not options:

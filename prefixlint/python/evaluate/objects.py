@@ -26,9 +26,9 @@ from prefixlint.python.evaluate.env import (
     _inside,
     func_name,
 )
-from prefixlint.python.project import MAX_FILE_BYTES, MAX_SIBLING_MODULES, modules_defining
+from prefixlint.python.project import MAX_FILE_BYTES, MAX_SIBLING_MODULES, importers, modules_defining
 from prefixlint.python.scopes import string_value
-from prefixlint.python.segments import Provenance, Value, choice, first_volatile, map_holes
+from prefixlint.python.segments import Hole, Provenance, Value, choice, first_volatile, holes, map_holes
 from prefixlint.python.volatile import name_provenance, qualified_provenance
 
 
@@ -55,9 +55,16 @@ class Objects(EvaluatorBase):
                         return self.anchor(value, node)
         if not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")):
             owner = self.object_class(receiver, node)  # `Settings.TEXT`, `Settings().TEXT`, `obj.text`
+            inferred = owner is None and (owner := self.constructed_owner(receiver, node)) is not None
             if owner is not None:
                 here = owner[0] is self
                 found = owner[0].class_attribute(owner[1], node.attr.value, env, at=node if here else None)
+                if (
+                    inferred
+                    and found is not None
+                    and not any(h.provenance.volatile for h in seen_at_source(found))
+                ):
+                    found = None  # a class guessed from its constructor calls: only a value seen is news
                 if found is not None:
                     return found if here else self.anchor(found, node)
         base = self.value(receiver, env.deeper())
@@ -165,6 +172,11 @@ class Objects(EvaluatorBase):
                 # A parameter a method stores on the object (`self.summary = summary`) is the
                 # object's state, not an input of the request that reads it later.
                 options.append(_as_state(self.value(binding.expr, env.deeper())))
+        for binding in self.index.instance_unpacked.get((cls.name.value, attr), ()):
+            if binding.expr is not None:  # `self.agent, self.role = choose(task)`: its element
+                stored = self.element_value(binding.expr, binding.element, env.deeper())
+                if stored is not None:
+                    options.append(_as_state(stored))
         for expr in self._given_to_super(cls, attr):  # a pydantic model's field set by its constructor
             options.append(_as_state(self.value(expr, env.deeper())))
         if options:
@@ -354,6 +366,59 @@ class Objects(EvaluatorBase):
             return self._field_class(cls, node.attr.value)
         return None
 
+    def constructed_owner(
+        self, node: cst.BaseExpression, at: cst.CSTNode
+    ) -> tuple[Self, cst.ClassDef] | None:
+        """The class of `self.x` stored from a parameter that says nothing of its class
+        (`self.researcher = researcher`), as the constructor calls of this class tell."""
+        if not (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+        ):
+            return None
+        cls = self.index.scope_for(at).cls
+        for binding in self.index.instance_attrs.get((cls.name.value, node.attr.value), ()) if cls else ():
+            if isinstance(binding.expr, cst.Name):
+                found = self._constructed_class(cls, binding.expr.value)
+                if found is not None:
+                    return found
+        return None
+
+    def _constructed_class(self, cls: cst.ClassDef, param: str) -> tuple[Self, cst.ClassDef] | None:
+        """The class of what the project's constructor calls of `cls` pass for `param` of its
+        `__init__`, when the parameter says nothing itself: `ReportGenerator(self)` in a method of
+        `GPTResearcher` makes `researcher` a `GPTResearcher`. Sought in this module and in those
+        that import it; the first call that tells."""
+        init = self.method(cls, "__init__")
+        key = (id(cls), "constructed:" + param)
+        if init is None or init[0] is not self or key in self.project.reading:
+            return None
+        fn = init[1]
+        names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        if param not in names or names.index(param) == 0:
+            return None
+        position = names.index(param) - 1  # the call does not pass `self`
+        self.project.reading.add(key)
+        try:
+            for path in [self.path, *importers(self.project, self.path, api=False)][:MAX_SIBLING_MODULES]:
+                other = self if path == self.path else self.evaluator(path)
+                for call in other.calls_named(cls.name.value) if other is not None else ():
+                    made = other.find_class(call.func, reexported=True)
+                    arg = _passed(call, param, position)
+                    if made is None or made[1] is not cls or arg is None:
+                        continue
+                    if isinstance(arg, cst.Name) and arg.value == "self":
+                        owner = other.index.scope_for(call).cls
+                        found = (other, owner) if owner is not None else None
+                    else:
+                        found = other.object_class(arg, call)
+                    if found is not None:
+                        return found
+        finally:
+            self.project.reading.discard(key)
+        return None
+
     def _field_class(self, cls: cst.ClassDef, name: str, depth: int = 0) -> tuple[Self, cst.ClassDef] | None:
         """The class a field is annotated with in a class body (`model: Model = field(...)` of a
         dataclass or attrs class), in the class or its bases."""
@@ -434,6 +499,25 @@ def _connected_per_request(
     if None in written:
         return default
     return any(t in request_types for t in written)
+
+
+def _passed(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
+    """What a call passes for a parameter: by its keyword, else at its position (no `*args` before)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = []
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is None:
+            positional.append(arg.value)
+    return positional[position] if position < len(positional) else None
+
+
+def seen_at_source(value: Value) -> list[Hole]:
+    """The holes of a value that come from a source seen in the code, not guessed from a name."""
+    return [h for h in holes(value) if not h.by_name and not h.weak]
 
 
 def _as_state(stored: Value) -> Value:

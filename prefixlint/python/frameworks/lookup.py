@@ -116,6 +116,8 @@ class Frameworks:
             for text in source.calls:
                 self._sources.setdefault(last_name(text), []).append((as_pattern(text), source))
         self._placeholders = [s for s in self.sources if s.placeholders]
+        # The `model_output` row: what the request rows' calls give back is made per request.
+        self._reply = next((s for s in self.sources if s.replies), None)
         self.fields = fields or []
         # declaring class -> (pattern, row, per request); the class attributes that list fields
         self._fields: dict[str, list[tuple[Pattern, Declared]]] = {}
@@ -215,6 +217,40 @@ class Frameworks:
                     break
             memo[key] = found
         return memo[key]
+
+    def match_reply(self, index: ModuleIndex, call: cst.Call) -> tuple[SourceModel, SinkModel] | None:
+        """The `model_output` row and the request row of a call that sends a request and gives back
+        the model's reply (`client.chat.completions.create(...)`, `llm.ainvoke(messages)`, a
+        project's own `python.sinks` wrapper), if it is one; not a call that builds an object
+        (the row's `objects`: `model.start_chat()`)."""
+        if self._reply is None or self._sends_nothing(index, call):
+            return None
+        found = self.match_call(index, call)
+        if not isinstance(found, SinkModel) or not found.replies:
+            return None
+        if found.objects:
+            chain, qualified = written_chain(call.func), index.qualified_names(call.func)
+            if any(as_pattern(text).matches(chain, qualified) for text in found.objects):
+                return None
+        return self._reply, found
+
+    def _sends_nothing(self, index: ModuleIndex, call: cst.Call) -> bool:
+        """Whether a method is called on what sends no request: plain data (`CACHE = {}` then
+        `CACHE.invoke(q)`), or a piece of a request a row builds (a prompt template, a message:
+        `TEMPLATE.invoke({...})` formats it). A request row's generic method name (`.invoke`,
+        `.run`, `.chat`) on either gives no reply."""
+        import libcst as cst
+
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        receiver = call.func.value
+        if isinstance(receiver, (cst.Name, cst.Attribute)):
+            receiver = index.assigned(receiver)
+        if isinstance(receiver, cst.Call):
+            built = self.match_call(index, receiver)
+            return isinstance(built, SinkModel) and not built.whole_request
+        plain = (cst.Dict, cst.List, cst.Set, cst.Tuple, cst.DictComp, cst.ListComp, cst.SetComp)
+        return isinstance(receiver, (*plain, cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
 
     def match_schema(self, index: ModuleIndex, func: cst.BaseExpression) -> SchemaModel | None:
         """The schema row a called or subscripted expression is (`Enum`, `Literal`), if any."""

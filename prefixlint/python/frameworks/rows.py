@@ -66,7 +66,17 @@ class SinkModel:
     # The engine (engines.toml) whose `cache_control` breakpoints its content blocks carry, for
     # PFX503 (prefixlint/python/breakpoints.py): "anthropic"; "" when it has none.
     breakpoints: str = ""
+    # Its calls that build or act on an object (a chat session, a run, a thread message) and give
+    # no reply of the model; "*": all of them. The others' results are the model's reply
+    # (replies_to, a `model_output` source).
+    objects: tuple[str, ...] = ()
     examples: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def replies(self) -> bool:
+        """Whether its calls send a request and give back what the model wrote (an API call sent
+        per request, not a piece of a request nor an object built once)."""
+        return self.whole_request and self.when == "request" and bool(self.calls) and "*" not in self.objects
 
     def part_of(self, keyword: str | None, position: int) -> str | None:
         """The part an argument becomes, given its keyword (None for a positional one); `*` in the
@@ -177,8 +187,8 @@ class FieldsModel:
 
 # What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results, the
 # input an agent run is invoked with and the steps it has taken (placeholders its framework fills), a
-# database query's rows.
-SOURCE_KINDS = ("context", "memory", "tools", "search", "input", "rows")
+# database query's rows, a model's reply (`model_output`: the result of the request rows' calls).
+SOURCE_KINDS = ("context", "memory", "tools", "search", "input", "rows", "model_output")
 # When a source row's result changes, when that is not on each call (`timing`).
 SOURCE_TIMINGS = ("", "edit")
 # A source row's provenance, by the name the table writes it in (segments.Provenance's members).
@@ -213,6 +223,8 @@ class SourceModel:
     # When its result changes, when that is not the call's own (segments.Hole.timing): "edit", the
     # rows come back in storage order, which changes when a row is written.
     timing: str = ""
+    # Its calls are the request rows' own (`SinkModel.replies`): what a model call gives back.
+    replies: bool = False
     examples: dict[str, str] = field(default_factory=dict)
 
     def takes(self, call: cst.Call) -> bool:

@@ -128,6 +128,7 @@ def sink_from_row(row: dict[str, Any], where: str) -> SinkModel:
         whole_request=bool(row.get("whole_request", True)),
         breakpoints=str(row.get("breakpoints", "")),
         follows=dict(follows),
+        objects=_strings(row, "objects", where),
         examples=dict(row.get("examples", {})),
     )
 
@@ -199,7 +200,12 @@ def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
     if provenance not in PROVENANCES:
         raise TableError(f"{where}: `provenance` is one of {', '.join(PROVENANCES)}")
     calls, placeholders = _strings(row, "calls", where), _strings(row, "placeholders", where)
-    if not calls and not placeholders:
+    replies = row.get("replies", False)
+    if not isinstance(replies, bool):
+        raise TableError(f"{where}: `replies` is true or false")
+    if replies != (kind == "model_output"):
+        raise TableError(f"{where}: a `model_output` row has `replies = true`, and no other kind does")
+    if not calls and not placeholders and not replies:
         raise TableError(f"{where}: a source row needs `calls` or `placeholders`")
     for text in calls:
         if any(c in last_name(text) for c in "*?["):
@@ -224,6 +230,7 @@ def source_from_row(row: dict[str, Any], where: str) -> SourceModel:
         sql=sql,
         ordered=_strings(row, "ordered", where),
         timing=timing,
+        replies=replies,
         examples=dict(row.get("examples", {})),
     )
 

@@ -82,7 +82,8 @@ class Indexer:
         self.branch: Branch = ()
         self.arms: list[cst.CSTNode] = []  # the blocks that pushed onto `branch`
         self.saved_branches: list[Branch] = []
-        self.pending_attrs: list[tuple[str, str, cst.CSTNode, cst.BaseExpression, Branch]] = []
+        # (class, attribute, node, expr, branch, element of an unpacked tuple or None)
+        self.pending_attrs: list[tuple[str, str, cst.CSTNode, cst.BaseExpression, Branch, int | None]] = []
         self.setitem_keys: dict[int, cst.BaseExpression] = {}  # index in `pending` -> the key
         self.unpack_elements: dict[int, int] = {}  # index in `pending` -> the element it binds
 
@@ -141,17 +142,31 @@ class Indexer:
             key = self.setitem_keys.get(i)
             element = self.unpack_elements.get(i, 0)
             scope.bind(name, Binding(kind, index.pos(node), expr, loops, branch, key, element))
-        for cls, attr, node, expr, branch in self.pending_attrs:
-            binding = Binding("assign", index.pos(node), expr, (), branch)
-            index.instance_attrs.setdefault((cls, attr), []).append(binding)
+        for cls, attr, node, expr, branch, element in self.pending_attrs:
+            if element is None:
+                binding = Binding("assign", index.pos(node), expr, (), branch)
+                index.instance_attrs.setdefault((cls, attr), []).append(binding)
+            else:
+                binding = Binding("unpack", index.pos(node), expr, (), branch, element=element)
+                index.instance_unpacked.setdefault((cls, attr), []).append(binding)
 
     def _bind(self, name: str, kind: str, node: cst.CSTNode, expr: cst.BaseExpression | None) -> None:
         self.pending.append((self.scope, name, kind, node, expr, tuple(self.loops), self.branch))
 
     def _bind_self_attribute(
-        self, target: cst.BaseExpression, node: cst.CSTNode, expr: cst.BaseExpression
+        self,
+        target: cst.BaseExpression,
+        node: cst.CSTNode,
+        expr: cst.BaseExpression,
+        element: int | None = None,
     ) -> None:
-        """`self.x = expr` in a method: an attribute every method of the class may read."""
+        """`self.x = expr` in a method: an attribute every method of the class may read; each
+        `self.x` of `self.agent, self.role = expr` is its element of what `expr` gives."""
+        if isinstance(target, (cst.Tuple, cst.List)) and element is None:
+            if all(isinstance(e, cst.Element) for e in target.elements):  # no `*rest`: positions hold
+                for i, item in enumerate(target.elements):
+                    self._bind_self_attribute(item.value, node, expr, i)
+            return
         if (
             isinstance(target, cst.Attribute)
             and isinstance(target.value, cst.Name)
@@ -160,7 +175,7 @@ class Indexer:
             and isinstance(self.scope.node, cst.FunctionDef)
         ):
             cls = self.classes[-1].name.value
-            self.pending_attrs.append((cls, target.attr.value, node, expr, self.branch))
+            self.pending_attrs.append((cls, target.attr.value, node, expr, self.branch, element))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._bind(node.name.value, "unknown", node, None)

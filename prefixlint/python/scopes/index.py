@@ -85,6 +85,8 @@ class ModuleIndex:
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)  # module-level
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
+    # `self.agent, self.role = e` in a method: (class, attribute) -> unpack bindings (`element`)
+    instance_unpacked: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     path: str = ""
     star_imports: list[str] = field(default_factory=list)  # the modules of `from m import *`
     _qualified: dict[tuple[cst.CSTNode, int], frozenset[str]] = field(default_factory=dict, repr=False)
