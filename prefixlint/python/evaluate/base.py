@@ -18,7 +18,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from prefixlint.python.evaluate.env import MAX_DEPTH, STEP_BUDGET, Env
-from prefixlint.python.frameworks import SourceModel
+from prefixlint.python.frameworks import RequestModel, SourceModel
 from prefixlint.python.project import Project
 from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import Hole, Provenance, Value, first_volatile, map_holes
@@ -136,6 +136,12 @@ class EvaluatorBase:
         (hole,) = self.hole(Provenance[source.provenance.upper()], node, label)
         via = f"{_SOURCE_WHAT[source.kind]}: {source.name}"
         return (replace(hole, via=via, turns=source.turns, timing=source.timing or hole.timing),)
+
+    def request_hole(self, request: RequestModel, node: cst.CSTNode) -> Value:
+        """What a `[[request]]` row's call or read gives: the request's own input, seen at its source."""
+        (hole,) = self.hole(Provenance.REQUEST, node)
+        # read at import in a script it is still each run's own: never "once per process"
+        return (replace(hole, via=request.name, timing="call"),)
 
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"

@@ -89,6 +89,8 @@ class Calls(EvaluatorBase):
             return found
         if (source := self.project.frameworks.match_source(self.index, node)) is not None:
             return self.source_hole(source, node)
+        if (request := self.project.frameworks.match_request(self.index, node)) is not None:
+            return self.request_hole(request, node)  # `input()`, `parser.parse_args()`: what a run brings
         if (schema := self.project.frameworks.match_schema(self.index, node.func)) is not None:
             return self.schema_value(node, schema, env)  # `Enum("Zone", names)`: the choices' order
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):

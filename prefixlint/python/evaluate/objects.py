@@ -39,6 +39,8 @@ class Objects(EvaluatorBase):
         qualified = self.index.qualified_names(node)
         if (prov := qualified_provenance(qualified)) is not None:
             return self.hole(prov, node)
+        if qualified and (request := self.project.frameworks.match_request(self.index, node)) is not None:
+            return self.request_hole(request, node)  # `sys.argv`, `flask.request.json`
         receiver = node.value
         if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
             scope = self.index.scope_for(node)
