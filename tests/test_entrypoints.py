@@ -35,7 +35,7 @@ def test_a_route_that_passes_the_query_raises_the_builder_to_its_loss(project: P
     found = _findings(project, "research/prompts.py")
     code, severity, message = found[19]
     assert (code, severity) == ("PFX105", Severity.WARNING)
-    assert "request entry point passes (`ask()` at research/server.py:16, FastAPI route)" in message
+    assert "request entry point passes (`ask()` at research/server.py:17, FastAPI route)" in message
 
 
 def test_a_builder_no_entry_point_reaches_stays_at_info(project: Path) -> None:
@@ -52,9 +52,12 @@ def test_an_entry_point_that_passes_a_constant_leaves_it_at_info(project: Path) 
     assert "entry point" not in message
 
 
-def test_without_the_route_the_query_is_a_guess_again(project: Path) -> None:
+def test_without_the_routes_the_query_is_a_guess_again(project: Path) -> None:
     server = project / "research" / "server.py"
-    server.write_text(server.read_text(encoding="utf-8").replace('@app.post("/ask")\n', ""), encoding="utf-8")
+    text = server.read_text(encoding="utf-8")
+    server.write_text(
+        text.replace('@app.post("/ask")\n', "").replace('@app.post("/report")\n', ""), encoding="utf-8"
+    )
     code, severity, _ = _findings(project, "research/prompts.py")[19]
     assert (code, severity) == ("PFX105", Severity.INFO)
 
@@ -102,3 +105,26 @@ def test_an_entry_rows_invalid_example_is_judged_by_its_loss(row, tmp_path: Path
 def test_a_broken_entry_or_request_row_is_named(text: str, message: str) -> None:
     with pytest.raises(TableError, match=message.replace("(", r"\(").replace(")", r"\)").replace("`", "`")):
         parse_table(text, "table.toml")
+
+
+def test_two_inputs_a_route_passes_are_both_named(project: Path) -> None:
+    code, severity, message = _findings(project, "research/prompts.py")[43]
+    assert (code, severity) == ("PFX105", Severity.WARNING)
+    assert "`context` before it is passed per request too: both must move" in message
+
+
+def test_an_attribute_of_an_object_nobody_makes_stays_at_info(project: Path) -> None:
+    code, severity, message = _findings(project, "research/writer.py")[17]
+    assert (code, severity) == ("PFX105", Severity.INFO)
+    assert "entry point" not in message
+
+
+def test_an_attribute_of_the_object_a_route_makes_is_seen(project: Path) -> None:
+    service = project / "research" / "service.py"
+    report = "    def report(self, notes: str) -> str:\n"
+    outline = "    def outline(self) -> str:\n        return Writer(self).outline()\n\n"
+    text = service.read_text(encoding="utf-8").replace(report, outline + report)
+    service.write_text("from research.writer import Writer\n" + text, encoding="utf-8")
+    code, severity, message = _findings(project, "research/writer.py")[17]
+    assert (code, severity) == ("PFX105", Severity.WARNING)
+    assert "(`ask()` at research/server.py:17, FastAPI route)" in message

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from prefixlint.python.evaluate import MAX_CALLERS, Evaluator
+from prefixlint.python.project import read_text
 from prefixlint.python.segments import Hole, Provenance
 from prefixlint.python.valuecalls import callers, constructions, texts_matching
 
@@ -61,15 +62,40 @@ class Passer:
 def entry_passing(ev: Evaluator, hole: Hole) -> Passer | None:
     """The request entry point seen to pass a per-request value to the parameter `hole` reads (a
     guess by its name), or None when none is seen (then it stays a guess)."""
-    if hole.param is None or hole.provenance is not Provenance.REQUEST or not hole.by_name or hole.item:
+    if hole.provenance is not Provenance.REQUEST or not hole.by_name or hole.item:
         return None
-    memo: dict[tuple[int, str], Passer | None] = ev.project.entry_passers
-    if hole.param in memo:
-        return memo[hole.param]
-    fn = _function(ev, hole.param[0])
-    found = None if fn is None else _walk(_Param(fn[0], fn[1], hole.param[1]))
-    memo[hole.param] = found
-    return found
+    memo: dict[object, Passer | None] = ev.project.entry_passers
+    key = hole.param or (hole.path, hole.line, hole.column)
+    if key not in memo:
+        memo[key] = _passer(ev, hole)
+    return memo[key]
+
+
+def _passer(ev: Evaluator, hole: Hole) -> Passer | None:
+    if hole.param is not None:
+        fn = _function(ev, hole.param[0])
+        return None if fn is None else _walk([_Param(fn[0], fn[1], hole.param[1])])
+    # an attribute of the object (`self.researcher.query`): what the classes that set it are given
+    node = _attribute_at(ev, hole) if not hole.path or hole.path == ev.path else None
+    cls = ev.index.scope_for(node).cls if node is not None else None
+    if node is None or cls is None or not constructions(ev, cls):
+        return None  # an object nobody makes reads nothing a request passes
+    first: list[_Param] = []
+    for found in _attribute(ev, node, 0):
+        if isinstance(found, Passer):
+            return found
+        first.append(found)
+    return _walk(first) if first else None
+
+
+def _attribute_at(ev: Evaluator, hole: Hole) -> cst.Attribute | None:
+    """The `self.x.y` read a hole stands for, found by its position in the checked module."""
+    found: tuple[tuple[int, int], cst.Attribute] | None = None
+    for node, (start, end) in ev.index.positions.items():
+        here = isinstance(node, cst.Attribute) and (start[0], start[1] + 1) == (hole.line, hole.column)
+        if here and (found is None or end > found[0]):  # `self.a.b`, not the `self.a` it starts with
+            found = (end, node)  # type: ignore[assignment]
+    return found[1] if found is not None and _rooted_at_self(found[1]) else None
 
 
 def _function(ev: Evaluator, key: int) -> tuple[Evaluator, cst.FunctionDef] | None:
@@ -81,10 +107,10 @@ def _function(ev: Evaluator, key: int) -> tuple[Evaluator, cst.FunctionDef] | No
     return None
 
 
-def _walk(start: _Param) -> Passer | None:
+def _walk(start: list[_Param]) -> Passer | None:
     """Breadth first up the callers, so the nearest entry point is named."""
-    level = [start]
-    seen = {(id(start.fn), start.name)}
+    level = start
+    seen = {(id(p.fn), p.name) for p in start}
     steps = 0
     for _depth in range(MAX_DEPTH):
         following: list[_Param] = []
@@ -210,7 +236,8 @@ def _name(ev: Evaluator, node: cst.Name, hops: int) -> Iterator[Passer | _Param]
     scope = ev.index.scope_for(node)
     owner = scope.node
     if isinstance(owner, cst.FunctionDef) and node.value in scope.params and node.value not in scope.bindings:
-        yield _Param(ev, owner, node.value)
+        if node.value not in ("self", "cls"):  # the object itself: what it holds is read as attributes
+            yield _Param(ev, owner, node.value)
         return
     assigned = ev.index.assigned(node)
     if assigned is None:  # `task, kind = extract(data)`: what the unpacked value is made from
@@ -243,9 +270,17 @@ def _attribute(ev: Evaluator, node: cst.Attribute, hops: int) -> Iterator[Passer
             return
     pattern = r"self\." + re.escape(attr) + r"\s*=[^=]"
     here = os.path.abspath(ev.path)
+    # an object is named after its class (`self.researcher` holds a `GPTResearcher`): the modules
+    # defining a class so named first, then the nearest
+    receiver = node.value.attr.value if isinstance(node.value, cst.Attribute) else ""
+    named = re.compile(r"^class\s+\w*" + re.escape(receiver.strip("_").replace("_", "")), re.I | re.M)
     paths = sorted(
         texts_matching(ev.project, attr, pattern),
-        key=lambda p: (-len(os.path.commonpath([p, here])), p),
+        key=lambda p: (
+            not (receiver and named.search(read_text(p) or "")),
+            -len(os.path.commonpath([p, here])),
+            p,
+        ),
     )[:MAX_ATTRIBUTE_MODULES]
     for path in paths:
         other = ev.evaluator(path)

@@ -407,11 +407,16 @@ def _diagnostic(
         named = (
             "a per-request input if its callers pass one" if earlier.weak else _NAMED_LIKE[earlier.provenance]
         )
-        message += (
-            f"; `{earlier.label}` before it, {named}, may already part the requests, and then this "
-            "value costs nothing more"
-        )
-        severity = Severity.INFO
+        if seen is not None and passed is not None and passed(earlier) is not None:
+            # both seen passed per request: the requests part at the earlier one, and what follows
+            # this one is lost to both (the earlier has no finding of its own: this one follows it)
+            message += f"; `{earlier.label}` before it is passed per request too: both must move"
+        else:
+            message += (
+                f"; `{earlier.label}` before it, {named}, may already part the requests, and then this "
+                "value costs nothing more"
+            )
+            severity = Severity.INFO
     if not ev.prompt.reached and dispatch is not None:
         message += (
             "; the call that sends it to a model could not be resolved statically: the project picks "
