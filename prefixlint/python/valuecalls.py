@@ -290,25 +290,13 @@ def _calls(ev: Evaluator, call: cst.Call, fn: cst.FunctionDef, method: bool) -> 
     if resolved is None:
         # `manager.think(...)` on an object whose class is not seen; a function imported through a
         # package that re-exports it (`from ..actions import write_intro`)
-        return method or _reexported(ev, ev.index.qualified_names(call.func, ev.index.module_scope), 3) is fn
+        if method:
+            return True
+        found = ev.imported_definition(
+            ev.index.qualified_names(call.func, ev.index.module_scope), 3, "functions"
+        )
+        return found is not None and found[1] is fn
     return resolved[1] is fn or method and resolved[1].name.value == fn.name.value
-
-
-def _reexported(ev: Evaluator, qualified: set[str], hops: int) -> cst.FunctionDef | None:
-    """The project function an import names, through at most `hops` re-exports (as find_class
-    follows a class's)."""
-    for name in sorted(qualified):
-        found = ev.resolve(name)
-        if found is None:
-            continue
-        other, attr = found
-        if attr in other.index.functions:
-            return other.index.functions[attr]
-        if hops and "." not in attr and not other.index.module_scope.bindings.get(attr):
-            again = _reexported(other, other.index.imported_as(attr), hops - 1)
-            if again is not None:
-                return again
-    return None
 
 
 _TEXT_CALLERS: dict[tuple[str, str], list[str]] = {}
