@@ -42,6 +42,7 @@ ROWS = [
         *builtin().sinks,
         *builtin().configs,
         *builtin().entries,
+        *builtin().requests,
         *builtin().memories,
         *builtin().appended,
         *builtin().sources,
@@ -158,7 +159,7 @@ def test_every_row_has_both_examples() -> None:
         ]
     missing += [
         f"{s.name}: {k}"
-        for s in [*builtin().sources, *builtin().fields, *builtin().schemas]
+        for s in [*builtin().sources, *builtin().fields, *builtin().schemas, *builtin().requests]
         for k in ("valid", "invalid")
         if k not in s.examples
     ]

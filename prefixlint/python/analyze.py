@@ -17,7 +17,7 @@ from prefixlint.python.frameworks import for_project
 from prefixlint.python.project import Project, parsed_module, remember
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import index_module, parse_module
-from prefixlint.python.segments import holes
+from prefixlint.python.segments import Hole, holes
 from prefixlint.python.sinks import find_sinks
 
 if TYPE_CHECKING:
@@ -108,7 +108,15 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
         if dispatch is not None:  # the wording depends on it: a cached result is dropped when it changes
             project.read.append(os.path.join(project.root, dispatch.rsplit(":", 1)[0]))
     covered: list[Diagnostic] = []
-    found = diagnostics(path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch, covered)
+
+    def passed(hole: Hole) -> object | None:
+        from prefixlint.python.entrypoints import entry_passing
+
+        return entry_passing(evaluator, hole)
+
+    found = diagnostics(
+        path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch, covered, passed
+    )
     flagged = {(d.span.line, d.span.column) for d in found if d.span.path == path}
     if flagged and any(p.open_tail for p in prompts):
         from prefixlint.python.landing import judged_where_landed
@@ -117,7 +125,7 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
         if judged is not prompts:  # a template placeholder is judged where the template lands
             prompts, covered = judged, []
             found = diagnostics(
-                path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch, covered
+                path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch, covered, passed
             )
     if _sent_elsewhere(prompts, os.path.abspath(path)):
         # Its text reaches no sink here: the modules that import it may send it.
@@ -136,6 +144,7 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
                 tokenizer.stand_in,
                 dispatch,
                 covered,
+                passed,
             )
             found = [d for d in seen if d.span.path in here]
             covered = [d for d in covered if d.span.path in here]

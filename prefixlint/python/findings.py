@@ -276,13 +276,16 @@ def diagnostics(
     stand_in: Callable[[], bool] = lambda: False,
     dispatch: str | None = None,
     covered: list[Diagnostic] | None = None,
+    passed: Callable[[Hole], object | None] | None = None,
 ) -> list[Diagnostic]:
     """One diagnostic per volatile expression: the strongest evidence among the prompts it reaches.
     `stand_in()`: the tokens are counted with the embedded stand-in tokenizer, whose block
     boundaries are not the model's. `dispatch`: where the project picks code at run time
     (prefixlint/python/dispatch.py), so a prompt no sink is seen to send may still be sent.
     `covered` (when given) gets, unreported, the findings of values whose requests an earlier value
-    already parts: a fix that moves the earlier value uncovers them, it does not add them."""
+    already parts: a fix that moves the earlier value uncovers them, it does not add them.
+    `passed(hole)`: the request entry point seen to pass a per-request value to the parameter a
+    name guess reads (prefixlint/python/entrypoints.py), or None; seen, its loss decides."""
     block = max(engine.block_size if engine is not None else 1, 1)
     best: dict[tuple[str, str, int, int], _Evidence] = {}
     for prompt in prompts:
@@ -293,7 +296,7 @@ def diagnostics(
                 best[key] = ev
     out = []
     for (place, code, line, column), ev in sorted(best.items()):
-        found = _diagnostic(ev, code, count_tokens, engine, guess_severity, stand_in(), dispatch)
+        found = _diagnostic(ev, code, count_tokens, engine, guess_severity, stand_in(), dispatch, passed)
         if found is None:
             continue
         diagnostic = Diagnostic(
@@ -311,7 +314,14 @@ def diagnostics(
         if ev.parted is not None and not ev.covered and covered is not None:
             # kept at info for an earlier name guess: a move of that one uncovers its own severity
             alone = _diagnostic(
-                replace(ev, parted=None), code, count_tokens, engine, guess_severity, stand_in(), dispatch
+                replace(ev, parted=None),
+                code,
+                count_tokens,
+                engine,
+                guess_severity,
+                stand_in(),
+                dispatch,
+                passed,
             )
             if alone is not None:
                 covered.append(replace(diagnostic, message=alone[0], severity=alone[1]))
@@ -326,13 +336,18 @@ def _diagnostic(
     guess_severity: Severity,
     stand_in: bool,
     dispatch: str | None = None,
+    passed: Callable[[Hole], object | None] | None = None,
 ) -> tuple[str, Severity] | None:
     """The message and severity of one finding, or None when it costs nothing worth saying."""
     hole, prov = ev.hole, ev.hole.provenance
+    # a guess by its name that a request entry point is seen to pass: no guess any more
+    seen = passed(hole) if passed is not None and hole.by_name and ev.prompt.reached else None
     where = f"{ev.prompt.what} (line {ev.prompt.line})"
     what = f"{_WHAT[prov]} (`{hole.label}`{', ' + hole.via if hole.via else ''})"
     if hole.by_name:
         named = "a per-request input if its callers pass one" if hole.weak else _NAMED_LIKE[prov]
+        if seen is not None:
+            named = f"a per-request input that a request entry point passes ({seen})"
         if hole.item:  # a loop around the sink: one request per item
             named = f"an item of `{hole.item}` (the call is made once per item: each item is its own request)"
         what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
@@ -385,18 +400,23 @@ def _diagnostic(
     elif hole.daily:
         message += "; it changes once a day, so the cache is split per day rather than per request"
         severity = _lower(severity)
-    if hole.by_name:  # a name is a guess, not a source seen
+    if hole.by_name and seen is None:  # a name is a guess, not a source seen
         severity = min(severity, Severity.INFO if hole.weak else guess_severity)
     if ev.parted is not None:
         earlier = ev.parted
         named = (
             "a per-request input if its callers pass one" if earlier.weak else _NAMED_LIKE[earlier.provenance]
         )
-        message += (
-            f"; `{earlier.label}` before it, {named}, may already part the requests, and then this "
-            "value costs nothing more"
-        )
-        severity = Severity.INFO
+        if seen is not None and passed is not None and passed(earlier) is not None:
+            # both seen passed per request: the requests part at the earlier one, and what follows
+            # this one is lost to both (the earlier has no finding of its own: this one follows it)
+            message += f"; `{earlier.label}` before it is passed per request too: both must move"
+        else:
+            message += (
+                f"; `{earlier.label}` before it, {named}, may already part the requests, and then this "
+                "value costs nothing more"
+            )
+            severity = Severity.INFO
     if not ev.prompt.reached and dispatch is not None:
         message += (
             "; the call that sends it to a model could not be resolved statically: the project picks "

@@ -78,6 +78,9 @@ class Project:
     summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
     passed: dict[tuple[int, str], list] = field(default_factory=dict)  # what a callable parameter gets
     registries: dict[tuple[str, str], list] = field(default_factory=dict)  # classes a registry holds
+    # parameter (or attribute read) -> the request entry point seen to pass it a per-request value
+    # (entrypoints.py)
+    entry_passers: dict[object, Any] = field(default_factory=dict)
     # Modules read and counted against the budget whose parse waits until a name is looked up in them.
     unparsed: dict[str, str] = field(default_factory=dict)
     # (qualified name, importing module) -> (the evaluator of the module defining it, the name there).

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -244,12 +245,32 @@ def callers(ev: Evaluator, fn: cst.FunctionDef) -> list[tuple[Evaluator, cst.Cal
     to a method of that name of another class, an override or the base it overrides)."""
     name = fn.name.value
     method = fn in ev.index.class_of
-    out = [(ev, c) for c in ev.calls_named(name) if _calls(ev, c, fn, method)]
     pattern = (r"\." if method else r"(?<![\w.])") + re.escape(name) + r"\("
+    return _calls_in_project(ev, name, pattern, lambda site_ev, c: _calls(site_ev, c, fn, method))
+
+
+def constructions(ev: Evaluator, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.Call]]:
+    """The calls in the project that make an object of `cls` (`GPTResearcher(query=...)`), found
+    as `callers` finds a function's: what they pass is what its `__init__` gets."""
+    name = cls.name.value
+
+    def makes(site_ev: Evaluator, call: cst.Call) -> bool:
+        found = site_ev.find_class(call.func, reexported=True)
+        return found is not None and found[1] is cls
+
+    return _calls_in_project(ev, name, r"(?<![\w])" + re.escape(name) + r"\(", makes)
+
+
+def _calls_in_project(
+    ev: Evaluator, name: str, pattern: str, keep: Callable[[Evaluator, cst.Call], bool]
+) -> list[tuple[Evaluator, cst.Call]]:
+    """The calls named `name` that `keep` accepts: in `ev`'s module, then in at most
+    MAX_CALLER_MODULES others whose text matches `pattern`, the nearest first."""
+    out = [(ev, c) for c in ev.calls_named(name) if keep(ev, c)]
     found = 0
     here = os.path.abspath(ev.path)
     nearest = sorted(  # the modules beside it first (a package calls its own code), then by path
-        _texts_calling(ev.project, name, pattern), key=lambda p: (-len(os.path.commonpath([p, here])), p)
+        texts_matching(ev.project, name, pattern), key=lambda p: (-len(os.path.commonpath([p, here])), p)
     )
     for path in nearest:
         if os.path.abspath(path) == here or found >= MAX_CALLER_MODULES:
@@ -258,7 +279,7 @@ def callers(ev: Evaluator, fn: cst.FunctionDef) -> list[tuple[Evaluator, cst.Cal
         if other is None:
             continue
         found += 1
-        out += [(other, c) for c in other.calls_named(name) if _calls(other, c, fn, method)]
+        out += [(other, c) for c in other.calls_named(name) if keep(other, c)]
     return out
 
 
@@ -267,15 +288,23 @@ def _calls(ev: Evaluator, call: cst.Call, fn: cst.FunctionDef, method: bool) -> 
         return False
     resolved = ev.resolve_callable(call.func, call)
     if resolved is None:
-        return method  # `manager.think(...)` on an object whose class is not seen
+        # `manager.think(...)` on an object whose class is not seen; a function imported through a
+        # package that re-exports it (`from ..actions import write_intro`)
+        if method:
+            return True
+        found = ev.imported_definition(
+            ev.index.qualified_names(call.func, ev.index.module_scope), 3, "functions"
+        )
+        return found is not None and found[1] is fn
     return resolved[1] is fn or method and resolved[1].name.value == fn.name.value
 
 
 _TEXT_CALLERS: dict[tuple[str, str], list[str]] = {}
 
 
-def _texts_calling(project: Project, name: str, pattern: str) -> list[str]:
-    """The project's modules whose text calls `name` (a text search, once per name and process)."""
+def texts_matching(project: Project, name: str, pattern: str) -> list[str]:
+    """The project's modules whose text holds `name` and matches `pattern` (a text search, once per
+    pattern and process)."""
     key = (project.root, pattern)
     if key not in _TEXT_CALLERS:
         needle = re.compile(pattern)

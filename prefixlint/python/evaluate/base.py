@@ -18,7 +18,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from prefixlint.python.evaluate.env import MAX_DEPTH, STEP_BUDGET, Env
-from prefixlint.python.frameworks import SinkModel, SourceModel
+from prefixlint.python.frameworks import RequestModel, SinkModel, SourceModel
 from prefixlint.python.project import Project
 from prefixlint.python.scopes import ModuleIndex
 from prefixlint.python.segments import Hole, Provenance, Value, first_volatile, map_holes
@@ -143,6 +143,12 @@ class EvaluatorBase:
             where = f"{os.path.relpath(self.path, self.project.root)}:{hole.line}"
             via = f"{_SOURCE_WHAT[source.kind]}: the reply of the model call at {where} ({sink.name})"
         return (replace(hole, via=via, turns=source.turns, timing=source.timing or hole.timing),)
+
+    def request_hole(self, request: RequestModel, node: cst.CSTNode) -> Value:
+        """What a `[[request]]` row's call or read gives: the request's own input, seen at its source."""
+        (hole,) = self.hole(Provenance.REQUEST, node)
+        # read at import in a script it is still each run's own: never "once per process"
+        return (replace(hole, via=request.name, timing="call"),)
 
     def timing(self, node: cst.CSTNode) -> str:
         """When the expression at `node` runs: "import" (module or class level), "construction"

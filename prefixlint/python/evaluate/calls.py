@@ -92,6 +92,8 @@ class Calls(EvaluatorBase):
         if (reply := self.project.frameworks.match_reply(self.index, node)) is not None:
             # a model's reply, made per request; named by the call, not by its first line of arguments
             return self.source_hole(reply[0], node, f"{self.label(node.func)}(...)", sink=reply[1])
+        if (request := self.project.frameworks.match_request(self.index, node)) is not None:
+            return self.request_hole(request, node)  # `input()`, `parser.parse_args()`: what a run brings
         if (schema := self.project.frameworks.match_schema(self.index, node.func)) is not None:
             return self.schema_value(node, schema, env)  # `Enum("Zone", names)`: the choices' order
         if isinstance(self.project.frameworks.match_call(self.index, node), ConfigModel):

@@ -39,6 +39,8 @@ class Objects(EvaluatorBase):
         qualified = self.index.qualified_names(node)
         if (prov := qualified_provenance(qualified)) is not None:
             return self.hole(prov, node)
+        if qualified and (request := self.project.frameworks.match_request(self.index, node)) is not None:
+            return self.request_hole(request, node)  # `sys.argv`, `flask.request.json`
         receiver = node.value
         if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
             scope = self.index.scope_for(node)
@@ -270,15 +272,23 @@ class Objects(EvaluatorBase):
 
     def _imported_class(self, qualified: set[str], hops: int) -> tuple[Self, cst.ClassDef] | None:
         """The class an import names, through at most `hops` re-exports."""
+        return self.imported_definition(qualified, hops, "classes")  # type: ignore[return-value]
+
+    def imported_definition(
+        self, qualified: set[str], hops: int, kind: str
+    ) -> tuple[Self, cst.ClassDef | cst.FunctionDef] | None:
+        """The module-level class or function (`kind`: the index's "classes" or "functions") an
+        import names, through at most `hops` re-exports."""
         for name in sorted(qualified):
             found = self.resolve(name)
             if found is None:
                 continue
             evaluator, attr = found
-            if attr in evaluator.index.classes:
-                return evaluator, evaluator.index.classes[attr]
+            table = getattr(evaluator.index, kind)
+            if attr in table:
+                return evaluator, table[attr]
             if hops and "." not in attr and not evaluator.index.module_scope.bindings.get(attr):
-                again = evaluator._imported_class(evaluator.index.imported_as(attr), hops - 1)
+                again = evaluator.imported_definition(evaluator.index.imported_as(attr), hops - 1, kind)
                 if again is not None:
                     return again
         return None

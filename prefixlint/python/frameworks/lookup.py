@@ -25,6 +25,7 @@ from prefixlint.python.frameworks.rows import (
     EntryModel,
     FieldsModel,
     MemoryModel,
+    RequestModel,
     SchemaModel,
     SinkModel,
     SourceModel,
@@ -63,6 +64,7 @@ class Frameworks:
         sources: list[SourceModel] | None = None,
         fields: list[FieldsModel] | None = None,
         schemas: list[SchemaModel] | None = None,
+        requests: list[RequestModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.sources = sources or []
@@ -108,9 +110,20 @@ class Frameworks:
             for text in sink.bases:
                 self._bases.setdefault(last_name(text), []).append((as_pattern(text), sink))
         self._entries: dict[str, list[tuple[Pattern, EntryModel]]] = {}
+        self._callbacks: dict[str, list[tuple[Pattern, EntryModel]]] = {}
         for entry in self.entries:
             for text in entry.decorators:
                 self._entries.setdefault(last_name(text), []).append((as_pattern(text), entry))
+            for text in entry.callbacks:
+                self._callbacks.setdefault(last_name(text), []).append((as_pattern(text), entry))
+        self._by_parameter = [e for e in self.entries if e.parameter]
+        self.requests = requests or []
+        self._request_calls: dict[str, list[tuple[Pattern, RequestModel]]] = {}
+        self._request_reads: dict[str, list[tuple[Pattern, RequestModel]]] = {}
+        for request in self.requests:
+            for texts, table in ((request.calls, self._request_calls), (request.reads, self._request_reads)):
+                for text in texts:
+                    table.setdefault(last_name(text), []).append((as_pattern(text), request))
         self._sources: dict[str, list[tuple[Pattern, SourceModel]]] = {}
         for source in self.sources:
             for text in source.calls:
@@ -150,6 +163,7 @@ class Frameworks:
             [*(sources or []), *self.sources],
             self.fields,
             self.schemas,
+            self.requests,
         )
 
     def match_field(self, index: ModuleIndex, call: cst.Call) -> Declared | None:
@@ -313,7 +327,8 @@ class Frameworks:
         return None
 
     def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
-        """The row that makes `fn` a request entry point, if one of its decorators is one."""
+        """The row that makes `fn` a request entry point, if one of its decorators is one, or its
+        first parameter is named as a `parameter` row's in a module importing its package."""
         import libcst as cst  # loaded by then; the table alone (prefilter.py) needs no libcst
 
         for decorator in fn.decorators:
@@ -321,7 +336,57 @@ class Frameworks:
             found = _match(self._entries, index, node.func if isinstance(node, cst.Call) else node)
             if found is not None:
                 return found
+        given = self._given(index).get(fn.name.value) if self._callbacks else None
+        if given is not None:
+            return given
+        if not self._by_parameter:
+            return None
+        names = [p.name.value for p in fn.params.params]
+        first = names[1] if names[:1] in (["self"], ["cls"]) and len(names) > 1 else names[0] if names else ""
+        imported = imported_packages(index)
+        for row in self._by_parameter:
+            if row.parameter == first and any(fnmatch.filter(imported, p) for p in row.imports):
+                return row
         return None
+
+    def _given(self, index: ModuleIndex) -> dict[str, EntryModel]:
+        """The names of the module's functions given to a `callbacks` row's call
+        (`gr.ChatInterface(fn=respond)`, `graph.add_node("plan", plan)`), read once per module."""
+        import libcst as cst
+
+        key = (self, "callbacks")
+        found = index.matched.get(key)  # type: ignore[call-overload]
+        if found is None:
+            found = {}
+            for entering, node in index.events:
+                if not (entering and type(node) is cst.Call):
+                    continue
+                if last_name(written_chain(node.func)) not in self._callbacks:
+                    continue
+                row = _match(self._callbacks, index, node.func)
+                for arg in node.args if row is not None else ():
+                    if isinstance(arg.value, cst.Name):
+                        found.setdefault(arg.value.value, row)
+            index.matched[key] = found  # type: ignore[index]
+        return found  # type: ignore[return-value]
+
+    def match_request(self, index: ModuleIndex, node: cst.BaseExpression) -> RequestModel | None:
+        """The `[[request]]` row a call (`input()`, `parser.parse_args()`) or an attribute read
+        (`sys.argv`) is of. A builtin is matched as `builtins.NAME` where nothing binds the name."""
+        import libcst as cst
+
+        if isinstance(node, cst.Attribute):
+            return _match(self._request_reads, index, node) if self._request_reads else None
+        if not isinstance(node, cst.Call) or not self._request_calls:
+            return None
+        func = node.func
+        if not isinstance(func, cst.Name):
+            return _match(self._request_calls, index, func)
+        scope = index.scope_for(func)
+        bound = func.value in scope.bindings or func.value in scope.params or func.value in index.imports
+        if bound or func.value in index.module_scope.bindings:
+            return _match(self._request_calls, index, func)
+        return _first(self._request_calls.get(func.value, []), index, func.value, {f"builtins.{func.value}"})
 
     def match_decorator(self, index: ModuleIndex, decorator: cst.Decorator) -> SinkModel | None:
         import libcst as cst

@@ -3,7 +3,8 @@ fields may take.
 
 `SinkModel` (an API whose arguments become prompt text, with the part of the request each becomes,
 in `PARTS` order), `ConfigModel` (a call that only configures a client), `EntryModel` (a decorator
-that makes a function a request entry point), `MemoryModel` (a framework memory and how it rewrites
+that makes a function a request entry point), `RequestModel` (a call whose value a request
+brings), `MemoryModel` (a framework memory and how it rewrites
 the history), `AppendedModel` (text a library adds beside what a call is given), `SourceModel` (a
 call whose result is made per request), `FieldsModel` (the inputs a component framework declares as
 data and its code reads as attributes), `SchemaModel` (a construct whose arguments become the
@@ -108,11 +109,31 @@ class ConfigModel:
 
 @dataclass(frozen=True)
 class EntryModel:
-    """A decorator that makes a function a request entry point (a web route, a chat handler, a
-    tool the model calls): what its parameters receive differs per request, whatever their names."""
+    """What makes a function a request entry point (a web route, a chat handler, a tool the model
+    calls, a graph node): one of its `decorators`; or, in a module importing one of `imports`, a
+    first parameter named `parameter` (a Django view's `request`), or being passed to one of
+    `callbacks` (`gr.ChatInterface(fn=respond)`, `graph.add_node("plan", plan)`). What its
+    parameters receive differs per request, whatever their names."""
 
     name: str
-    decorators: tuple[str, ...]
+    decorators: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+    parameter: str = ""
+    callbacks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RequestModel:
+    """A call (or a module attribute, `sys.argv`) whose value is what one request or run brings: the
+    user's line (`input()`), the command line (`parser.parse_args()`), a websocket message
+    (`websocket.receive_text()`), a chat box (`st.chat_input()`). Followed back from a prompt
+    builder's parameter through the project's calls (prefixlint/python/entrypoints.py), it is what
+    makes "if its callers pass one" seen."""
+
+    name: str
+    calls: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()  # attributes read, not called (`sys.argv`)
     imports: tuple[str, ...] = ()
     examples: dict[str, Any] = field(default_factory=dict)
 

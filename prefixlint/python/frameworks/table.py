@@ -28,6 +28,7 @@ from prefixlint.python.frameworks.rows import (
     EntryModel,
     FieldsModel,
     MemoryModel,
+    RequestModel,
     SchemaModel,
     SinkModel,
     SourceModel,
@@ -145,9 +146,25 @@ def config_from_row(row: dict[str, Any], where: str) -> ConfigModel:
 def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
     name, _ = _named(row, EntryModel, where)
     decorators = _strings(row, "decorators", f"{where} ({name})")
-    if not decorators:
-        raise TableError(f"{where} ({name}): an entry row needs `decorators`")
-    return EntryModel(name, decorators, _strings(row, "imports", where), dict(row.get("examples", {})))
+    callbacks = _strings(row, "callbacks", f"{where} ({name})")
+    parameter = row.get("parameter", "")
+    if not isinstance(parameter, str) or (parameter and not parameter.isidentifier()):
+        raise TableError(f"{where} ({name}): `parameter` is a parameter's name")
+    if not (decorators or callbacks or parameter):
+        raise TableError(f"{where} ({name}): an entry row needs `decorators`, `callbacks` or `parameter`")
+    imports = _strings(row, "imports", where)
+    if (parameter or callbacks) and not imports:
+        raise TableError(f"{where} ({name}): a `parameter` or `callbacks` row says its `imports`")
+    return EntryModel(name, decorators, imports, dict(row.get("examples", {})), parameter, callbacks)
+
+
+def request_from_row(row: dict[str, Any], where: str) -> RequestModel:
+    """A `[[request]]` row as a RequestModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, RequestModel, where)
+    calls, reads = _strings(row, "calls", where), _strings(row, "reads", where)
+    if not calls and not reads:
+        raise TableError(f"{where}: a request row needs `calls` or `reads`")
+    return RequestModel(name, calls, reads, _strings(row, "imports", where), dict(row.get("examples", {})))
 
 
 def memory_from_row(row: dict[str, Any], where: str) -> MemoryModel:
@@ -316,6 +333,9 @@ def parse_table(text: str, where: str) -> Frameworks:
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
     configs = [config_from_row(r, f"{where}: config {i + 1}") for i, r in enumerate(data.get("config", []))]
     entries = [entry_from_row(r, f"{where}: entry {i + 1}") for i, r in enumerate(data.get("entry", []))]
+    requests = [
+        request_from_row(r, f"{where}: request {i + 1}") for i, r in enumerate(data.get("request", []))
+    ]
     memories = [memory_from_row(r, f"{where}: memory {i + 1}") for i, r in enumerate(data.get("memory", []))]
     appended = [
         appended_from_row(r, f"{where}: appended {i + 1}") for i, r in enumerate(data.get("appended", []))
@@ -327,7 +347,16 @@ def parse_table(text: str, where: str) -> Frameworks:
     schemas = [schema_from_row(r, f"{where}: schema {i + 1}") for i, r in enumerate(data.get("schema", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
     return Frameworks(
-        sinks, configs, frozenset(keywords), entries, memories, appended, sources, fields_rows, schemas
+        sinks,
+        configs,
+        frozenset(keywords),
+        entries,
+        memories,
+        appended,
+        sources,
+        fields_rows,
+        schemas,
+        requests,
     )
 
 
