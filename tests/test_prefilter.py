@@ -97,3 +97,29 @@ def test_a_module_without_shapes_yields_nothing() -> None:
         assert not result.diagnostics, path
         assert result.total_tokens is None, path
     assert skipped  # the check checks something
+
+
+def test_a_module_is_screened_once_per_text_and_project_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool's parse ahead screens each module before the fork and the worker asks again: the
+    second answer is the first one, until the module's text or the project's sink rows change."""
+    import prefixlint.python as frontend
+    import prefixlint.python.prefilter as prefilter
+
+    monkeypatch.setattr(frontend, "_SCREENED", {})
+    walks: list[str] = []
+    real = prefilter.has_shapes
+
+    def counted(tree: ast.Module, *args: object) -> bool:
+        walks.append("walk")
+        return real(tree, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(prefilter, "has_shapes", counted)
+    text = 'x = [{"role": "system", "content": text}]\n'
+    plain = 'x = [{"kind": "system", "content": text}]\n'
+    assert has_prompt_shapes("/m/a.py", text, Options())
+    assert has_prompt_shapes("/m/a.py", text, Options())
+    assert len(walks) == 1
+    assert not has_prompt_shapes("/m/a.py", plain, Options())  # changed on disk: screened again
+    assert len(walks) == 2
+    assert has_prompt_shapes("/m/a.py", plain, Options(python_sinks=("x",))) is False
+    assert len(walks) == 3  # another project's rows: screened again

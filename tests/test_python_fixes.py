@@ -967,3 +967,31 @@ def test_a_move_that_uncovers_a_later_value_still_holds(tmp_path: Path) -> None:
     assert fix is not None and fix.message.startswith(
         "move `datetime.datetime.now()` to the end of the last user"
     )
+
+
+_PARSED_FILES = [
+    p
+    for p in sorted(FIXTURES.glob("python/*.py")) + sorted((CORPUS / "python").glob("*.py"))
+    if p.name != "broken.py"
+]
+
+
+@pytest.mark.parametrize("path", _PARSED_FILES[:10] + _PARSED_FILES[-6:], ids=lambda p: p.name)
+def test_the_fixers_read_the_frontends_positions_as_libcst_gives_them(path: Path) -> None:
+    """A file the frontend indexed is read by the fixers with the index's node ranges (no second
+    position codegen): every node libcst's PositionProvider places, at the same range, in its order."""
+    import libcst.metadata as meta
+
+    from prefixlint.python import project
+    from prefixlint.python.fixes.source import load
+    from prefixlint.python.scopes import index_module, parse_module
+
+    text = path.read_text()
+    index = index_module(parse_module(text), os.path.abspath(path))
+    project.remember(str(path), text, index)
+    src = load(str(path), text)
+    assert src is not None and src.module is index.module
+    expected = meta.MetadataWrapper(index.module, unsafe_skip_copy=True).resolve(meta.PositionProvider)
+    assert list(src.positions) == list(expected)
+    assert all(src.positions[node] == expected[node] for node in expected)
+    assert src.scopes is not None and any(src.scopes.values())  # resolved on first need

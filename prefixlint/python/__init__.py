@@ -61,7 +61,25 @@ def has_prompt_shapes(path: str, text: str, settings: PythonPart | Options) -> b
     return _has_shapes(path, text, as_python_part(settings))
 
 
+# The screen's answer per module in this process: path -> (text, the sinks and rows, answer). The
+# parse ahead of a pool's fork screens the modules, and each worker then asks again for each
+# module it checks: the forked workers read the parent's answers instead of a second `ast` walk.
+_SCREENED: dict[str, tuple[str, tuple[tuple[str, ...], tuple[str, ...]], bool]] = {}
+MAX_SCREENED = 20_000
+
+
 def _has_shapes(path: str, text: str, part: PythonPart) -> bool:
+    rows = (part.sinks, part.sink_rows)
+    known = _SCREENED.get(path)
+    if known is not None and known[1] == rows and known[0] == text:
+        return known[2]
+    if len(_SCREENED) >= MAX_SCREENED:
+        _SCREENED.clear()
+    found = _SCREENED[path] = (text, rows, _screen(path, text, part))
+    return found[2]
+
+
+def _screen(path: str, text: str, part: PythonPart) -> bool:
     if not may_hold_prompts(text, part.sinks, part.sink_rows):
         return not _parses(path, text)
     tree = _tree(path, text)

@@ -13,6 +13,7 @@ import libcst as cst
 import libcst.metadata as meta
 
 from prefixlint.core.findings import Edit
+from prefixlint.python.scopes import Pos
 
 # Line breaks as Python's tokenizer (and libcst) count them: Edit lines are these lines.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -25,9 +26,22 @@ class Source:
     module: cst.Module
     positions: Mapping[cst.CSTNode, meta.CodeRange]
     parents: Mapping[cst.CSTNode, cst.CSTNode]
-    scopes: Mapping[cst.CSTNode, meta.Scope | None]
+    # libcst's scope analysis (a whole visit that rebuilds every node, ~40% of a fix's cost): made on
+    # the first name look-up, as many findings' candidates never look one up.
+    wrapper: meta.MetadataWrapper
     line_starts: list[int]
     _starting: dict[tuple[int, int], list[cst.CSTNode]] | None = field(default=None, repr=False)
+    _scopes: Mapping[cst.CSTNode, meta.Scope | None] | None = field(default=None, repr=False)
+    _functions: list[tuple[cst.FunctionDef, int, int]] | None = field(default=None, repr=False)
+
+    @property
+    def scopes(self) -> Mapping[cst.CSTNode, meta.Scope | None]:
+        if self._scopes is None:
+            try:
+                self._scopes = self.wrapper.resolve(meta.ScopeProvider)
+            except Exception:  # libcst raises several kinds of error on input it cannot take
+                self._scopes = {}  # no name is known: the candidates that need one give nothing
+        return self._scopes
 
     # --- positions ---------------------------------------------------------------------------
     def offset(self, line: int, column: int) -> int:
@@ -104,19 +118,21 @@ class Source:
         """The nodes written from (line, 1-based column), the largest first."""
         if self._starting is None:
             self._starting = {}
-            for node, r in self.positions.items():
-                self._starting.setdefault((r.start.line, r.start.column + 1), []).append(node)
+            for node, (first, col) in _starts(self.positions):
+                self._starting.setdefault((first, col + 1), []).append(node)
             for nodes in self._starting.values():
                 nodes.sort(key=lambda n: -self.inner(n)[1])
         return self._starting.get((line, column), [])
 
     def function_at(self, line: int) -> cst.FunctionDef | None:
         """The innermost function whose definition spans `line`."""
-        found = [
-            n
-            for n, r in self.positions.items()
-            if isinstance(n, cst.FunctionDef) and r.start.line <= line <= r.end.line
-        ]
+        if self._functions is None:  # asked once per candidate: the tree's functions found once
+            self._functions = [
+                (n, self.positions[n].start.line, self.positions[n].end.line)
+                for n in self.positions
+                if isinstance(n, cst.FunctionDef)
+            ]
+        found = [n for n, first, last in self._functions if first <= line <= last]
         return min(found, key=lambda n: self.inner(n)[1] - self.inner(n)[0], default=None)
 
     def within(self, node: cst.CSTNode, offset: int) -> bool:
@@ -260,13 +276,43 @@ def load(path: str, text: str) -> Source | None:
         index = parsed_module(path, text)  # the frontend's parse of this very text, when it kept one
         module = index.module if index is not None else cst.parse_module(text)
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(meta.PositionProvider)
+        # the index's ranges are PositionProvider's, made by the same codegen when it was indexed
+        positions = _Ranges(index.positions) if index is not None else wrapper.resolve(meta.PositionProvider)
         parents = _parents(module, {})
-        scopes = wrapper.resolve(meta.ScopeProvider)
     except Exception:  # libcst raises several kinds of error on input it cannot take
         return None
     starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-    return Source(path, text, module, positions, parents, scopes, starts)
+    return Source(path, text, module, positions, parents, wrapper, starts)
+
+
+def _starts(positions: Mapping[cst.CSTNode, meta.CodeRange]) -> Iterator[tuple[cst.CSTNode, Pos]]:
+    """Each node with its start (line, 0-based column), in the order positions were recorded."""
+    if isinstance(positions, _Ranges):  # the tuples as they are: no CodeRange made per node
+        return ((node, r[0]) for node, r in positions._ranges.items())
+    return ((node, (r.start.line, r.start.column)) for node, r in positions.items())
+
+
+class _Ranges(Mapping[cst.CSTNode, meta.CodeRange]):
+    """The frontend index's node ranges (((line, column), (line, column)) tuples, in the order
+    libcst's PositionProvider records them) read as its CodeRanges, without a second codegen."""
+
+    __slots__ = ("_ranges",)
+
+    def __init__(self, ranges: Mapping[cst.CSTNode, tuple[Pos, Pos]]) -> None:
+        self._ranges = ranges
+
+    def __getitem__(self, node: cst.CSTNode) -> meta.CodeRange:
+        (l1, c1), (l2, c2) = self._ranges[node]
+        return meta.CodeRange(meta.CodePosition(l1, c1), meta.CodePosition(l2, c2))
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._ranges
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self._ranges)
+
+    def __len__(self) -> int:
+        return len(self._ranges)
 
 
 def _parents(node: cst.CSTNode, out: dict[cst.CSTNode, cst.CSTNode]) -> dict[cst.CSTNode, cst.CSTNode]:

@@ -56,6 +56,8 @@ class _IndexingState(PositionProvidingCodegenState):
             self.add_token(token)
 
     def add_token(self, value: str) -> None:  # the generated code itself is not kept: only where it goes
+        if not self.tokens:  # only whether any was added (an empty module's codegen adds a newline)
+            self.tokens.append(value)
         if "\n" in value or "\r" in value:
             self._update_position(value)
         else:  # most tokens: no regex split
