@@ -82,6 +82,8 @@ class Calls(EvaluatorBase):
         qnames = self.index.qualified_names(node.func)
         if qnames & _SEEDABLE and node.args and all(_is_literal(a.value) for a in node.args):
             return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
+        if (configured := self.config_default(node, env)) is not None:
+            return configured  # `_get_path("prompt_file", os.path.join(HERE, "p.yaml"))`: that file
         if (prov := qualified_provenance(qnames)) is not None:
             found = self.hole(prov, node)
             if qnames & _DAY_CLOCKS or (qnames & {"time.strftime"} and _day_format(node.args)):

@@ -92,7 +92,7 @@ class Containers(EvaluatorBase):
     def _v_Subscript(self, node: cst.Subscript, env: Env) -> Value:
         if (schema := self.project.frameworks.match_schema(self.index, node.value)) is not None:
             return self.schema_value(node, schema, env)  # `Literal[tuple(ZONES)]`: the choices' order
-        if isinstance(node.value, (cst.Subscript, cst.Name, cst.Call)):
+        if isinstance(node.value, (cst.Subscript, cst.Name, cst.Call)) or _self_data(node):
             found = self.data(node, env)  # `config["planner"]["system"]` of a YAML file or a dict
             if isinstance(found, tuple):
                 return found
@@ -270,6 +270,18 @@ class Containers(EvaluatorBase):
             line, column = self.index.pos(node)
             return (Hole(Provenance.UNKNOWN, line, column, self.label(node), path=self.path, history=True),)
         return _as_history(value)
+
+
+def _self_data(node: cst.Subscript) -> bool:
+    """`self.prompt_data["content"]`: a key of data the object holds (read from a file)."""
+    base = node.value
+    return (
+        isinstance(base, cst.Attribute)
+        and isinstance(base.value, cst.Name)
+        and base.value.value == "self"
+        and len(node.slice) == 1
+        and isinstance(node.slice[0].slice, cst.Index)
+    )
 
 
 def _is_history_placeholder(node: cst.BaseExpression) -> bool:

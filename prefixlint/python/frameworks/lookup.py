@@ -24,6 +24,7 @@ from prefixlint.python.frameworks.rows import (
     ConfigModel,
     EntryModel,
     FieldsModel,
+    GetterModel,
     MemoryModel,
     SchemaModel,
     SinkModel,
@@ -63,6 +64,7 @@ class Frameworks:
         sources: list[SourceModel] | None = None,
         fields: list[FieldsModel] | None = None,
         schemas: list[SchemaModel] | None = None,
+        getters: list[GetterModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.sources = sources or []
@@ -126,6 +128,7 @@ class Frameworks:
                     self._fields.setdefault(last_name(text), []).append(entry)
         self.field_lists = frozenset(row.attribute for row in self.fields)
         self.schemas = schemas or []
+        self.getters = getters or []  # tried in order: a named shape before the generic one
         self._schemas: dict[str, list[tuple[Pattern, SchemaModel]]] = {}
         for schema in self.schemas:
             for text in schema.calls:
@@ -148,6 +151,7 @@ class Frameworks:
             [*(sources or []), *self.sources],
             self.fields,
             self.schemas,
+            self.getters,
         )
 
     def match_field(self, index: ModuleIndex, call: cst.Call) -> Declared | None:
