@@ -109,6 +109,10 @@ class Calls(EvaluatorBase):
             content = kwargs.get("content") or kwargs.get("text")
             if content is None and args:
                 content = args[-1].value if len(args) > 1 or _role_of(args[0].value) is None else None
+            # `format_chat_message(role="system", message=...)` of the project: what it builds
+            made = self.call_output(node, env) if content is None and kwargs else None
+            if made is not None and isinstance(made[0], Break):
+                return made
             return concat((Break(role),), self.value(content, deeper) if content is not None else EMPTY)
         if name in ("field", "Field") and (kwargs.keys() & {"default", "default_factory"} or args):
             # a dataclass / pydantic field: what an instance holds unless the caller sets it
