@@ -577,8 +577,8 @@ class Writer:
     def prompt_file(self) -> None:
         """The static text in a file the code reads by a path it writes; the values filled in here."""
         add, need = self.main.add, self.main.need
-        reader = self.variant % 8
-        jinja = reader >= 6  # a Jinja template, rendered with the values
+        reader = self.variant % 10
+        jinja = reader in (6, 7)  # a Jinja template, rendered with the values
         field = "{{{{ {} }}}}" if jinja else "{{{}}}"
         content = "\n".join(field.format(_key(p)) if p in (V, W) else CONSTANTS[p] for p in self.pieces)
         if reader == 6:
@@ -596,6 +596,22 @@ class Writer:
             need(["import yaml", "from pathlib import Path"])
             add('PROMPTS = yaml.safe_load((Path(__file__).parent / "prompts.yaml").read_text())')
             add('TEMPLATE = PROMPTS["support"]["system"]')
+        elif reader == 8:  # the path is a config value with a literal default, read by the project's helper
+            indented = "\n".join("  " + line for line in content.splitlines())
+            self.files["prompts.yaml"] = f"system: |\n{indented}\n"
+            need(["import os", "import yaml"])
+            add("def read_yaml(path):\n    with open(path) as file:\n        return yaml.safe_load(file)")
+            add()
+            add("class Settings:\n    def get_path(self, key, default):")
+            add("return os.environ.get(key) or default", depth=2)
+            add()
+            add("HERE = os.path.dirname(os.path.abspath(__file__))")
+            add('PATH = Settings().get_path("PROMPT_FILE", os.path.join(HERE, "prompts.yaml"))')
+            add('TEMPLATE = read_yaml(PATH)["system"]')
+        elif reader == 9:  # `os.getenv` with a literal default path
+            self.files["prompt.md"] = content + "\n"
+            need(["import os", "from pathlib import Path"])
+            add('TEMPLATE = Path(os.getenv("PROMPT_FILE", Path(__file__).parent / "prompt.md")).read_text()')
         elif reader == 5:
             self.files["prompts.json"] = json.dumps({"support": {"system": content}}, indent=2) + "\n"
             need(["import json", "import os"])

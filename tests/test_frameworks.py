@@ -24,7 +24,11 @@ def _expected(source: str, listed: list[str]) -> set[tuple[str, int]]:
     return out
 
 
-def _found(tmp_path: Path, source: str, owned: tuple[str, ...] = OWNED) -> set[tuple[str, int]]:
+def _found(
+    tmp_path: Path, source: str, owned: tuple[str, ...] = OWNED, files: dict[str, str] | None = None
+) -> set[tuple[str, int]]:
+    for name, content in (files or {}).items():  # prompt files a row's example reads
+        (tmp_path / name).write_text(content, encoding="utf-8")
     path = tmp_path / "example.py"
     path.write_text(source, encoding="utf-8")
     result = analyze_python(str(path), source, Options(project_root=str(tmp_path)))
@@ -48,6 +52,7 @@ ROWS = [
         *builtin().sources,
         *builtin().fields,
         *builtin().schemas,
+        *builtin().getters,
     ]
     if row.examples
 ]
@@ -60,12 +65,12 @@ def test_invalid_example_has_its_findings(row, tmp_path: Path) -> None:  # type:
         pytest.skip(f"{row.name}: a config row (or an append-only memory) has only a valid example")
     want = _expected(source, row.examples.get("expect", []))
     assert want, f"{row.name}: an invalid example marks at least one finding"
-    assert _found(tmp_path, source, _owned(row)) == want
+    assert _found(tmp_path, source, _owned(row), row.examples.get("files")) == want
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.name)
 def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    assert _found(tmp_path, row.examples["valid"], _owned(row)) == set()
+    assert _found(tmp_path, row.examples["valid"], _owned(row), row.examples.get("files")) == set()
 
 
 @pytest.mark.parametrize(

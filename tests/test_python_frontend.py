@@ -542,3 +542,25 @@ def test_an_agent_class_that_keeps_its_first_argument_as_a_path_is_no_prompt(tmp
     path = tmp_path / "agents.py"
     found = analyze_python(str(path), source, Options()).diagnostics
     assert [(d.code, d.span.line) for d in found] == [("PFX101", 18)]
+
+
+def test_a_prompt_file_named_by_a_config_default_is_read_through_the_config_object() -> None:
+    """`self.config.prompt_file_path` of a config class whose getter's literal default is a YAML file
+    beside the module: the clock filled into the template's head is ahead of the file's rules, counted
+    from the text after the placeholder, and the finding says an override replaces that text."""
+    import yaml
+
+    from prefixlint.api import tokenizer_for
+
+    folder = PROJECT / "configured"
+    path = folder / "planner.py"
+    result = analyze_python(str(path), path.read_text(encoding="utf-8"), Options(project_root=str(PROJECT)))
+    (finding,) = result.diagnostics
+    assert (finding.code, finding.span.line) == ("PFX101", expected(path).pop()[1])
+    template = yaml.safe_load((folder / "planner_prompt.yaml").read_text())["instruction_template"]
+    head, tail = template.split("{environment_context}")
+    count = tokenizer_for(str(path), Options()).count
+    assert result.cacheable_prefix_tokens == count(head + "- Current time: ")
+    assert f"ahead of {count(tail)} static tokens" in finding.message
+    assert "`{environment_context}` of configured/planner_prompt.yaml" in finding.message
+    assert "the default of config `prompt_file_path`; a configured override replaces" in finding.message

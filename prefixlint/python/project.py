@@ -85,6 +85,10 @@ class Project:
     unparsed: dict[str, str] = field(default_factory=dict)
     # (qualified name, importing module) -> (the evaluator of the module defining it, the name there).
     resolved: dict[tuple[str, str], tuple[Any, str] | None] = field(default_factory=dict)
+    # Prompt files a config read falls back to (path -> the config key), and the texts read from them
+    # (text -> what to say of it): evaluate/config_reads.py.
+    config_files: dict[str, str] = field(default_factory=dict)
+    config_texts: dict[str, str] = field(default_factory=dict)
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:

@@ -9,8 +9,9 @@ package: `base` (one node's value, the holes it makes, the project's other modul
 comprehensions and operators), `names` (names and their bindings), `parameters` (parameters, what
 callers pass, loops over items), `calls` (calls and the functions they run), `objects`
 (attributes, classes and the state of objects), `prompt_files` (files and data read by a path),
-`rendering` (Jinja templates rendered from Python), `appended` (text a library adds to a
-template) and `schemas` (the choices of generated schemas). `env` holds the environment and the
+`config_reads` (config values whose literal default is a prompt file), `rendering` (Jinja
+templates rendered from Python), `appended` (text a library adds to a template) and `schemas`
+(the choices of generated schemas). `env` holds the environment and the
 helpers they share.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from prefixlint.python.evaluate.appended import Appended
 from prefixlint.python.evaluate.calls import Calls, calls_in
+from prefixlint.python.evaluate.config_reads import ConfigReads
 from prefixlint.python.evaluate.containers import Containers
 from prefixlint.python.evaluate.env import (
     MAX_CALLERS,
@@ -50,7 +52,17 @@ __all__ = [
 
 
 class Evaluator(
-    Strings, Containers, Names, Parameters, Calls, Objects, PromptFiles, Rendering, Appended, Schemas
+    Strings,
+    Containers,
+    Names,
+    Parameters,
+    Calls,
+    Objects,
+    PromptFiles,
+    ConfigReads,
+    Rendering,
+    Appended,
+    Schemas,
 ):
     """Evaluates the expressions of one module; calls and names that lead into other modules of the
     project are evaluated by those modules' evaluators (`project`), and what comes back is placed at

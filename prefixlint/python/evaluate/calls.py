@@ -82,6 +82,8 @@ class Calls(EvaluatorBase):
         qnames = self.index.qualified_names(node.func)
         if qnames & _SEEDABLE and node.args and all(_is_literal(a.value) for a in node.args):
             return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
+        if (configured := self.config_default(node, env)) is not None:
+            return configured  # `_get_path("prompt_file", os.path.join(HERE, "p.yaml"))`: that file
         if (prov := qualified_provenance(qnames)) is not None:
             found = self.hole(prov, node)
             if qnames & _DAY_CLOCKS or (qnames & {"time.strftime"} and _day_format(node.args)):
@@ -112,6 +114,10 @@ class Calls(EvaluatorBase):
             content = kwargs.get("content") or kwargs.get("text")
             if content is None and args:
                 content = args[-1].value if len(args) > 1 or _role_of(args[0].value) is None else None
+            # `format_chat_message(role="system", message=...)` of the project: what it builds
+            made = self.call_output(node, env) if content is None and kwargs else None
+            if made is not None and isinstance(made[0], Break):
+                return made
             return concat((Break(role),), self.value(content, deeper) if content is not None else EMPTY)
         if name in ("field", "Field") and (kwargs.keys() & {"default", "default_factory"} or args):
             # a dataclass / pydantic field: what an instance holds unless the caller sets it

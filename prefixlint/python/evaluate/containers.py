@@ -39,7 +39,7 @@ from prefixlint.python.segments import (
     text,
     without,
 )
-from prefixlint.python.volatile import SET_OPERATORS
+from prefixlint.python.volatile import ROLES, SET_OPERATORS
 
 _MAX_REPEAT = 200_000  # characters of repeated text evaluated (`"-" * 80`); longer stays unknown
 # Keys of a tool's (or function's) schema: a dict holding one is text the model reads.
@@ -92,7 +92,7 @@ class Containers(EvaluatorBase):
     def _v_Subscript(self, node: cst.Subscript, env: Env) -> Value:
         if (schema := self.project.frameworks.match_schema(self.index, node.value)) is not None:
             return self.schema_value(node, schema, env)  # `Literal[tuple(ZONES)]`: the choices' order
-        if isinstance(node.value, (cst.Subscript, cst.Name, cst.Call)):
+        if isinstance(node.value, (cst.Subscript, cst.Name, cst.Call)) or _self_data(node):
             found = self.data(node, env)  # `config["planner"]["system"]` of a YAML file or a dict
             if isinstance(found, tuple):
                 return found
@@ -146,6 +146,14 @@ class Containers(EvaluatorBase):
             return (Hole(Provenance.UNKNOWN, line, column, label, path=self.path, history=True),)
         return self._v_List(node, env)
 
+    def _role_given(self, node: cst.BaseExpression, env: Env) -> str:
+        """The role a helper's parameter is given (`{"role": role, ...}` with `role="system"`)."""
+        if not isinstance(node, cst.Name):
+            return "unknown"
+        given = self.value(node, env.deeper())
+        role = static_text(given).lower() if is_static(given) else ""
+        return role if role in ROLES else "unknown"
+
     def _v_Dict(self, node: cst.Dict, env: Env) -> Value:
         entries = {
             string_value(e.key): e.value
@@ -153,7 +161,7 @@ class Containers(EvaluatorBase):
             if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
         }
         if "role" in entries:
-            role = _role_of(entries["role"]) or "unknown"
+            role = _role_of(entries["role"]) or self._role_given(entries["role"], env)
             content = entries.get("content")
             body = self.value(content, env.deeper()) if content is not None else EMPTY
             return concat((Break(role),), body)
@@ -270,6 +278,18 @@ class Containers(EvaluatorBase):
             line, column = self.index.pos(node)
             return (Hole(Provenance.UNKNOWN, line, column, self.label(node), path=self.path, history=True),)
         return _as_history(value)
+
+
+def _self_data(node: cst.Subscript) -> bool:
+    """`self.prompt_data["content"]`: a key of data the object holds (read from a file)."""
+    base = node.value
+    return (
+        isinstance(base, cst.Attribute)
+        and isinstance(base.value, cst.Name)
+        and base.value.value == "self"
+        and len(node.slice) == 1
+        and isinstance(node.slice[0].slice, cst.Index)
+    )
 
 
 def _is_history_placeholder(node: cst.BaseExpression) -> bool:

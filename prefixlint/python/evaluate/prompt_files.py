@@ -88,7 +88,8 @@ class PromptFiles(EvaluatorBase):
                 return os.path.join(os.path.dirname(folder), file) if folder is not None else file
             if qnames & {"importlib.resources.files", "importlib_resources.files"} and args:
                 return self._package_folder(args[0], env)
-            return None
+            configured = self.config_default(node, env)  # `Path(cfg.get("prompt", HERE / "p.md"))`
+            return static_text(configured) if configured is not None else None
         value = self.value(node, env.deeper())
         if is_static(value):
             return static_text(value) or None
@@ -106,7 +107,9 @@ class PromptFiles(EvaluatorBase):
 
     def _file_value(self, path: str) -> Value | None:
         content = self.project.text(path)
-        return text(content) if content is not None else None
+        found = text(content) if content is not None else None
+        self.note_config_file(path, found)
+        return found
 
     def _template_source(self, source: cst.BaseExpression, env: Env) -> Value:
         """The text of `Template(...)`: a string, or a file named by a path (`Path("agent.jinja")`)."""
@@ -271,15 +274,62 @@ class PromptFiles(EvaluatorBase):
                 if content is None:
                     value = self.value(source, env.deeper())
                     content = static_text(value) if is_static(value) else None
-                return _parse(content, path or "") if content is not None else None
+                parsed = _parse(content, path or "") if content is not None else None
+                self.note_config_file(path, parsed)
+                return parsed
             if isinstance(node.func, cst.Name) and node.func.value == "dict":
                 return {
                     a.keyword.value: self.data(a.value, env, depth + 1)
                     for a in node.args
                     if a.keyword is not None
                 }
+            returned = self.returned_data(node, env, depth)
+            if returned is not None:
+                return returned
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == "self"
+            and (stored := self._stored_once(node)) is not None
+        ):
+            return self.data(stored, env, depth + 1)  # `self.prompt_data = read_yaml(...)`
         value = self.value(node, env.deeper())
         return value
+
+    def returned_data(self, call: cst.Call, env: Env, depth: int) -> Any:
+        """The data a project helper returns (`def read_yaml(path): ... return yaml.safe_load(f)`),
+        with what the call passes bound to its parameters; None when it has no one return to read."""
+        callee = self.resolve_callable(call.func, call)
+        if callee is None:
+            return None
+        evaluator, fn = callee
+        body = evaluator.index.bodies[fn]
+        returns = [r.value for r in body.returns if r.value is not None]
+        if len(returns) != 1 or body.yields or fn in self.active:
+            return None
+        bound = self.bind_arguments(fn, call, env)
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        params = params[1:] if params and params[0] in ("self", "cls") else params
+        for name, arg in zip(params, call.args, strict=False):
+            if arg.keyword is None and not arg.star and not is_static(bound.get(name, ())):
+                found = self._path_of(arg.value, env)  # a path the code writes as it finds it
+                if found is not None:
+                    bound[name] = text(found)
+        inner = Env(args={**env.args, fn: bound}, depth=env.depth + 1)
+        self.active.append(fn)
+        try:
+            found = evaluator.data(returns[0], inner, depth + 1)
+        finally:
+            self.active.pop()
+        return found if isinstance(found, (dict, list)) else None
+
+    def _stored_once(self, node: cst.Attribute) -> cst.BaseExpression | None:
+        """What the one assignment of `self.attr` in its class stores."""
+        cls = self.index.scope_for(node).cls
+        bindings = self.index.instance_attrs.get((cls.name.value, node.attr.value), []) if cls else []
+        if len(bindings) == 1 and bindings[0].kind == "assign":
+            return bindings[0].expr
+        return None
 
     def keywords_collected(self, node: cst.Name, env: Env) -> dict[str, Value] | None:
         """`kwargs` of a `def render(self, **kwargs)` being inlined: the keywords its call passes that

@@ -12,7 +12,9 @@ that provenance wherever it lands (prefixlint/python/evaluate/calls.py asks `mat
 own prompt builders (`[tool.prefixlint.python] sinks`) and sources (`[[...python.source]]`) are rows
 of the same table. `[[fields]]` rows name the inputs a component framework declares as data (langflow's
 `inputs = [MessageTextInput(name=...)]`), read as `self.<name>`: per request or a constant of the app, by
-the class each is declared with. Every row carries a valid and an invalid example that the tests run
+the class each is declared with. `[[getter]]` rows are the shapes of a config read with a default
+(`get(key, default)`, `getattr(obj, key, default)`): a default naming a prompt file is that file
+(evaluate/config_reads.py). Every row carries a valid and an invalid example that the tests run
 (`tests/test_frameworks.py`), as Fixit runs its rules' examples.
 
 The package: rows.py (the row types), names.py (how a call is written, the patterns), lookup.py
@@ -28,6 +30,7 @@ from prefixlint.python.frameworks.rows import (
     ConfigModel,
     EntryModel,
     FieldsModel,
+    GetterModel,
     MemoryModel,
     RequestModel,
     SchemaModel,
@@ -50,6 +53,7 @@ __all__ = [
     "EntryModel",
     "FieldsModel",
     "Frameworks",
+    "GetterModel",
     "MemoryModel",
     "RequestModel",
     "SchemaModel",

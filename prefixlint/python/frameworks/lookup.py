@@ -24,6 +24,7 @@ from prefixlint.python.frameworks.rows import (
     ConfigModel,
     EntryModel,
     FieldsModel,
+    GetterModel,
     MemoryModel,
     RequestModel,
     SchemaModel,
@@ -65,6 +66,7 @@ class Frameworks:
         fields: list[FieldsModel] | None = None,
         schemas: list[SchemaModel] | None = None,
         requests: list[RequestModel] | None = None,
+        getters: list[GetterModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.sources = sources or []
@@ -141,6 +143,7 @@ class Frameworks:
                     self._fields.setdefault(last_name(text), []).append(entry)
         self.field_lists = frozenset(row.attribute for row in self.fields)
         self.schemas = schemas or []
+        self.getters = getters or []  # tried in order: a named shape before the generic one
         self._schemas: dict[str, list[tuple[Pattern, SchemaModel]]] = {}
         for schema in self.schemas:
             for text in schema.calls:
@@ -164,6 +167,7 @@ class Frameworks:
             self.fields,
             self.schemas,
             self.requests,
+            self.getters,
         )
 
     def match_field(self, index: ModuleIndex, call: cst.Call) -> Declared | None:

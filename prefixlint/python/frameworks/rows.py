@@ -285,3 +285,27 @@ class SchemaModel:
     def chosen(self, keyword: str | None, position: int) -> bool:
         """Whether an argument (a keyword, else its position) holds the choices."""
         return "*" in self.arguments or (keyword if keyword is not None else str(position)) in self.arguments
+
+
+@dataclass(frozen=True)
+class GetterModel:
+    """The shape of a config read with a default (`[[getter]]`): a key written as a literal at
+    position `key`, then the default at one of `default` (positions or keywords). Where the default
+    names a prompt file of the project, the value is that file on every machine where the config
+    does not override it (evaluate/config_reads.py). `functions`: the callee's name, () = any call."""
+
+    name: str
+    key: int = 0
+    default: tuple[str, ...] = ("1", "default")
+    functions: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)
+
+    def default_argument(self, positional: list[Any], keywords: dict[str, Any]) -> Any:
+        """The argument node that gives the default, or None."""
+        for where in self.default:
+            if where.isdigit():
+                if int(where) < len(positional):
+                    return positional[int(where)]
+            elif where in keywords:
+                return keywords[where]
+        return None

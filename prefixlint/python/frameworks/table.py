@@ -27,6 +27,7 @@ from prefixlint.python.frameworks.rows import (
     ConfigModel,
     EntryModel,
     FieldsModel,
+    GetterModel,
     MemoryModel,
     RequestModel,
     SchemaModel,
@@ -328,6 +329,20 @@ def schema_from_row(row: dict[str, Any], where: str) -> SchemaModel:
     )
 
 
+def getter_from_row(row: dict[str, Any], where: str) -> GetterModel:
+    """A `[[getter]]` row as a GetterModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, GetterModel, where)
+    key = row.get("key", 0)
+    if not isinstance(key, int) or isinstance(key, bool) or key < 0:
+        raise TableError(f"{where}: `key` is the position of the key literal")
+    default = _strings(row, "default", where) or ("1", "default")
+    if not all(d.isdigit() or d.isidentifier() for d in default):
+        raise TableError(f"{where}: `default` names positions or keywords")
+    if any(d.isdigit() and int(d) <= key for d in default):
+        raise TableError(f"{where}: a positional `default` comes after the key")
+    return GetterModel(name, key, default, _strings(row, "functions", where), dict(row.get("examples", {})))
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
@@ -345,6 +360,7 @@ def parse_table(text: str, where: str) -> Frameworks:
         fields_from_row(r, f"{where}: fields {i + 1}") for i, r in enumerate(data.get("fields", []))
     ]
     schemas = [schema_from_row(r, f"{where}: schema {i + 1}") for i, r in enumerate(data.get("schema", []))]
+    getters = [getter_from_row(r, f"{where}: getter {i + 1}") for i, r in enumerate(data.get("getter", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
     return Frameworks(
         sinks,
@@ -357,6 +373,7 @@ def parse_table(text: str, where: str) -> Frameworks:
         fields_rows,
         schemas,
         requests,
+        getters,
     )
 
 
