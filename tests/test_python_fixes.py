@@ -763,15 +763,18 @@ FIRST_THAT_HOLDS = {
     "attribute_append.py:9 PFX101": None,
     # A Jinja template in a Python string: the Jinja fixes' job.
     "embedded_jinja.py:6 PFX101": None,
+    # The date and the summary 8 tokens after it are one group: only the move of both is offered.
+    "close_values.py:37 PFX101": "move `datetime.now()`, with `initial_research` beside it, to the end of "
+    "the text it is in",
+    "close_values.py:48 PFX105": "move `question` to the end of the text it is in",
+    "close_values.py:49 PFX101": "move `date.today()` to the end of the text it is in",
+    "close_values.py:56 PFX104": "move `os.getpid()` to the end of the last user message",
+    "close_values.py:57 PFX101": "move `datetime.now()` to the end of the last user message",
     "helpers_and_constants.py:17 PFX101": 'move `time.strftime("%Y-%m-%d")` to the end of the list '
     "joined into the text",
     "history_per_turn.py:16 PFX101": "move `datetime.now()` to the end of the last user message",
     "langchain_templates.py:6 PFX102": "move `{ticket_id}` to the end of the text it is in",
     "langchain_templates.py:12 PFX101": "move `{current_date}` to the end of the last user message",
-    # The date message after it must move too (the finding says so), and both are then at the
-    # end, but the date's own label ("Today: ") still follows the working directory: an info that
-    # stays whichever comes first (moving it after the date would only hand the finding over).
-    "message_generators.py:14 PFX104": None,
     # The earlier turns follow the time on every turn: no move within the system text holds.
     "replayed_turns.py:15 PFX101": None,
     "unpacked_parts.py:17 PFX101": "move `datetime.now()` to the end of the text it is in",
@@ -963,3 +966,4 @@ def test_a_move_that_uncovers_a_later_value_still_holds(tmp_path: Path) -> None:
     assert fix is not None and fix.message.startswith(
         "move `datetime.datetime.now()` to the end of the last user"
     )
+
