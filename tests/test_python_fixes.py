@@ -21,7 +21,8 @@ import prefixlint.python.fixes as fixes
 from prefixlint.api import lint_source
 from prefixlint.core.edits import apply_edits
 from prefixlint.core.findings import Diagnostic, Edit, Fix, Severity, SourceResult, Span
-from prefixlint.fixes.verify import Verifier, first_verified
+from prefixlint.fixes.kinds import fixes_for as fixes_for_kind
+from prefixlint.fixes.verify import Verifier, first_verified, verify
 from prefixlint.models.token_memo import remembering
 from prefixlint.plan import fix_part
 from prefixlint.python import analyze_python
@@ -967,3 +968,40 @@ def test_a_move_that_uncovers_a_later_value_still_holds(tmp_path: Path) -> None:
         "move `datetime.datetime.now()` to the end of the last user"
     )
 
+
+# --- a group of close values moves as one -----------------------------------------------------------
+def test_a_move_of_only_the_first_value_of_a_group_is_neither_offered_nor_verified() -> None:
+    """The date and the per-run summary 8 tokens after it part the requests as one
+    (fixtures/python/close_values.py): every candidate moves both; and the date-only move (what
+    the candidates give once the group is not known), analysed again, leaves the summary ahead of
+    all the static tokens the finding counted. The summary's own finding is only an info then (a
+    parameter), but the loss is the same: the verifier compares the loss, not the severity."""
+    path = FIXTURES / "python" / "close_values.py"
+    text = path.read_text(encoding="utf-8")
+    source = Source(str(path), "python")
+    results = lint_source(source, Options())
+    [date] = [d for r in results for d in r.diagnostics if d.span.line == 37]
+    offered = list(fixes.candidates(str(path), text, date))
+    assert offered and all("with `initial_research` beside it" in f.message for f in offered)
+    [alone] = [
+        f for f in fixes.candidates(str(path), text, replace(date, group=())) if "beside it" not in f.message
+    ]
+    assert "{initial_research}" not in apply_edits(text, alone.edits).splitlines()[-1]  # the date alone moved
+    candidate = replace(alone, verified=False)
+    verifier = Verifier(source, lambda fixed: lint_source(source, Options(), fixed))
+    reason = verify(
+        fixes_for_kind("python"),
+        candidate,
+        source,
+        text,
+        results,
+        date,
+        fix_part(Options()),
+        verifier.analysed,
+    )
+    assert reason is not None and reason.startswith("`initial_research`, which parts the requests with it")
+    assert "every value of the group must move" in reason
+    fix, _ = _first_verified(source, text, results, date, Options())
+    assert fix is not None and "with `initial_research` beside it" in fix.message
+    moved = apply_edits(text, fix.edits)
+    assert all(d.span.line not in (37, 38) for d in analyze_python(str(path), moved, Options()).diagnostics)
