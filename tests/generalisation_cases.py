@@ -20,7 +20,9 @@ prefixlint:
   per-request input) starts, is silent; where the sink sends only a piece of a request
   (`whole_request = false`) and no user's turn follows, what follows is built elsewhere: a finding
   of at most a warning (none for a per-request input, which is meant to vary);
-- two values less than a block apart part the requests as one: one finding, at the first;
+- two values less than a block apart part the requests as one: one finding, at the first; a block
+  or more apart, the second, when it changes less often than the first (the pid behind a per-call
+  value), costs nothing on top of it: a co-cause, at info;
 - a value made once, at import (a class or module constant) or construction (`__init__`), or a date
   (it changes once a day), is one severity lower; a per-request input known by its name is at
   most info;
@@ -801,7 +803,19 @@ class Writer:
             # a date read per call changes once a day, the pid once per process: neither covers the
             # other, so the second costs the requests of one day that differ in process
             found[(SECOND.code, self.main.line_of("second"))] = RULES[SECOND.code].default_severity.label
+        elif mark == "value" and pos.shape == "far" and self._more_often_than_a_process():
+            # the first parts every request the pid parts, and more often: the pid costs nothing on
+            # top of it, a co-cause, reported at info
+            found[(SECOND.code, self.main.line_of("second"))] = Severity.INFO.label
         return found
+
+    def _more_often_than_a_process(self) -> bool:
+        """Whether the value changes more often than once per process (per call or per object, and
+        not a per-machine value or an unordered iteration, which change per process themselves)."""
+        per_process = self.source.code in ("PFX104", "PFX201")
+        return not per_process and (
+            self.timing == "call" and not self.source.daily or self.timing == "construction"
+        )
 
 
 # How the template objects of a package are filled with values by name (`{value}` placeholders): the

@@ -21,7 +21,8 @@ import prefixlint.python.fixes as fixes
 from prefixlint.api import lint_source
 from prefixlint.core.edits import apply_edits
 from prefixlint.core.findings import Diagnostic, Edit, Fix, Severity, SourceResult, Span
-from prefixlint.fixes.verify import Verifier, first_verified
+from prefixlint.fixes.kinds import fixes_for as fixes_for_kind
+from prefixlint.fixes.verify import Verifier, first_verified, verify
 from prefixlint.models.token_memo import remembering
 from prefixlint.plan import fix_part
 from prefixlint.python import analyze_python
@@ -763,15 +764,18 @@ FIRST_THAT_HOLDS = {
     "attribute_append.py:9 PFX101": None,
     # A Jinja template in a Python string: the Jinja fixes' job.
     "embedded_jinja.py:6 PFX101": None,
+    # The date and the summary 8 tokens after it are one group: only the move of both is offered.
+    "close_values.py:37 PFX101": "move `datetime.now()`, with `initial_research` beside it, to the end of "
+    "the text it is in",
+    "close_values.py:48 PFX105": "move `question` to the end of the text it is in",
+    "close_values.py:49 PFX101": "move `date.today()` to the end of the text it is in",
+    "close_values.py:56 PFX104": "move `os.getpid()` to the end of the last user message",
+    "close_values.py:57 PFX101": "move `datetime.now()` to the end of the last user message",
     "helpers_and_constants.py:17 PFX101": 'move `time.strftime("%Y-%m-%d")` to the end of the list '
     "joined into the text",
     "history_per_turn.py:16 PFX101": "move `datetime.now()` to the end of the last user message",
     "langchain_templates.py:6 PFX102": "move `{ticket_id}` to the end of the text it is in",
     "langchain_templates.py:12 PFX101": "move `{current_date}` to the end of the last user message",
-    # The date message after it must move too (the finding says so), and both are then at the
-    # end, but the date's own label ("Today: ") still follows the working directory: an info that
-    # stays whichever comes first (moving it after the date would only hand the finding over).
-    "message_generators.py:14 PFX104": None,
     # The earlier turns follow the time on every turn: no move within the system text holds.
     "replayed_turns.py:15 PFX101": None,
     "unpacked_parts.py:17 PFX101": "move `datetime.now()` to the end of the text it is in",
@@ -995,3 +999,41 @@ def test_the_fixers_read_the_frontends_positions_as_libcst_gives_them(path: Path
     assert list(src.positions) == list(expected)
     assert all(src.positions[node] == expected[node] for node in expected)
     assert src.scopes is not None and any(src.scopes.values())  # resolved on first need
+
+
+# --- a group of close values moves as one -----------------------------------------------------------
+def test_a_move_of_only_the_first_value_of_a_group_is_neither_offered_nor_verified() -> None:
+    """The date and the per-run summary 8 tokens after it part the requests as one
+    (fixtures/python/close_values.py): every candidate moves both; and the date-only move (what
+    the candidates give once the group is not known), analysed again, leaves the summary ahead of
+    all the static tokens the finding counted. The summary's own finding is only an info then (a
+    parameter), but the loss is the same: the verifier compares the loss, not the severity."""
+    path = FIXTURES / "python" / "close_values.py"
+    text = path.read_text(encoding="utf-8")
+    source = Source(str(path), "python")
+    results = lint_source(source, Options())
+    [date] = [d for r in results for d in r.diagnostics if d.span.line == 37]
+    offered = list(fixes.candidates(str(path), text, date))
+    assert offered and all("with `initial_research` beside it" in f.message for f in offered)
+    [alone] = [
+        f for f in fixes.candidates(str(path), text, replace(date, group=())) if "beside it" not in f.message
+    ]
+    assert "{initial_research}" not in apply_edits(text, alone.edits).splitlines()[-1]  # the date alone moved
+    candidate = replace(alone, verified=False)
+    verifier = Verifier(source, lambda fixed: lint_source(source, Options(), fixed))
+    reason = verify(
+        fixes_for_kind("python"),
+        candidate,
+        source,
+        text,
+        results,
+        date,
+        fix_part(Options()),
+        verifier.analysed,
+    )
+    assert reason is not None and reason.startswith("`initial_research`, which parts the requests with it")
+    assert "every value of the group must move" in reason
+    fix, _ = _first_verified(source, text, results, date, Options())
+    assert fix is not None and "with `initial_research` beside it" in fix.message
+    moved = apply_edits(text, fix.edits)
+    assert all(d.span.line not in (37, 38) for d in analyze_python(str(path), moved, Options()).diagnostics)

@@ -104,8 +104,26 @@ def test_a_clock_then_an_id_is_one_finding_at_the_clock(tmp_path: Path) -> None:
     assert [(code, line, severity) for code, line, severity, _ in found] == [("PFX101", 11, Severity.ERROR)]
 
 
-def test_a_clock_then_an_import_time_value_is_one_finding(tmp_path: Path) -> None:
+def test_a_clock_then_an_import_time_value_is_a_co_cause_at_info(tmp_path: Path) -> None:
+    """The clock parts every request the per-process value parts: the value costs nothing on top
+    (a co-cause), at info, and says which value already parts the requests; what it costs alone
+    (an error, once the clock moves) is kept for the fix verifier, not reported."""
     found = findings(tmp_path, module("datetime.datetime.now()", "HOST", head='HOST = os.environ["HOST"]'))
+    assert [(code, line, severity) for code, line, severity, _ in found] == [
+        ("PFX104", 7, Severity.INFO),
+        ("PFX101", 11, Severity.ERROR),
+    ]
+    assert (
+        "but `datetime.datetime.now()` (line 11, per second) before it already parts these requests"
+        in (found[0][3])
+    )
+
+
+def test_two_values_that_vary_as_often_are_one_finding(tmp_path: Path) -> None:
+    """A per-request input behind a per-second clock, a block and more apart: the requests the
+    input parts differ at the clock already, and the input is no co-cause either (it varies no
+    less often): no finding of its own."""
+    found = findings(tmp_path, module("datetime.datetime.now()", "query", params="question: str, query: str"))
     assert [(code, line) for code, line, _, _ in found] == [("PFX101", 11)]
 
 
@@ -154,4 +172,9 @@ def test_a_candidate_text_does_not_outrank_the_request_that_sends_it(tmp_path: P
         '    return client.chat.completions.create(model="m", messages=messages)\n'
     )
     found = findings(tmp_path, source)
-    assert [(code, line) for code, line, _, _ in found] == [("PFX101", 12)]
+    # the id is made once, at import: in the request, behind the per-call clock, a co-cause at info
+    assert [(code, line, severity) for code, line, severity, _ in found] == [
+        ("PFX102", 8, Severity.INFO),
+        ("PFX101", 12, Severity.ERROR),
+    ]
+    assert "(a co-cause)" in found[0][3]

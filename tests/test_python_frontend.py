@@ -11,7 +11,7 @@ import pytest
 from conftest import FIXTURES
 
 from prefixlint.api import Options, lint_paths
-from prefixlint.core.findings import Severity
+from prefixlint.core.findings import Diagnostic, Severity
 from prefixlint.python import analyze_python
 
 PY_FIXTURES = sorted((FIXTURES / "python").glob("*.py"))
@@ -134,7 +134,9 @@ def test_close_values_are_one_finding_at_the_first() -> None:
     path = FIXTURES / "python" / "anthropic_system_env.py"
     [diag] = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
     assert (diag.code, diag.span.line, diag.severity) == ("PFX104", 15, Severity.ERROR)
-    assert "`operating_system.getcwd()` right after it parts the requests too: both must move" in diag.message
+    assert "`operating_system.getcwd()` (line 16, per process): less than a cache block apart" in diag.message
+    assert "both must move" in diag.message
+    assert diag.group == (("operating_system.getcwd()", 16, 24),)
 
 
 def test_message_counts_static_tokens_after_the_hole() -> None:
@@ -564,3 +566,56 @@ def test_a_prompt_file_named_by_a_config_default_is_read_through_the_config_obje
     assert f"ahead of {count(tail)} static tokens" in finding.message
     assert "`{environment_context}` of configured/planner_prompt.yaml" in finding.message
     assert "the default of config `prompt_file_path`; a configured override replaces" in finding.message
+
+
+# --- values close together are one loss (fixtures/python/close_values.py) -------------------------
+CLOSE = FIXTURES / "python" / "close_values.py"
+
+
+def _close_values() -> dict[int, Diagnostic]:
+    found = analyze_python(str(CLOSE), CLOSE.read_text(encoding="utf-8"), Options()).diagnostics
+    return {d.span.line: d for d in found}
+
+
+def test_a_date_then_a_parameter_close_after_it_is_one_finding_at_the_date() -> None:
+    """The date opens the user message and the per-run summary follows 8 tokens later, ahead of
+    ~170 static tokens: one finding, at the date (where requests part), naming both with their
+    lines and how often they vary; the loss is counted after the summary, and its severity is that
+    loss's (a warning: an error lowered once, the date changes once a day), not the info a
+    parameter alone gets."""
+    found = _close_values()
+    date = found[37]
+    assert (date.code, date.severity) == ("PFX101", Severity.WARNING)
+    assert date.group == (("initial_research", 38, 69),)
+    assert date.static_tokens == 168  # after `initial_research`, not after the date
+    assert "`datetime.now()` (line 37, per day), `initial_research` (line 38, per request if its callers" in (
+        date.message
+    )
+    assert "both must move" in date.message
+    assert "known only as a parameter, but `datetime.now()` is seen at its source" in date.message
+    assert 38 not in found  # the parameter is a member of the date's finding, not a finding of its own
+
+
+def test_a_date_behind_a_per_request_question_is_an_info_co_cause() -> None:
+    found = _close_values()
+    question, date = found[48], found[49]
+    assert (question.code, question.severity, question.static_tokens) == ("PFX105", Severity.INFO, 99)
+    assert (date.code, date.severity, date.static_tokens) == ("PFX101", Severity.INFO, 39)
+    assert date.group == ()
+    assert "but `question` (line 48, a per-request input by its name) before it already parts" in date.message
+    assert "(a co-cause)" in date.message
+
+
+def test_two_values_a_long_way_apart_are_two_findings() -> None:
+    """A per-process value, then ~170 static tokens, then a per-second clock: the clock varies more
+    often, so it costs what follows it on its own; neither is the other's group."""
+    found = _close_values()
+    pid, clock = found[56], found[57]
+    assert (pid.code, pid.severity, pid.static_tokens, pid.group) == ("PFX104", Severity.ERROR, 224, ())
+    assert (clock.code, clock.severity, clock.static_tokens, clock.group) == (
+        "PFX101",
+        Severity.ERROR,
+        54,
+        (),
+    )
+    assert "less than a cache block apart" not in pid.message + clock.message

@@ -87,6 +87,10 @@ class Diagnostic:
     # The static tokens after the value that its requests would otherwise share (Python findings;
     # None elsewhere): the fix verifier's measure of what a move recovers. Not part of the JSON output.
     static_tokens: int | None = None
+    # The later values of its group (Python): less than a cache block apart, they part the requests
+    # as one, so a fix must move every one of them; (label, line, column) each. Not part of the
+    # JSON output.
+    group: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def name(self) -> str:

@@ -8,7 +8,8 @@ tokenizer, engine, variables and analyses: the caller passes that analysis in), 
 (its code at its place, or at the moved text), has no finding of any rule at warning or above that
 the original did not have (or did not leave out because an earlier value parts the same requests: a
 move uncovers that one), leaves no other value that varies ahead of all but less than a cache block
-of the static tokens the finding counted (every value of the request is taken as varying), and keeps
+of the static tokens the finding counted (every value of the request is taken as varying; a value of
+the finding's group, less than a block from it, whatever its own finding's severity now is), and keeps
 what the kind says a fix must keep (`Preserves`: a template still renders the moved value, byte-
 identical apart from it; Python code still holds it). Fixes are made with the raw results, before
 the cache stores them, so each content is verified once.
@@ -95,6 +96,9 @@ def verify(
             worst[key] = max(worst.get(key, d.severity), d.severity)
             if d in r.diagnostics:
                 reported.add(key)
+    # The other values of the finding's group, where they now are: one that still stands ahead of
+    # the group's loss keeps it, whatever the severity its own finding now has (a parameter's info).
+    members = {new_line(line): label for label, line, _ in finding.group}
     for result in after:
         for d in result.diagnostics:
             if (
@@ -103,6 +107,12 @@ def verify(
                 and _at(d, new_line(finding.span.line), written)
             ):
                 return f"{_place(d)} is still there"
+            if result.name == name and d.span.line in members and not _recovers(finding, d, part.block):
+                return (
+                    f"`{members[d.span.line]}`, which parts the requests with it, still stands ahead of "
+                    f"{d.static_tokens} of the {finding.static_tokens} static tokens (now {_place(d)}): "
+                    "every value of the group must move"
+                )
             was = worst.get((result.name, d.code, d.span.line))
             if d.severity >= Severity.WARNING and (was is None or d.severity > was):
                 return f"it adds {_place(d)}"

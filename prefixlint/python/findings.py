@@ -6,13 +6,19 @@ that those requests would otherwise share: literal text, text made from constant
 cannot read (of unseen length: "at least"), the later static messages and tools of the same
 request, up to the next per-request input (after which nothing is shared anyway). Where the
 request carries the conversation so far and the value changes on every turn, the history after
-it is recomputed on every turn too. Two values less than a cache block apart part the requests
-as one: the first is reported and both must move.
+it is recomputed on every turn too. Values less than a cache block apart, neighbour to neighbour,
+part the requests as one group: one finding at the first (where requests part) names every member,
+its line and how often it varies; the loss is the static text after the last member, and a fix
+must move them all. A parameter whose name says nothing is a member beside a value seen at its
+source (the clock is real, so the loss after the group is too); a group with a member that varies
+per request is not lowered as a date's finding is.
 
 A value costs only over the requests that agree on everything before it (the engine loses all from
 the first token where two requests differ): when an earlier value of the same request varies at
-least as often (prefixlint/python/frequency.py), the later one adds nothing and gets no finding; when
-the earlier one is known only by its name, the later one is kept at info and the message names it.
+least as often (prefixlint/python/frequency.py), the later one adds nothing and gets no finding of
+its own, unless it varies less often (a date behind a per-request question): a co-cause, reported at
+info with the earlier value named, that costs its own loss once the earlier one moves; when the
+earlier one is known only by its name, the later one is kept at info and the message names it.
 
 The severity follows that loss in the chosen engine's aligned blocks (less than one is info),
 how sure we are that the text reaches a model (a candidate no modelled sink sends is at most
@@ -32,7 +38,7 @@ from prefixlint.core.findings import Diagnostic, Severity, Span
 from prefixlint.core.rules import RULES
 from prefixlint.core.words import counted
 from prefixlint.engines.severity import TOKENIZER_DEPENDS_NOTE, loss_severity
-from prefixlint.python.frequency import varies_at_least_as_often
+from prefixlint.python.frequency import Frequency, frequency, varies_at_least_as_often
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
 
@@ -93,9 +99,10 @@ class _Evidence:
     added: tuple[str, ...] = ()  # what the library adds among it (`[[appended]]` rows), by name
     history: Hole | None = None  # the conversation so far follows
     more_follows: bool = True  # more of the request may be built elsewhere
-    companions: list[Hole] = field(default_factory=list)  # values less than a block later
+    companions: list[Hole] = field(default_factory=list)  # its group: values less than a block apart
     parted: Hole | None = None  # an earlier value, known by its name, that may part the requests first
     covered: bool = False  # an earlier value seen at its source parts every request this one parts
+    cause: Hole | None = None  # that earlier value, when it varies more often than this one (a co-cause)
 
 
 def _is_strong_input(seg: Segment) -> bool:
@@ -135,6 +142,25 @@ def parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole |
     return False, guess
 
 
+def co_cause(before: tuple[Segment, ...], hole: Hole, count: Callable[[str], int], block: int) -> Hole | None:
+    """The first earlier value, a block or more before `hole` (not of its group), that parts for
+    certain every request `hole` parts and varies more often than it (a per-request input before a
+    date): `hole` costs nothing on top of it, a co-cause, until that one moves. None for a value
+    known only by its name, or when the earlier one varies no more often (then `hole` is no finding
+    at all)."""
+    if hole.by_name:
+        return None
+    for j, s in enumerate(before):
+        if not isinstance(s, Hole) or s.by_name and s.weak:
+            continue
+        certain = _is_strong_input(s) or not s.by_name and varies_at_least_as_often(s, hole)
+        if not (certain and varies_at_least_as_often(s, hole) and frequency(s) is not frequency(hole)):
+            continue
+        between = "".join(t.text for t in before[j + 1 :] if isinstance(t, Text))
+        return s if _tokens(between, count) >= block else None
+    return None
+
+
 def _evidence(prompt: Prompt, count: Callable[[str], int], block: int, covered: bool) -> list[_Evidence]:
     """The request-dependent values of each form the prompt may take (one per combination of
     branches), with what follows each; with `covered`, also those an earlier value already parts
@@ -156,6 +182,7 @@ def _evidence(prompt: Prompt, count: Callable[[str], int], block: int, covered: 
                 merged.update(companions)
             if found is not None:
                 found.parted, found.covered = maybe, parted
+                found.cause = co_cause(segments[:i], seg, count, block) if parted else None
                 out.append(found)
     return out
 
@@ -177,6 +204,7 @@ def _follows(
     since_last: list[str] = []  # static text since the value or its last companion
     companions: list[Hole] = []
     merged: set[int] = set()
+    group_end = 0  # pieces of `after` up to the group's last member (less than a block each)
     unseen = False
     least = 0
     added: list[str] = []
@@ -211,19 +239,27 @@ def _follows(
             # inputs is no loss).
             input_follows = True
             break
-        elif seg.provenance.volatile and not seg.weak:
+        elif seg.provenance.volatile:
             close = _tokens("".join(since_last), count) < block
+            if seg.weak and not (close and not hole.by_name and not crossed):
+                # a parameter whose name says nothing (per request only if callers pass one), or one
+                # in a later message (a replayed turn, the same across a conversation): crossed
+                continue
             if _is_strong_input(seg) and (crossed or not close):
                 input_follows = True  # nothing after a per-request input (the user's turn) is shared
                 break
-            # Less than a block apart, the requests part at the first and both must move (a guess
-            # does not stand for a value seen at its source, which gets a finding of its own).
+            # Less than a block apart, the requests part at the first and all must move: one group,
+            # whose loss is the text after its last member (a guess does not stand for a value seen
+            # at its source, which gets a finding of its own; a parameter beside a real source
+            # joins it: the loss after it is real, whatever the parameter holds).
             if close and not (hole.by_name and not seg.by_name):
                 if seg.label != hole.label and all(c.label != seg.label for c in companions):
                     companions.append(seg)  # named once, however often it is written
                 merged.add(k)
                 since_last = []
-    static = "".join(after)
+                group_end = len(after)
+    before += "".join(after[:group_end])  # shared once the whole group moves
+    static = "".join(after[group_end:])
     more = not input_follows and (
         prompt.open_tail or any(isinstance(s, (Open, Break)) for s in segments[i + 1 :])
     )
@@ -306,11 +342,20 @@ def diagnostics(
             found[1],
             hint=_HINT[ev.hole.provenance],
             static_tokens=_tokens(ev.after, count_tokens) + ev.least,
+            group=tuple((c.label, c.line, c.column) for c in ev.companions if _place(path, c) == place),
         )
         if not ev.covered:
             out.append(diagnostic)
         elif covered is not None:
             covered.append(diagnostic)
+            if ev.cause is not None and diagnostic.severity > Severity.INFO:
+                # reported at info for what it costs now; what it costs alone stays covered, what a
+                # move of the earlier value uncovers
+                out.append(
+                    replace(
+                        diagnostic, message=diagnostic.message + _co_caused(ev.cause), severity=Severity.INFO
+                    )
+                )
         if ev.parted is not None and not ev.covered and covered is not None:
             # kept at info for an earlier name guess: a move of that one uncovers its own severity
             alone = _diagnostic(
@@ -392,12 +437,12 @@ def _diagnostic(
     if per_turn and counted_text:
         message += f", nor can the conversation history after it (`{ev.history.label}`)" + _every_turn(hole)
     if ev.companions:
-        names = ", ".join(f"`{c.label}`" for c in ev.companions)
-        message += f"; {names} right after it parts the requests too: both must move"
-    if hole.timing in _TIMING:
+        message += _group(hole, ev.companions)
+    per_call = any(frequency(c) is Frequency.CALL and not (c.by_name or c.weak) for c in ev.companions)
+    if hole.timing in _TIMING and not per_call:
         message += f"; {_TIMING[hole.timing]}"
         severity = _lower(severity)
-    elif hole.daily:
+    elif hole.daily and not per_call:
         message += "; it changes once a day, so the cache is split per day rather than per request"
         severity = _lower(severity)
     if hole.by_name and seen is None:  # a name is a guess, not a source seen
@@ -431,6 +476,44 @@ def _diagnostic(
         )
         severity = Severity.INFO
     return message, severity
+
+
+def _co_caused(earlier: Hole) -> str:
+    return (
+        f"; but `{earlier.label}` (line {earlier.line}, {_how_often(earlier)}) before it already parts "
+        "these requests: this value costs nothing on top of it (a co-cause) until that one moves"
+    )
+
+
+def _how_often(hole: Hole) -> str:
+    """How often a value changes, in a reader's words."""
+    if hole.weak:
+        return "per request if its callers pass one"
+    if hole.by_name:
+        return f"{_NAMED_LIKE[hole.provenance]}".split(" (")[0]
+    often = frequency(hole)
+    if often is Frequency.CALL:
+        return "per second" if hole.provenance is Provenance.CLOCK else "per request"
+    return often.value if often is not None else "unknown"
+
+
+def _group(hole: Hole, members: list[Hole]) -> str:
+    """What a finding says of the values less than a cache block after its own: one loss, counted
+    after the last of them, which no move of fewer than all of them recovers."""
+    named = ", ".join(f"`{h.label}` (line {h.line}, {_how_often(h)})" for h in [hole, *members])
+    said = (
+        f"; {named}: less than a cache block apart, they part the requests as one, here at the first; "
+        "the loss is the static text after the last of them, so "
+        f"{'both' if len(members) == 1 else 'all of them'} must move (moving one recovers nothing)"
+    )
+    weak = [f"`{h.label}`" for h in members if h.weak or h.by_name]
+    if weak:
+        said += (
+            f"; {', '.join(weak)} {'is' if len(weak) == 1 else 'are'} known only as "
+            f"{'a parameter' if len(weak) == 1 else 'parameters'}, but `{hole.label}` is "
+            "seen at its source: the loss after the group is real either way"
+        )
+    return said
 
 
 def _every_turn(hole: Hole) -> str:

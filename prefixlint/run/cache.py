@@ -59,6 +59,7 @@ def _diagnostic_from_json(d: dict[str, Any]) -> Diagnostic:
         evidence=Evidence(**evidence) if evidence is not None else None,
         fix=fix,
         origin=Span(**origin) if origin is not None else None,
+        group=tuple(tuple(m) for m in d.pop("group", ())),
         **d,
     )
 

@@ -61,8 +61,9 @@ def candidates(path: str, text: str, diagnostic: Diagnostic) -> Iterator[Fix]:
         return
     label = label_match.group(1)
     named = frozenset(_LABEL.findall(diagnostic.message)) - {label}
+    group = frozenset(member for member, _, _ in diagnostic.group)
     seen: set[tuple[Change, ...]] = set()
-    for applicability, message, changes in _guarded(_all(src, diagnostic, label, named)):
+    for applicability, message, changes in _guarded(_all(src, diagnostic, label, named, group)):
         key = tuple(sorted(changes))
         if key in seen or not _parses(text, key):
             continue
@@ -72,7 +73,7 @@ def candidates(path: str, text: str, diagnostic: Diagnostic) -> Iterator[Fix]:
 
 
 def _all(
-    src: Source, diagnostic: Diagnostic, label: str, named: frozenset[str]
+    src: Source, diagnostic: Diagnostic, label: str, named: frozenset[str], group: frozenset[str]
 ) -> Iterator[tuple[str, str, list[Change]]]:
     nodes = src.starting_at(diagnostic.span.line, diagnostic.span.column)
     if diagnostic.code == "PFX201":  # named by its code (`TOOLS.keys()`), or as "a set"
@@ -85,13 +86,15 @@ def _all(
     if (m := _PLACEHOLDER.match(label)) is not None:
         start = _placeholder(src, nodes, m.group(1))
         if start is not None:
-            for message, changes in moves.candidates(src, start.root.node, label, start=start, named=named):
+            for message, changes in moves.candidates(
+                src, start.root.node, label, start=start, named=named, group=group
+            ):
                 yield "unsafe", message, changes
         return
     anchor = next((n for n in nodes if _label(src, n) == label), None)
     if anchor is None:
         return
-    found = list(moves.candidates(src, anchor, label, named=named))
+    found = list(moves.candidates(src, anchor, label, named=named, group=group))
     if (m := _SINK_LINE.search(diagnostic.message)) is not None:
         # the function that sends the prompt the finding is about: its edits first (a helper
         # called by several functions is moved out of the text of the one that matters)

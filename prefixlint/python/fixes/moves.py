@@ -30,14 +30,17 @@ def candidates(
     start: InText | None = None,
     depth: int = 0,
     named: frozenset[str] = frozenset(),
+    group: frozenset[str] = frozenset(),
 ) -> Iterator[Candidate]:
     """The moves of the value at `anchor` (or of atom `start` of a text), in order of preference;
-    `named`: other values the finding says must move too (their sentences then go first)."""
+    `named`: other values the finding says must move too (their sentences then go first); `group`:
+    the values of its group (less than a cache block apart: a move that leaves one of those the
+    text holds in front recovers nothing, so none is offered)."""
     if depth > 3:
         return
     for flow in [start] if start is not None else flows(src, anchor):
         if isinstance(flow, InText):
-            yield from _text_moves(src, flow, label, depth, named)
+            yield from _text_moves(src, flow, label, depth, named, group)
         elif isinstance(flow, InList):
             yield from _list_moves(src, flow, label, named, depth)
         else:
@@ -45,7 +48,7 @@ def candidates(
 
 
 def _text_moves(
-    src: Source, flow: InText, label: str, depth: int, named: frozenset[str]
+    src: Source, flow: InText, label: str, depth: int, named: frozenset[str], group: frozenset[str]
 ) -> Iterator[Candidate]:
     root, atoms = flow.root, flow.root.all_atoms()
     if not has_literal(root):
@@ -64,10 +67,12 @@ def _text_moves(
     spans = [own] + ([block] if block != own else [])
     if any(_value(a) in named for a in atoms[block[0] : block[1]] if a.kind in ("field", "operand")):
         spans.reverse()  # the finding says a value beside it must move too
+    here = group & {_value(a) for a in atoms if a.kind in ("field", "operand")}
+    spans = [(s, e) for s, e in spans if here <= {_value(a) for a in atoms[s:e]}]
     yield from _sentence_moves(src, flow, label, own, spans)
     if cut(atoms, *block) is None and all(a.is_space for a in atoms[: block[0]]):
         # the whole text varies (or is this sentence): the text itself can move
-        yield from candidates(src, root.node, label, depth=depth + 1, named=named)
+        yield from candidates(src, root.node, label, depth=depth + 1, named=named, group=group)
 
 
 def _sentence_moves(
