@@ -177,3 +177,9 @@ def test_a_folder_that_is_no_whole_project_keeps_every_finding(tmp_path: Path) -
     path = root / "shop" / "prompts.py"
     lines = {d.span.line for d in _check(path, root)}
     assert _line(path, "Unused: {question}") in lines and _line(path, "Inner: {question}") in lines
+
+
+def test_a_module_a_root_json_config_names_is_no_dead_module(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    (root / "langgraph.json").write_text('{"graphs": {"agent": "./shop/orphan.py:TEXT"}}')
+    assert [d.code for d in _check(root / "shop" / "orphan.py", root)] == ["PFX101"]

@@ -104,6 +104,8 @@ class _Corpus:
         by_name = project._index()
         paths += sorted(p for ps in by_name.values() for p in ps if p.endswith(_DOC_SUFFIXES))
         paths += [p for p in (os.path.join(project.root, f) for f in _ROOT_FILES) if os.path.isfile(p)]
+        # a root JSON file configures what runs (`langgraph.json` names a graph's module and function)
+        paths += [os.path.join(project.root, f) for f in _root_json(project.root)]
         self.paths: list[str] = []
         self.starts: list[int] = []
         parts: list[str] = []
@@ -140,6 +142,13 @@ class _Corpus:
 
 def _word_char(c: str) -> bool:
     return c.isalnum() or c == "_"
+
+
+def _root_json(root: str) -> list[str]:
+    try:
+        return sorted(f for f in os.listdir(root) if f.endswith(".json"))
+    except OSError:
+        return []
 
 
 _CORPORA: dict[str, _Corpus] = {}
