@@ -475,6 +475,8 @@ def _diagnostic(
             "`python.sinks`)"
         )
         severity = Severity.INFO
+    if not ev.prompt.reached and ev.prompt.reference:
+        message += f"; {ev.prompt.reference}"
     return message, severity
 
 
