@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import Enum
+from itertools import islice
 
 
 class Provenance(Enum):
@@ -166,10 +167,10 @@ def expand(value: Value, limit: int = MAX_EXPANSIONS) -> list[Value]:
     results: list[list[Segment]] = [[]]
     for seg in value:
         if isinstance(seg, Choice):
-            grown = [
-                r + list(alt) for r in results for option in seg.options for alt in expand(option, limit)
-            ]
-            results = grown[:limit]
+            # each option expanded once, not once per result so far, and only the first `limit`
+            # forms built: nested choices would otherwise multiply before the cut
+            alts = list(islice((alt for option in seg.options for alt in expand(option, limit)), limit))
+            results = list(islice((r + list(alt) for r in results for alt in alts), limit))
         else:
             for r in results:
                 r.append(seg)
