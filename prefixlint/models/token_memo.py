@@ -91,6 +91,7 @@ class Book:
         self._last: dict[str, Any] = {}  # asked by the last analysis
         self._older: dict[str, Any] = {}  # asked by the one before it, not by the last
         self._used: dict[str, Any] = {}
+        self._decoded: dict[str, Encoded | None] = {}  # the entries read so far, as encodings
         self.vouches = False  # the book was written after the tokenizer loaded, and still holds
         if path is None:
             return
@@ -114,14 +115,20 @@ class Book:
         raise KeyError(key)
 
     def encoding(self, text: str) -> Encoded | None:
+        key = "e:" + _digest(text)
+        if key in self._decoded:  # a text asked again in one analysis is checked and rebuilt once
+            return self._decoded[key]
         try:
-            raw = self._get("e:" + _digest(text))
+            raw = self._get(key)
         except KeyError:
             return None
-        return _encoding(raw)
+        found = self._decoded[key] = _encoding(raw)
+        return found
 
     def put_encoding(self, text: str, ids: Sequence[int], offsets: Sequence[tuple[int, int]]) -> None:
-        self._used["e:" + _digest(text)] = [list(ids), [o for pair in offsets for o in pair]]
+        key = "e:" + _digest(text)
+        self._used[key] = [list(ids), [o for pair in offsets for o in pair]]
+        self._decoded.pop(key, None)
 
     def token_id(self, token: str) -> tuple[bool, int | None]:
         """(found, the id or None for a token the vocabulary lacks)."""
