@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,18 +13,6 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus"
-
-_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
-
-
-def expected_markers(path: Path) -> set[tuple[str, int]]:
-    """The (code, line) of every `# expect: CODE` marker of a fixture."""
-    out = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if m := _EXPECT.search(line):
-            out |= {(code.strip(), number) for code in m.group(1).split(",") if code.strip()}
-    return out
-
 
 needs_corpus = pytest.mark.skipif(
     not (CORPUS / "templates").is_dir(), reason="../shared/corpus is not beside this checkout"

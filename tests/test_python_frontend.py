@@ -9,14 +9,22 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES
-from conftest import expected_markers as expected
 
 from prefixlint.api import Options, lint_paths
 from prefixlint.core.findings import Diagnostic, Severity
 from prefixlint.python import analyze_python
 
 PY_FIXTURES = sorted((FIXTURES / "python").glob("*.py"))
+_EXPECT = re.compile(r"#\s*expect:\s*([A-Z0-9, ]+)$")
 OWNED = ("PFX0", "PFX1", "PFX2", "PFX401", "PFX402")
+
+
+def expected(path: Path) -> set[tuple[str, int]]:
+    out = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if m := _EXPECT.search(line):
+            out |= {(code.strip(), number) for code in m.group(1).split(",") if code.strip()}
+    return out
 
 
 def found(path: Path, text: str | None = None) -> set[tuple[str, int]]:

@@ -101,19 +101,12 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
     prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, part.sinks)
     guess = Severity.parse(part.guess_severity)
     dispatch = None
-    dead: list[Prompt] = []
     if any(not p.reached for p in prompts):
         from prefixlint.python.dispatch import dynamic_dispatch
-        from prefixlint.python.references import deciding_files, judge_unreached
 
         dispatch = dynamic_dispatch(project, path)
         if dispatch is not None:  # the wording depends on it: a cached result is dropped when it changes
             project.read.append(os.path.join(project.root, dispatch.rsplit(":", 1)[0]))
-        # A candidate built in dead code is none (unless a module that imports it sends it, below);
-        # one reached by name only says so.
-        prompts, dead, decided = judge_unreached(project, path, text, index, prompts)
-        if decided:
-            project.read += deciding_files(project)
     covered: list[Diagnostic] = []
 
     def passed(hole: Hole) -> object | None:
@@ -134,7 +127,7 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
             found = diagnostics(
                 path, prompts, tokenizer.count, engine, guess, tokenizer.stand_in, dispatch, covered, passed
             )
-    if _sent_elsewhere(prompts + dead, os.path.abspath(path)):
+    if _sent_elsewhere(prompts, os.path.abspath(path)):
         # Its text reaches no sink here: the modules that import it may send it.
         from prefixlint.python.consumers import consumer_requests
 

@@ -25,7 +25,6 @@ _GETATTR = re.compile(r"\bgetattr\(\s*(\w+)\s*,\s*(?![\"'\s])")
 # kind)`, `self._registry.get(key)`): which registered class runs is decided then.
 _REGISTRY = re.compile(r"\b\w*(?:registry|Registry|REGISTRY)\w*(?:\.get\w*\(|\[)\s*(?=[A-Za-z_])")
 _FOUND: dict[str, list[str]] = {}
-_IMPORTING: dict[str, bool] = {}
 
 
 def _of_project(module: str, tops: set[str]) -> bool:
@@ -46,9 +45,9 @@ def _imports(text: str, name: str, tops: set[str]) -> bool:
     return False
 
 
-def _imports_by_name(text: str, tops: set[str]) -> list[int]:
-    """The offsets of the imports in a module's text of a project module by a name made at run
-    time (an import of any module by a variable, a plugin loader, is not that)."""
+def _first_in(text: str, tops: set[str]) -> int | None:
+    """The offset of the first call in a module's text that picks code of the project by a name
+    made at run time (an import of any module by a variable, a plugin loader, is not that)."""
     found = []
     for m in _IMPORT.finditer(text):
         written = m.group(2).strip()
@@ -58,13 +57,6 @@ def _imports_by_name(text: str, tops: set[str]) -> list[int]:
         package = m.group(3) is not None and m.group(1) != "__import__"
         if package or (head is not None and _of_project(head.group(1), tops)):
             found.append(m.start())
-    return found
-
-
-def _first_in(text: str, tops: set[str]) -> int | None:
-    """The offset of the first call in a module's text that picks code of the project by a name
-    made at run time."""
-    found = _imports_by_name(text, tops)
     found += [m.start() for m in _GETATTR.finditer(text) if _imports(text, m.group(1), tops)]
     found += [m.start() for m in _REGISTRY.finditer(text)]
     return min(found) if found else None
@@ -96,20 +88,6 @@ def _sites(project: Project) -> list[str]:
     return _FOUND[project.root]
 
 
-def imports_by_name(project: Project) -> bool:
-    """Whether a module of the project imports project modules by a name made at run time (then
-    a module nothing imports by name may still be loaded); searched once per root and run."""
-    if project.root not in _IMPORTING:
-        sources = python_sources(project)
-        tops = _tops(project, sources)
-        _IMPORTING[project.root] = any(
-            _imports_by_name(text, tops)
-            for text in (read_text(path) for path in sources)
-            if text is not None and "import" in text
-        )
-    return _IMPORTING[project.root]
-
-
 def dynamic_dispatch(project: Project, path: str) -> str | None:
     """Where the code around the module at `path` picks code at run time (`path:line`, relative to
     the root), or None: the site in the same top folder of the project as the module, the one
@@ -132,4 +110,3 @@ def dynamic_dispatch(project: Project, path: str) -> str | None:
 def forget() -> None:
     """A new run searches afresh (files may have changed since the last)."""
     _FOUND.clear()
-    _IMPORTING.clear()

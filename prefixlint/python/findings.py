@@ -475,8 +475,6 @@ def _diagnostic(
             "`python.sinks`)"
         )
         severity = Severity.INFO
-    if not ev.prompt.reached and ev.prompt.reference:
-        message += f"; {ev.prompt.reference}"
     return message, severity
 
 

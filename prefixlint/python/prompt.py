@@ -11,13 +11,10 @@ from prefixlint.python.segments import Value
 class Prompt:
     """A prompt built at `line`. `open_tail`: more text, possibly static, is appended to it
     elsewhere (e.g. it is stored on another module's object). `reached`: it is what a modelled,
-    derived or declared sink sends (prefixlint/python/sinks.py), not a shape only. `reference`: for one
-    no sink is seen to send, how the project reaches the code that builds it when that is by name
-    only (prefixlint/python/references.py)."""
+    derived or declared sink sends (prefixlint/python/sinks.py), not a shape only."""
 
     value: Value
     line: int
     what: str
     open_tail: bool = False
     reached: bool = False
-    reference: str = ""

@@ -60,8 +60,6 @@ def check_paths(paths: list[str], run: RunPlan, workers: int | None, analyse: An
         sys.modules["prefixlint.python.valuecalls"].forget()
     if "prefixlint.python.registries" in sys.modules:  # registered classes may have been added since
         sys.modules["prefixlint.python.registries"].forget()
-    if "prefixlint.python.references" in sys.modules:  # callers may have been added or removed since
-        sys.modules["prefixlint.python.references"].forget()
     if "prefixlint.jinja.reach" in sys.modules:  # which templates the code names may have changed
         sys.modules["prefixlint.jinja.reach"].forget()
     cache = None
