@@ -291,12 +291,20 @@ def _place(path: str, hole: Hole) -> str:
     return hole.path if relative.startswith("..") else relative
 
 
-def _rank(ev: _Evidence) -> tuple[bool, bool, bool, bool, int]:
+def _rank(ev: _Evidence) -> tuple[bool, bool, bool, bool, bool, int]:
     """Stronger evidence first: a request a modelled sink sends (where an earlier value parts its
     requests already, that is what the value costs, whatever a candidate text says), then a form
     where no earlier value parts the requests, then one no earlier value may part, then the history,
-    then more text."""
-    return (ev.prompt.reached, not ev.covered, ev.parted is None, ev.history is not None, len(ev.after))
+    then a form where other values part the requests with it (`x if x else "Unknown"` beside a date:
+    the requests that carry `x` are the ones that part per request), then more text."""
+    return (
+        ev.prompt.reached,
+        not ev.covered,
+        ev.parted is None,
+        ev.history is not None,
+        bool(ev.companions),
+        len(ev.after),
+    )
 
 
 def _lower(severity: Severity) -> Severity:
