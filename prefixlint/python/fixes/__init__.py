@@ -31,6 +31,7 @@ from prefixlint.python.fixes import moves, order, precision
 from prefixlint.python.fixes.flows import InText
 from prefixlint.python.fixes.source import Source, load
 from prefixlint.python.fixes.text import Change, build, outermost
+from prefixlint.python.scopes import keep_candidate_tree
 from prefixlint.python.volatile import SET_METHODS, SET_OPERATORS
 
 _MOVABLE = {"PFX101", "PFX102", "PFX103", "PFX104", "PFX105"}
@@ -163,7 +164,8 @@ def _parses(text: str, changes: tuple[Change, ...]) -> bool:
     if fixed == text:
         return False
     try:
-        cst.parse_module(fixed)
+        module = cst.parse_module(fixed)
     except Exception:
         return False
+    keep_candidate_tree(fixed, module)  # its verification analyses this text next
     return True

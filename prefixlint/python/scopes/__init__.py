@@ -10,7 +10,7 @@ values, evaluated once).
 from prefixlint.python.scopes.binder import names_in_target
 from prefixlint.python.scopes.index import Binding, Branch, FunctionBody, ModuleIndex, Pos, Scope
 from prefixlint.python.scopes.literals import string_value
-from prefixlint.python.scopes.parse import index_module, parse_module
+from prefixlint.python.scopes.parse import index_module, keep_candidate_tree, parse_module, unchecked_nodes
 
 __all__ = [
     "Binding",
@@ -20,7 +20,9 @@ __all__ = [
     "Pos",
     "Scope",
     "index_module",
+    "keep_candidate_tree",
     "names_in_target",
     "parse_module",
     "string_value",
+    "unchecked_nodes",
 ]

@@ -5,6 +5,9 @@ every node; each later pass replays the recorded events instead).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import libcst as cst
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
@@ -83,14 +86,41 @@ def _unchecked(self: cst.CSTNode) -> None:
     pass
 
 
+# Fixed texts the fixers parsed to see that a candidate still parses (python/fixes), with their
+# trees: the verifier analyses that very text next, and takes the tree instead of parsing it again
+# (a whole-file libcst parse per candidate verified). Each is taken once; the oldest go first.
+_CANDIDATE_TREES: dict[str, cst.Module] = {}
+MAX_CANDIDATE_TREES = 8
+
+
+def keep_candidate_tree(text: str, module: cst.Module) -> None:
+    """Keep a fixed text's tree (parsed by libcst's own `parse_module`) for its analysis."""
+    if len(_CANDIDATE_TREES) >= MAX_CANDIDATE_TREES:
+        del _CANDIDATE_TREES[next(iter(_CANDIDATE_TREES))]
+    _CANDIDATE_TREES[text] = module
+
+
 def parse_module(text: str) -> cst.Module:
     """libcst's parse, without checking again each node the parser has just built: a node checks
     its own fields when it is made (`CSTNode.__post_init__`), which libcst's own note there says
-    the parser does not need; it is ~15% of a parse. Nodes made anywhere else are still checked."""
+    the parser does not need; it is ~15% of a parse. Nodes made anywhere else are still checked.
+    A fixed text a fixer has just parsed is not parsed again (`keep_candidate_tree`)."""
+    kept = _CANDIDATE_TREES.pop(text, None)
+    if kept is not None:
+        return kept
+    with unchecked_nodes():
+        return cst.parse_module(text)
+
+
+@contextlib.contextmanager
+def unchecked_nodes() -> Iterator[None]:
+    """Nodes made meanwhile are not checked (`CSTNode.__post_init__`): for libcst's parser, and for
+    a read-only visit (a `CSTVisitor`, libcst's scope analysis), which rebuilds every node from the
+    checked ones it visits and throws the copies away."""
     checked = cst.CSTNode.__post_init__
     cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
     try:
-        return cst.parse_module(text)
+        yield
     finally:
         cst.CSTNode.__post_init__ = checked  # type: ignore[method-assign]
 
