@@ -12,6 +12,7 @@ import libcst as cst
 from prefixlint.python.fixes import messages
 from prefixlint.python.fixes.source import Source, callee
 from prefixlint.python.fixes.text import Piece, build, outermost
+from prefixlint.python.scopes import unchecked_nodes
 
 _MAX_DEPTH = 8
 
@@ -215,7 +216,8 @@ class _MethodCalls(cst.CSTVisitor):
         self.name, self.out = name, out
 
     def visit_tree(self, node: cst.CSTNode) -> None:
-        node.visit(self)
+        with unchecked_nodes():  # a read-only visit: its rebuilt copies are thrown away
+            node.visit(self)
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func

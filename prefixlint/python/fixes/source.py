@@ -13,7 +13,7 @@ import libcst as cst
 import libcst.metadata as meta
 
 from prefixlint.core.findings import Edit
-from prefixlint.python.scopes import Pos
+from prefixlint.python.scopes import Pos, unchecked_nodes
 
 # Line breaks as Python's tokenizer (and libcst) count them: Edit lines are these lines.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -38,7 +38,8 @@ class Source:
     def scopes(self) -> Mapping[cst.CSTNode, meta.Scope | None]:
         if self._scopes is None:
             try:
-                self._scopes = self.wrapper.resolve(meta.ScopeProvider)
+                with unchecked_nodes():  # a read-only visit: its rebuilt copies are thrown away
+                    self._scopes = self.wrapper.resolve(meta.ScopeProvider)
             except Exception:  # libcst raises several kinds of error on input it cannot take
                 self._scopes = {}  # no name is known: the candidates that need one give nothing
         return self._scopes
@@ -278,7 +279,8 @@ def load(path: str, text: str) -> Source | None:
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
         # the index's ranges are PositionProvider's, made by the same codegen when it was indexed
         positions = _Ranges(index.positions) if index is not None else wrapper.resolve(meta.PositionProvider)
-        parents = _parents(module, {})
+        with unchecked_nodes():  # `children` rebuilds each node it reads: the copies are thrown away
+            parents = _parents(module, {})
     except Exception:  # libcst raises several kinds of error on input it cannot take
         return None
     starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
