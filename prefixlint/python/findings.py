@@ -148,13 +148,15 @@ def co_cause(before: tuple[Segment, ...], hole: Hole, count: Callable[[str], int
     date): `hole` costs nothing on top of it, a co-cause, until that one moves. None for a value
     known only by its name, or when the earlier one varies no more often (then `hole` is no finding
     at all)."""
-    if hole.by_name:
-        return None
+    if hole.by_name or frequency(hole) is None:
+        return None  # (no earlier value varies at least as often as one that does not vary)
     for j, s in enumerate(before):
         if not isinstance(s, Hole) or s.by_name and s.weak:
             continue
-        certain = _is_strong_input(s) or not s.by_name and varies_at_least_as_often(s, hole)
-        if not (certain and varies_at_least_as_often(s, hole) and frequency(s) is not frequency(hole)):
+        # certain (a strong input, or seen at its source), varying at least as often, and not alike
+        if not (varies_at_least_as_often(s, hole) and (_is_strong_input(s) or not s.by_name)):
+            continue
+        if frequency(s) is frequency(hole):
             continue
         between = "".join(t.text for t in before[j + 1 :] if isinstance(t, Text))
         return s if _tokens(between, count) >= block else None
@@ -168,6 +170,7 @@ def _evidence(prompt: Prompt, count: Callable[[str], int], block: int, covered: 
     out = []
     for segments in expand(prompt.value):
         merged: set[int] = set()  # values already named as a companion of an earlier one
+        texts = [s.text if isinstance(s, Text) else "" for s in segments]  # joined up to each value
         for i, seg in enumerate(segments):
             if not (isinstance(seg, Hole) and seg.provenance.volatile) or i in merged:
                 continue
@@ -177,7 +180,7 @@ def _evidence(prompt: Prompt, count: Callable[[str], int], block: int, covered: 
             turn = _turn_role(segments[:i])
             if turn is not None and seg.by_name and seg.provenance in _RECORD_KINDS:
                 continue  # a name is a guess, and a date or id in a conversation turn a cheap one
-            found, companions = _follows(prompt, segments, i, turn, count, block)
+            found, companions = _follows(prompt, segments, i, "".join(texts[:i]), turn, count, block)
             if not parted:
                 merged.update(companions)
             if found is not None:
@@ -191,15 +194,16 @@ def _follows(
     prompt: Prompt,
     segments: tuple[Segment, ...],
     i: int,
+    before: str,
     turn: str | None,
     count: Callable[[str], int],
     block: int,
 ) -> tuple[_Evidence | None, set[int]]:
-    """What follows the value at `i`: static text up to the next per-request input, crossing other
-    volatile values (named as companions when less than a block after it) and the history."""
+    """What follows the value at `i` (`before`: the static text ahead of it): static text up to the
+    next per-request input, crossing other volatile values (named as companions when less than a
+    block after it) and the history."""
     hole = segments[i]
     assert isinstance(hole, Hole)
-    before = "".join(s.text for s in segments[:i] if isinstance(s, Text))
     after: list[str] = []
     since_last: list[str] = []  # static text since the value or its last companion
     companions: list[Hole] = []
