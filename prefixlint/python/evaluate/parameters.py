@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from prefixlint.python.cstwalk import kids
 from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import (
     MAX_CALLERS,
@@ -298,5 +299,5 @@ def _walk(
         for part in parts:
             _walk(part, owner, inner, out)
         return
-    for child in node.children:
+    for child in kids(node):  # libcst's `children` rebuilds the node on every read
         _walk(child, owner, loops, out)
