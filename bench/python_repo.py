@@ -12,6 +12,8 @@ repositories of bench/review/, checked out as bench/review.py explains).
 4. Pre-commit: `check --force-exclude FILE` on one prompt-building .py file after appending a new
    comment to it, so no cache can answer (best of 3, a new comment each time); the file is restored
    afterwards, byte for byte.
+5. With `--slowest N`: the N sources whose cold analysis (one process, verified fixes included)
+   took the most CPU, each with its seconds: where a repository's time goes, file by file.
 
 The caches go to a temporary folder (PREFIXLINT_CACHE_DIR), removed at the end, never into the
 repository. `--source` puts that checkout's package first on PYTHONPATH (default: the installed one).
@@ -160,6 +162,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -172,6 +175,39 @@ _WITH_WORKERS = (
     "import sys, prefixlint.api as api; api.lint_paths.__defaults__ = ({},); "
     "from prefixlint.cli import main; sys.argv[0] = 'prefixlint'; main()"
 )
+
+
+# The same cold check in one process, each source's analysis timed in CPU seconds (its verified fixes
+# included): where a repository's time goes, file by file, printed as "seconds<TAB>path".
+_PER_SOURCE = (
+    "import sys, time, prefixlint.api as api; api.lint_paths.__defaults__ = (1,); real = api.analyse_source\n"
+    "spent = {{}}\n"
+    "def timed(source, run):\n"
+    "    start = time.process_time(); out = real(source, run)\n"
+    "    spent[source.path] = time.process_time() - start; return out\n"
+    "api.analyse_source = timed\n"
+    "from prefixlint.cli import main\n"
+    "sys.argv = ['prefixlint', 'check', '--no-cache', '--format', 'json', '.']\n"
+    "out, sys.stdout = sys.stdout, open('/dev/null', 'w')\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
+    "sys.stdout = out\n"
+    "for path, cpu in sorted(spent.items(), key=lambda kv: -kv[1])[:{}]:\n"
+    "    print(f'{{cpu:.2f}}\\t{{path}}')\n"
+)
+
+
+def slowest_sources(repo: Path, env: dict[str, str], count: int) -> list[tuple[float, str]]:
+    """The `count` sources whose cold analysis (one process) took the most CPU, with its seconds."""
+    done = subprocess.run(
+        [PY, "-c", _PER_SOURCE.format(count)],
+        cwd=str(repo),
+        env={**BASE_ENV, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = [line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line]
+    return [(float(cpu), path) for cpu, path in rows]
 
 
 def count_files(repo: Path) -> tuple[int, int]:
@@ -193,6 +229,9 @@ def main() -> None:
         "--file", required=True, help="a prompt-building .py file, relative to the repository"
     )
     parser.add_argument("--source", type=Path, help="a prefixlint checkout to measure")
+    parser.add_argument(
+        "--slowest", type=int, default=0, metavar="N", help="also list the N sources slowest to analyse, cold"
+    )
     args = parser.parse_args()
     repo = args.repo.resolve()
     changed = repo / args.file
@@ -242,6 +281,10 @@ def main() -> None:
                 f"prefixlint check --force-exclude {args.file}",
                 f"+{wall - base[0]:.2f} s over pass",
             )
+            if args.slowest:
+                print("  slowest sources, cold, 1 process (CPU s of each analysis, its fixes included):")
+                for cpu, path in slowest_sources(repo, env, args.slowest):
+                    print(f"  {cpu:8.2f} s  {path}")
         finally:
             changed.write_bytes(original)
 
