@@ -26,6 +26,10 @@ prefixlint:
 - a value made once, at import (a class or module constant) or construction (`__init__`), or a date
   (it changes once a day), is one severity lower; a per-request input known by its name is at
   most info;
+- a setting of the deployment (an environment variable) is the same on every request of one
+  deployment: at most info wherever it is; a value beside it that changes more often (the pid, per
+  process) parts the requests of one deployment where it stands: a finding of its own, and the
+  setting loses only the text up to it;
 - a stable value (a sorted set, a seeded generator) is silent wherever it is.
 
 Nothing here imports or runs the generated code.
@@ -88,8 +92,10 @@ class Source:
     param: str = ""  # a per-request input: a parameter of the function that sends the request
     is_str: bool = False  # `+` needs no `str()` around it
     daily: bool = False  # a date: it changes once a day, so it splits the cache per day
+    deployment: bool = False  # a setting of the deployment: never lost within one, at most info
 
 
+_SETTING: dict = {"is_str": True, "deployment": True}
 SOURCES = [
     Source("clock-datetime-now", "PFX101", "datetime.now()", ("from datetime import datetime",)),
     Source("clock-time-time", "PFX101", "time.time()", ("import time",)),
@@ -113,7 +119,9 @@ SOURCES = [
     Source("machine-getcwd", "PFX104", "os.getcwd()", ("import os",), is_str=True),
     Source("machine-hostname", "PFX104", "socket.gethostname()", ("import socket",), is_str=True),
     Source("machine-platform", "PFX104", "platform.system()", ("import platform",), is_str=True),
-    Source("machine-environ", "PFX104", "os.environ['DEPLOYMENT']", ("import os",), is_str=True),
+    # settings of the deployment, read from the environment: a kind of their own (per deployment)
+    Source("setting-environ", "PFX104", "os.environ['DEPLOYMENT']", ("import os",), **_SETTING),
+    Source("setting-getenv", "PFX104", "os.getenv('REGION', 'eu')", ("import os",), **_SETTING),
     Source("unordered-set-join", "PFX201", "', '.join({'billing', 'shipping', 'returns'})", is_str=True),
     Source(
         "unordered-json-set",
@@ -798,6 +806,8 @@ class Writer:
             severity = Severity(max(Severity.INFO, severity - 1))
         if mark == "value" and src.param:
             severity = Severity.INFO  # a per-request input known by its name: a guess
+        if mark == "value" and src.deployment:
+            return self._beside_a_setting()
         found = {(code, self.main.line_of(mark)): severity.label}
         if mark == "value" and pos.shape == "far" and daily and self.timing == "call":
             # a date read per call changes once a day, the pid once per process: neither covers the
@@ -807,6 +817,23 @@ class Writer:
             # the first parts every request the pid parts, and more often: the pid costs nothing on
             # top of it, a co-cause, reported at info
             found[(SECOND.code, self.main.line_of("second"))] = Severity.INFO.label
+        return found
+
+    def _beside_a_setting(self) -> dict[tuple[str, int], str]:
+        """A setting of the deployment is at most info. The pid after it changes per process, more
+        often: the requests of one deployment part there, its own finding (lower when made once per
+        process or object), and the setting loses only the text up to it: nothing when the pid is
+        less than a block after it, the static text between when it is further."""
+        assert self.source.code is not None
+        found = {(self.source.code, self.main.line_of("value")): Severity.INFO.label}
+        if W not in self.pieces:
+            return found
+        if self.position.shape == "pair":
+            found = {}
+        second = RULES[SECOND.code].default_severity
+        if self.timing != "call":
+            second = Severity(max(Severity.INFO, second - 1))
+        found[(SECOND.code, self.main.line_of("second"))] = second.label
         return found
 
     def _more_often_than_a_process(self) -> bool:

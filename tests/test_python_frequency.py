@@ -10,7 +10,14 @@ import pytest
 from prefixlint.api import Options
 from prefixlint.core.findings import Severity
 from prefixlint.python import analyze_python
-from prefixlint.python.frequency import COVERS, Frequency, frequency, varies_at_least_as_often
+from prefixlint.python.frequency import (
+    COVERS,
+    Frequency,
+    frequency,
+    most_frequent,
+    varies_at_least_as_often,
+    varies_more_often,
+)
 from prefixlint.python.segments import Hole, Provenance
 
 
@@ -28,6 +35,8 @@ def hole(provenance: Provenance = Provenance.CLOCK, **kw: object) -> Hole:
         (hole(timing="import"), Frequency.PROCESS),
         (hole(Provenance.ID, timing="construction"), Frequency.OBJECT),
         (hole(Provenance.ENVIRONMENT), Frequency.PROCESS),  # a machine value, read per call or not
+        (hole(Provenance.ENVIRONMENT, deployment=True), Frequency.DEPLOYMENT),  # a setting, however read
+        (hole(Provenance.ENVIRONMENT, deployment=True, timing="import"), Frequency.DEPLOYMENT),
         (hole(Provenance.UNORDERED), Frequency.PROCESS),
         (hole(Provenance.UNKNOWN, history=True), Frequency.CONVERSATION),
         (hole(Provenance.UNKNOWN), None),
@@ -57,6 +66,11 @@ def test_the_order_is_reflexive_and_per_call_covers_everything() -> None:
         (hole(timing="construction"), hole(timing="import"), True),
         (hole(timing="import"), hole(timing="construction"), False),
         (hole(Provenance.UNKNOWN), hole(timing="import"), False),  # unknown is not request-dependent
+        # two deployments are two processes: a machine value parts every request a setting parts
+        (hole(Provenance.ENVIRONMENT), hole(Provenance.ENVIRONMENT, deployment=True), True),
+        (hole(Provenance.ENVIRONMENT, deployment=True), hole(Provenance.ENVIRONMENT), False),
+        (hole(daily=True), hole(Provenance.ENVIRONMENT, deployment=True), False),  # unordered
+        (hole(Provenance.ENVIRONMENT, deployment=True), hole(daily=True), False),
     ],
 )
 def test_varies_at_least_as_often(earlier: Hole, later: Hole, want: bool) -> None:
@@ -108,7 +122,7 @@ def test_a_clock_then_an_import_time_value_is_a_co_cause_at_info(tmp_path: Path)
     """The clock parts every request the per-process value parts: the value costs nothing on top
     (a co-cause), at info, and says which value already parts the requests; what it costs alone
     (an error, once the clock moves) is kept for the fix verifier, not reported."""
-    found = findings(tmp_path, module("datetime.datetime.now()", "HOST", head='HOST = os.environ["HOST"]'))
+    found = findings(tmp_path, module("datetime.datetime.now()", "WORKDIR", head="WORKDIR = os.getcwd()"))
     assert [(code, line, severity) for code, line, severity, _ in found] == [
         ("PFX104", 7, Severity.INFO),
         ("PFX101", 11, Severity.ERROR),
@@ -128,7 +142,7 @@ def test_two_values_that_vary_as_often_are_one_finding(tmp_path: Path) -> None:
 
 
 def test_an_import_time_value_then_a_per_call_clock_are_both_reported(tmp_path: Path) -> None:
-    found = findings(tmp_path, module("HOST", "datetime.datetime.now()", head='HOST = os.environ["HOST"]'))
+    found = findings(tmp_path, module("WORKDIR", "datetime.datetime.now()", head="WORKDIR = os.getcwd()"))
     assert [(code, line) for code, line, _, _ in found] == [("PFX104", 7), ("PFX101", 13)]
     assert found[1][2] is Severity.ERROR and "may already part" not in found[1][3]
 
@@ -178,3 +192,49 @@ def test_a_candidate_text_does_not_outrank_the_request_that_sends_it(tmp_path: P
         ("PFX101", 12, Severity.ERROR),
     ]
     assert "(a co-cause)" in found[0][3]
+
+
+def test_a_setting_is_at_most_info_and_names_the_variable(tmp_path: Path) -> None:
+    """A setting of the deployment ahead of ~375 static tokens: the same on every request of one
+    deployment, an info finding that says so and names the variable. The per-request input after
+    it varies more often: a finding of its own (at info, as a name guess)."""
+    found = findings(tmp_path, module('os.getenv("APP_REGION")', "query", params="question: str, query: str"))
+    assert [(code, line, severity) for code, line, severity, _ in found] == [
+        ("PFX104", 11, Severity.INFO),
+        ("PFX105", 13, Severity.INFO),
+    ]
+    assert 'a deployment setting (`os.getenv("APP_REGION")`)' in found[0][3]
+    assert "deployment's configuration (`APP_REGION`)" in found[0][3]
+    assert "never within one" in found[0][3]
+
+
+def test_a_clock_after_a_setting_is_reported_in_full_and_the_setting_loses_the_text_up_to_it(
+    tmp_path: Path,
+) -> None:
+    """The clock changes more often than the setting before it: it parts the requests of one
+    deployment, a finding of its own over the text after it; the setting loses only the text up to
+    the clock, at info."""
+    found = findings(tmp_path, module('os.environ["BUILD"]', "datetime.datetime.now()"))
+    assert [(code, line, severity) for code, line, severity, _ in found] == [
+        ("PFX104", 11, Severity.INFO),
+        ("PFX101", 13, Severity.ERROR),
+    ]
+    assert "(`BUILD`)" in found[0][3] and "may already part" not in found[1][3]
+
+
+def test_a_setting_behind_a_clock_costs_nothing_on_top(tmp_path: Path) -> None:
+    """The clock parts every request the setting parts: the setting is no finding of its own (a
+    co-cause is reported only above info, and a setting never is)."""
+    found = findings(tmp_path, module("datetime.datetime.now()", 'os.environ["BUILD"]'))
+    assert [(code, line, severity) for code, line, severity, _ in found] == [("PFX101", 11, Severity.ERROR)]
+
+
+def test_the_most_frequent_of_a_group_is_the_one_nothing_else_varies_more_often_than() -> None:
+    date, clock, pid = hole(daily=True), hole(), hole(Provenance.ENVIRONMENT)
+    setting = hole(Provenance.ENVIRONMENT, deployment=True)
+    assert most_frequent([date, clock]) is clock
+    assert most_frequent([setting, pid]) is pid
+    assert most_frequent([date, pid]) is date  # unordered: the first
+    assert most_frequent([hole(Provenance.UNKNOWN)]) is None
+    assert varies_more_often(pid, setting) and not varies_more_often(setting, pid)
+    assert not varies_more_often(clock, hole(Provenance.ID))  # as often: not more

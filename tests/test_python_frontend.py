@@ -608,10 +608,12 @@ def test_a_date_behind_a_per_request_question_is_an_info_co_cause() -> None:
 
 def test_two_values_a_long_way_apart_are_two_findings() -> None:
     """A per-process value, then ~170 static tokens, then a per-second clock: the clock varies more
-    often, so it costs what follows it on its own; neither is the other's group."""
+    often, so it costs what follows it on its own; neither is the other's group. The requests the
+    pid parts differ at the clock too, so the pid loses the text up to the clock (171 tokens), not
+    what follows the clock."""
     found = _close_values()
     pid, clock = found[56], found[57]
-    assert (pid.code, pid.severity, pid.static_tokens, pid.group) == ("PFX104", Severity.ERROR, 224, ())
+    assert (pid.code, pid.severity, pid.static_tokens, pid.group) == ("PFX104", Severity.ERROR, 171, ())
     assert (clock.code, clock.severity, clock.static_tokens, clock.group) == (
         "PFX101",
         Severity.ERROR,
@@ -619,3 +621,86 @@ def test_two_values_a_long_way_apart_are_two_findings() -> None:
         (),
     )
     assert "less than a cache block apart" not in pid.message + clock.message
+
+
+# --- settings of the deployment (fixtures/python/deployment_settings.py) ---------------------------
+SETTINGS = FIXTURES / "python" / "deployment_settings.py"
+
+
+def _settings() -> dict[int, Diagnostic]:
+    found = analyze_python(str(SETTINGS), SETTINGS.read_text(encoding="utf-8"), Options()).diagnostics
+    return {d.span.line: d for d in found}
+
+
+def test_a_setting_is_info_and_names_its_variable() -> None:
+    """Read per call ahead of the instructions and the conversation (an Anthropic `system=` with
+    the history after it), or at import: info, naming the variable, and no "every turn" loss."""
+    found = _settings()
+    for line, variable in ((29, "OPERATOR_ITERATIONS"), (25, "APP_REGION")):
+        setting = found[line]
+        assert (setting.code, setting.severity) == ("PFX104", Severity.INFO)
+        assert setting.message.startswith("a deployment setting (")
+        assert f"read from the deployment's configuration (`{variable}`)" in setting.message
+        assert "splits the cache between deployments, never within one" in setting.message
+        assert "every turn" not in setting.message and "per-machine" not in setting.message
+
+
+def test_a_clock_close_after_a_setting_is_its_own_finding() -> None:
+    """`Build {os.environ['BUILD_ID']}, asked at {datetime.now()}`: the requests of one deployment
+    part at the clock, which gets the whole loss; the setting before it, a few tokens from the
+    clock, costs nothing of its own."""
+    found = _settings()
+    clock = found[43]
+    assert (clock.code, clock.severity, clock.span.column, clock.group) == ("PFX101", Severity.ERROR, 58, ())
+    assert "less than a cache block apart" not in clock.message
+
+
+def test_a_machine_value_stays_per_machine() -> None:
+    host = _settings()[60]
+    assert (host.code, host.severity) == ("PFX104", Severity.ERROR)
+    assert "a per-machine value (`socket.gethostname()`)" in host.message
+
+
+# --- a group's frequency is its most frequent member's (fixtures/python/close_values_per_user.py) --
+PER_USER = FIXTURES / "python" / "close_values_per_user.py"
+
+
+def test_a_date_beside_per_user_values_is_not_said_to_change_once_a_day() -> None:
+    """The date, the location with its literal fallback and the user's name, less than a block
+    apart: one finding at the date whose message says the group varies as often as its most
+    frequent member (the location, per request), not once a day; the severity is the date's (the
+    only member seen at its source), a warning."""
+    (date,) = analyze_python(str(PER_USER), PER_USER.read_text(encoding="utf-8"), Options()).diagnostics
+    assert (date.code, date.span.line, date.severity) == ("PFX101", 21, Severity.WARNING)
+    assert date.group == (("location", 22, 16), ("user_name", 23, 78))
+    assert "it changes once a day" not in date.message
+    assert (
+        "`date.today()` alone changes once a day, but `location` (line 22, per request if its callers "
+        "pass one) beside it varies more often: the group parts the requests as often as its most "
+        "frequent member"
+    ) in date.message
+    assert "`user_name` (line 23, a per-request input by its name)" in date.message
+
+
+def test_a_project_getter_over_the_environment_is_a_setting_named_by_its_key(tmp_path: Path) -> None:
+    """`get_str("planner.role_name", "Planner")` of the project reads `os.environ` under a computed
+    name: a setting of the deployment (info), named by the key the call passes."""
+    (tmp_path / "settings_source.py").write_text(
+        "import os\n\n\ndef get_str(key: str, default: str) -> str:\n"
+        '    return os.environ.get(key.upper().replace(".", "_"), default)\n',
+        encoding="utf-8",
+    )
+    source = (
+        "from openai import OpenAI\n\nfrom settings_source import get_str\n\nclient = OpenAI()\n"
+        + RULES_LINE
+        + "\n\ndef plan(question):\n"
+        + '    role = get_str("planner.role_name", "Planner")\n'
+        + "    return client.chat.completions.create(model='m', messages=[\n"
+        + "        {'role': 'system', 'content': f'You are {role}. {RULES}'},\n"
+        + "        {'role': 'user', 'content': question}])\n"
+    )
+    path = tmp_path / "app.py"
+    path.write_text(source, encoding="utf-8")
+    (finding,) = analyze_python(str(path), source, Options(project_root=str(tmp_path))).diagnostics
+    assert (finding.code, finding.span.line, finding.severity) == ("PFX104", 10, Severity.INFO)
+    assert "read from the deployment's configuration (`planner.role_name`)" in finding.message

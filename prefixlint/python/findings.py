@@ -10,8 +10,11 @@ it is recomputed on every turn too. Values less than a cache block apart, neighb
 part the requests as one group: one finding at the first (where requests part) names every member,
 its line and how often it varies; the loss is the static text after the last member, and a fix
 must move them all. A parameter whose name says nothing is a member beside a value seen at its
-source (the clock is real, so the loss after the group is too); a group with a member that varies
-per request is not lowered as a date's finding is.
+source (the clock is real, so the loss after the group is too), and the group varies as often as
+its most frequent member: the message says so when that is a parameter beside a date. A value seen
+at its source that changes more often than the one before it (a clock after a setting) is no member:
+the requests the earlier one parts differ there anyway, so its loss ends there, and the later one
+gets its own finding.
 
 A value costs only over the requests that agree on everything before it (the engine loses all from
 the first token where two requests differ): when an earlier value of the same request varies at
@@ -23,7 +26,10 @@ earlier one is known only by its name, the later one is kept at info and the mes
 The severity follows that loss in the chosen engine's aligned blocks (less than one is info),
 how sure we are that the text reaches a model (a candidate no modelled sink sends is at most
 info; a value known only by its name is at most `guess_severity`), and when the value is made
-(once at import or construction: it splits the cache per process, a lower kind of loss).
+(once at import or construction: it splits the cache per process, a lower kind of loss). A setting
+of the deployment (an environment variable) is the same on every request of one deployment: it
+splits the cache between deployments, never within one, so it is at most info, and costs no
+history across turns.
 """
 
 from __future__ import annotations
@@ -38,7 +44,13 @@ from prefixlint.core.findings import Diagnostic, Severity, Span
 from prefixlint.core.rules import RULES
 from prefixlint.core.words import counted
 from prefixlint.engines.severity import TOKENIZER_DEPENDS_NOTE, loss_severity
-from prefixlint.python.frequency import Frequency, frequency, varies_at_least_as_often
+from prefixlint.python.frequency import (
+    Frequency,
+    frequency,
+    most_frequent,
+    varies_at_least_as_often,
+    varies_more_often,
+)
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
 
@@ -69,6 +81,12 @@ _NAMED_LIKE = {
     Provenance.REQUEST: "a per-request input by its name",
     Provenance.UNORDERED: "named like an unordered collection",
 }
+# A setting of the deployment (prefixlint/python/evaluate/config_reads.py): its own kind of value.
+_DEPLOYMENT_WHAT = "a deployment setting"
+_DEPLOYMENT_HINT = (
+    "nothing is lost within one deployment; to share one cache across deployments, put the setting "
+    "after the static instructions"
+)
 _TIMING = {
     "import": "it is computed once, when the module is imported, so it splits the cache per process "
     "(and per day for a date) rather than per request",
@@ -76,6 +94,11 @@ _TIMING = {
     "object and process rather than per request",
     "edit": "the rows come back in the order the database stores them, which changes when a row is "
     "written, so it splits the cache per edit rather than per request (add an ORDER BY)",
+}
+_TIMING_SHORT = {
+    "import": "is computed once per process",
+    "construction": "is computed once per object",
+    "edit": "changes only when a row is written",
 }
 
 # Chat-format markers (`<|eot_id|>`, `<|im_start|>`, `[INST]`, `</s>`) are one special token each in
@@ -244,6 +267,12 @@ def _follows(
             input_follows = True
             break
         elif seg.provenance.volatile:
+            if not (seg.by_name or seg.weak) and varies_more_often(seg, hole):
+                # a value seen at its source that changes more often (a clock behind a setting):
+                # the requests `hole` parts differ there anyway, and those it does not part, there
+                # first: nothing after it is lost to `hole`, however close it is
+                input_follows = True
+                break
             close = _tokens("".join(since_last), count) < block
             if seg.weak and not (close and not hole.by_name and not crossed):
                 # a parameter whose name says nothing (per request only if callers pass one), or one
@@ -295,20 +324,27 @@ def _place(path: str, hole: Hole) -> str:
     return hole.path if relative.startswith("..") else relative
 
 
-def _rank(ev: _Evidence) -> tuple[bool, bool, bool, bool, bool, int]:
+def _rank(ev: _Evidence) -> tuple[bool, bool, bool, bool, bool, int, int]:
     """Stronger evidence first: a request a modelled sink sends (where an earlier value parts its
     requests already, that is what the value costs, whatever a candidate text says), then a form
     where no earlier value parts the requests, then one no earlier value may part, then the history,
     then a form where other values part the requests with it (`x if x else "Unknown"` beside a date:
-    the requests that carry `x` are the ones that part per request), then more text."""
+    the requests that carry `x` are the ones that part per request), then a value that changes more
+    often (two values of another module that enter this one at the same place: the one that parts
+    more requests), then more text."""
+    often = frequency(ev.hole)
     return (
         ev.prompt.reached,
         not ev.covered,
         ev.parted is None,
         ev.history is not None,
         bool(ev.companions),
+        -_ORDER.index(often) if often is not None else -len(_ORDER),
         len(ev.after),
     )
+
+
+_ORDER = list(Frequency)  # most often first
 
 
 def _lower(severity: Severity) -> Severity:
@@ -352,7 +388,7 @@ def diagnostics(
             Span(place, line, column),
             found[0],
             found[1],
-            hint=_HINT[ev.hole.provenance],
+            hint=_DEPLOYMENT_HINT if ev.hole.deployment else _HINT[ev.hole.provenance],
             static_tokens=_tokens(ev.after, count_tokens) + ev.least,
             group=tuple((c.label, c.line, c.column) for c in ev.companions if _place(path, c) == place),
         )
@@ -400,7 +436,8 @@ def _diagnostic(
     # a guess by its name that a request entry point is seen to pass: no guess any more
     seen = passed(hole) if passed is not None and hole.by_name and ev.prompt.reached else None
     where = f"{ev.prompt.what} (line {ev.prompt.line})"
-    what = f"{_WHAT[prov]} (`{hole.label}`{', ' + hole.via if hole.via else ''})"
+    kind = _DEPLOYMENT_WHAT if hole.deployment else _WHAT[prov]
+    what = f"{kind} (`{hole.label}`{', ' + hole.via if hole.via else ''})"
     if hole.by_name:
         named = "a per-request input if its callers pass one" if hole.weak else _NAMED_LIKE[prov]
         if seen is not None:
@@ -409,7 +446,8 @@ def _diagnostic(
             named = f"an item of `{hole.item}` (the call is made once per item: each item is its own request)"
         what = f"`{hole.label}`{' (' + hole.via + ')' if hole.via else ''}, {named},"
     severity = RULES[code].default_severity
-    per_turn = ev.history is not None and hole.timing == "call" and ev.prompt.reached
+    # a setting is the same on every turn of a deployment's conversations: no history is lost to it
+    per_turn = ev.history is not None and hole.timing == "call" and ev.prompt.reached and not hole.deployment
     tokens = _tokens(ev.after, count) + ev.least
     counted_text = bool(ev.after) or ev.unseen and bool(tokens or not per_turn)  # not "at least 0"
     if counted_text:
@@ -450,12 +488,22 @@ def _diagnostic(
         message += f", nor can the conversation history after it (`{ev.history.label}`)" + _every_turn(hole)
     if ev.companions:
         message += _group(hole, ev.companions)
-    per_call = any(frequency(c) is Frequency.CALL and not (c.by_name or c.weak) for c in ev.companions)
-    if hole.timing in _TIMING and not per_call:
-        message += f"; {_TIMING[hole.timing]}"
-        severity = _lower(severity)
-    elif hole.daily and not per_call:
-        message += "; it changes once a day, so the cache is split per day rather than per request"
+    # The group varies as often as its most frequent member; one seen at its source that varies
+    # more often than `hole` ends its loss (`_follows`), so a more frequent member is a guess: the
+    # message says so, the severity stays that of the values seen at their source.
+    oftener = most_frequent([c for c in ev.companions if varies_more_often(c, hole)])
+    kind_of_loss = _kind_of_loss(hole)
+    if kind_of_loss is not None and oftener is not None:
+        message += (
+            f"; `{hole.label}` alone {kind_of_loss[0]}, but `{oftener.label}` (line {oftener.line}, "
+            f"{_how_often(oftener)}) beside it varies more often: the group parts the requests as often "
+            "as its most frequent member (the severity is that of the values seen at their source)"
+        )
+    elif kind_of_loss is not None:
+        message += f"; {kind_of_loss[1]}"
+    if hole.deployment:
+        severity = Severity.INFO  # the same on every request of one deployment: never lost within one
+    elif kind_of_loss is not None:
         severity = _lower(severity)
     if hole.by_name and seen is None:  # a name is a guess, not a source seen
         severity = min(severity, Severity.INFO if hole.weak else guess_severity)
@@ -488,6 +536,26 @@ def _diagnostic(
         )
         severity = Severity.INFO
     return message, severity
+
+
+def _kind_of_loss(hole: Hole) -> tuple[str, str] | None:
+    """How a value that changes less often than per request splits the cache, as (a short phrase,
+    the sentence a finding ends with); None for one that changes on every request."""
+    if hole.deployment:
+        setting = f" (`{hole.setting}`)" if hole.setting else ""
+        return (
+            "is the same on every request of one deployment",
+            f"it is read from the deployment's configuration{setting}: it is the same on every request "
+            "of one deployment, so it splits the cache between deployments, never within one",
+        )
+    if hole.timing in _TIMING:
+        return _TIMING_SHORT[hole.timing], _TIMING[hole.timing]
+    if hole.daily:
+        return (
+            "changes once a day",
+            "it changes once a day, so the cache is split per day rather than per request",
+        )
+    return None
 
 
 def _co_caused(earlier: Hole) -> str:

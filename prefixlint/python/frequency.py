@@ -23,18 +23,21 @@ class Frequency(Enum):
     PROCESS = (
         "per process"  # computed at import, a machine value, an unordered iteration, rows in storage order
     )
+    DEPLOYMENT = "per deployment"  # a setting read from the environment or a deployment's config
 
 
 # earlier value -> the later values it already parts the requests for. A day and a process are
-# not ordered (a process may outlive a day or not), so neither covers the other.
+# not ordered (a process may outlive a day or not), so neither covers the other; nor do a day and a
+# deployment. Two deployments are two processes (and objects, and conversations): those cover it.
 COVERS: dict[Frequency, frozenset[Frequency]] = {
     Frequency.CALL: frozenset(Frequency),
     Frequency.CONVERSATION: frozenset(
-        {Frequency.CONVERSATION, Frequency.OBJECT, Frequency.DAY, Frequency.PROCESS}
+        {Frequency.CONVERSATION, Frequency.OBJECT, Frequency.DAY, Frequency.PROCESS, Frequency.DEPLOYMENT}
     ),
-    Frequency.OBJECT: frozenset({Frequency.OBJECT, Frequency.PROCESS}),
+    Frequency.OBJECT: frozenset({Frequency.OBJECT, Frequency.PROCESS, Frequency.DEPLOYMENT}),
     Frequency.DAY: frozenset({Frequency.DAY}),
-    Frequency.PROCESS: frozenset({Frequency.PROCESS}),
+    Frequency.PROCESS: frozenset({Frequency.PROCESS, Frequency.DEPLOYMENT}),
+    Frequency.DEPLOYMENT: frozenset({Frequency.DEPLOYMENT}),
 }
 
 # Values that differ between machines or processes, not between the calls of one process.
@@ -48,6 +51,8 @@ def frequency(hole: Hole) -> Frequency | None:
         return Frequency.CONVERSATION
     if not hole.provenance.volatile:
         return None
+    if hole.deployment:
+        return Frequency.DEPLOYMENT
     if hole.timing in ("import", "edit") or hole.provenance in _PER_PROCESS:
         return Frequency.PROCESS
     if hole.timing == "construction":
@@ -57,8 +62,19 @@ def frequency(hole: Hole) -> Frequency | None:
     return Frequency.CALL
 
 
+def varies_more_often(one: Hole, other: Hole) -> bool:
+    """Whether `one` changes strictly more often than `other` (it parts requests `other` does not)."""
+    return varies_at_least_as_often(one, other) and not varies_at_least_as_often(other, one)
+
+
 def varies_at_least_as_often(earlier: Hole, later: Hole) -> bool:
     """Whether `earlier` changes at least as often as `later`: then `later` parts no requests that
     `earlier` has not parted already."""
     first, second = frequency(earlier), frequency(later)
     return first is not None and second is not None and second in COVERS[first]
+
+
+def most_frequent(values: list[Hole]) -> Hole | None:
+    """The first of `values` that no other of them varies more often than (None if none varies)."""
+    varying = [v for v in values if frequency(v) is not None]
+    return next((v for v in varying if not any(varies_more_often(o, v) for o in varying)), None)

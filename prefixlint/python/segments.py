@@ -59,6 +59,11 @@ class Hole:
     # A clock read to the day (`date.today()`, `strftime("%Y-%m-%d")`): it changes once a day, so it
     # splits the cache per day, not per request.
     daily: bool = False
+    # A setting of the deployment (an environment variable, or a config key a project getter reads
+    # from one): the same on every request of one deployment, so it splits the cache between
+    # deployments, never within one. `setting` is the variable or key as written ("" if not).
+    deployment: bool = False
+    setting: str = ""
     # A source that gives the conversation with what it recalls in it (LlamaIndex's
     # `memory.get(input=...)`): spliced into a request as messages it is the conversation so far,
     # and one message of it (`messages[0]`) is one of its turns; only as text is it per request.

@@ -83,6 +83,17 @@ QUALIFIED: dict[str, Provenance] = {
         _U,
     ),
 }
+# Reads of the process environment: the settings of a deployment (`os.getenv("REGION")`,
+# `os.environ["REGION"]`, `os.environ.get(...)`), the same on every request of one deployment; what
+# identifies the machine itself (hostname, pid, cwd, user) stays per machine.
+_ENVIRONMENT_READS = {"os.getenv", "os.getenvb", "os.environ", "os.environb"}
+
+
+def reads_environment(names: set[str]) -> bool:
+    """Whether a call or attribute of these qualified names reads the process environment."""
+    return any(n in _ENVIRONMENT_READS or n.startswith(("os.environ.", "os.environb.")) for n in names)
+
+
 # Listing methods of path objects (`TOOLS_DIR.glob("*.json")`, `Path(d).iterdir()`): filesystem
 # order, as `os.listdir`. Only on a receiver known to be a path (`fs.glob()` of fsspec sorts).
 PATH_LISTINGS = {"glob", "rglob", "iterdir"}

@@ -60,6 +60,7 @@ from prefixlint.python.volatile import (
     SET_METHODS,
     call_name_provenance,
     qualified_provenance,
+    reads_environment,
     says_prompt,
     says_prompt_attribute,
 )
@@ -84,6 +85,8 @@ class Calls(EvaluatorBase):
             return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
         if (configured := self.config_default(node, env)) is not None:
             return configured  # `_get_path("prompt_file", os.path.join(HERE, "p.yaml"))`: that file
+        if reads_environment(qnames):
+            return self.setting_read(node)  # `os.getenv("REGION")`: per deployment
         if (prov := qualified_provenance(qnames)) is not None:
             found = self.hole(prov, node)
             if qnames & _DAY_CLOCKS or (qnames & {"time.strftime"} and _day_format(node.args)):
@@ -165,6 +168,7 @@ class Calls(EvaluatorBase):
 
         called = self.call_output(node, env)
         if called is not None:
+            called = self.named_setting(node, called)  # `_get_str("role_name", ...)` over the env
             if not is_constant(called) and first_volatile(called) is None:
                 # `node.get_content()` of a per-request `node`: what the method reads of its own
                 # object we cannot see, but the object is the request's

@@ -1,4 +1,11 @@
-"""Config values read with a literal default that names a prompt file of the project.
+"""Config values: settings of the deployment read from the environment, and config reads with a
+literal default that names a prompt file of the project.
+
+`os.getenv("REGION")`, `os.environ["REGION"]`, `os.environ.get("REGION")` and a project getter
+over them (`self._get_str("role_name", "ProgramApe")`, a `[[getter]]` row's shape) read a setting
+of the deployment: the same on every request of one deployment, a value of its own kind (it splits
+the cache between deployments, never within one), named by the setting it reads.
+
 
 `self._get_path("prompt_file_path", os.path.join(HERE, "planner.yaml"))`, `os.getenv("PROMPT",
 "prompts/system.txt")`, `getattr(cfg, "template", "agent.j2")`: the shape of the call (the models
@@ -22,17 +29,57 @@ from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import Env, func_name
 from prefixlint.python.project import PROMPT_FILE_SUFFIXES
 from prefixlint.python.scopes import string_value
-from prefixlint.python.segments import Text, Value, map_holes, text
+from prefixlint.python.segments import Hole, Provenance, Text, Value, map_holes, text
 
 # A config key as written (`prompt_file_path`, `PLANNER_PROMPT`, `planner.prompt`): not a sentence.
 _KEY = re.compile(r"^[A-Za-z_][\w.\-]*$")
 
 
 class ConfigReads(EvaluatorBase):
-    """Config reads whose literal default is a prompt file, and the text read from such a file."""
+    """Settings read from the environment, config reads whose literal default is a prompt file, and
+    the text read from such a file."""
+
+    def setting_read(self, node: cst.CSTNode, key: str | None = None) -> Value:
+        """What reading the environment at `node` gives (`os.getenv("X")`, `os.environ`): a setting
+        of the deployment, named by `key` or by the call's literal first argument."""
+        if key is None and isinstance(node, cst.Call) and node.args and node.args[0].keyword is None:
+            written = node.args[0].value
+            found = string_value(written) if isinstance(written, cst.SimpleString) else None
+            key = found if isinstance(found, str) else None
+        (hole,) = self.hole(Provenance.ENVIRONMENT, node)
+        return (replace(hole, deployment=True, setting=key or ""),)
+
+    def named_setting(self, call: cst.Call, value: Value) -> Value:
+        """`value` of a project getter call (`self._get_str("role_name", "ProgramApe")`) with the
+        settings it reads from the environment under a computed name named by the call's key."""
+        found = self._getter_key(call)
+        if found is None:
+            return value
+
+        def name(h: Hole) -> Hole:
+            return replace(h, setting=found[0]) if h.deployment and not h.setting else h
+
+        return map_holes(value, name)
 
     def config_default(self, call: cst.Call, env: Env) -> Value | None:
         """The prompt file a config read falls back to (its path as static text), or None."""
+        found = self._getter_key(call, with_default=True)
+        if found is None:
+            return None
+        written, default = found
+        assert default is not None
+        prompt_file = self._prompt_file(default, env)
+        if prompt_file is None:
+            return None
+        self.project.config_files.setdefault(prompt_file, written)
+        return text(prompt_file)
+
+    def _getter_key(
+        self, call: cst.Call, with_default: bool = False
+    ) -> tuple[str, cst.BaseExpression | None] | None:
+        """The config key a call of a `[[getter]]` row's shape reads (a literal that looks like a key,
+        then a default), with the default argument; None for a call of another shape (with
+        `with_default`, also for one without a default)."""
         if len(call.args) < 2:
             return None
         positional = [a.value for a in call.args if a.keyword is None and not a.star]
@@ -44,13 +91,8 @@ class ConfigReads(EvaluatorBase):
             key = positional[row.key]
             written = string_value(key) if isinstance(key, cst.SimpleString) else None
             default = row.default_argument(positional, keywords)
-            if not (isinstance(written, str) and _KEY.match(written)) or default is None:
-                continue
-            found = self._prompt_file(default, env)
-            if found is None:
-                return None
-            self.project.config_files.setdefault(found, written)
-            return text(found)
+            if isinstance(written, str) and _KEY.match(written) and (default is not None or not with_default):
+                return written, default
         return None
 
     def _prompt_file(self, node: cst.BaseExpression, env: Env) -> str | None:

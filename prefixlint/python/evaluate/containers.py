@@ -97,9 +97,11 @@ class Containers(EvaluatorBase):
             if isinstance(found, tuple):
                 return found
         base = self.value(node.value, env.deeper())
+        key = _string_key(node)
+        if len(base) == 1 and isinstance(base[0], Hole) and base[0].deployment and not base[0].setting:
+            return self.setting_read(node, key)  # `os.environ["REGION"]`: that setting
         if (h := first_volatile(base)) is not None and not h.by_name and not h.turns:
             return (h,)
-        key = _string_key(node)
         if key is not None and (field := self.field_of_parameter(base, key, node)) is not None:
             return field
         # an item of an input known only by its name: as attributes; a turn of a recalled conversation

@@ -40,7 +40,7 @@ from prefixlint.python.segments import (
     text,
     without,
 )
-from prefixlint.python.volatile import qualified_provenance
+from prefixlint.python.volatile import qualified_provenance, reads_environment
 
 
 class Names(EvaluatorBase):
@@ -61,7 +61,10 @@ class Names(EvaluatorBase):
             return schema  # a class or function handed over as a value: the schema made from it
         if found is not None:
             return found
-        if (prov := qualified_provenance(self.index.qualified_names(node))) is not None:
+        qualified = self.index.qualified_names(node)
+        if reads_environment(qualified):
+            return self.setting_read(node)  # `environ` imported from `os`
+        if (prov := qualified_provenance(qualified)) is not None:
             return self.hole(prov, node)
         imported = self.imported_value(name, node, env)
         return imported if imported is not None else self.unknown(node)

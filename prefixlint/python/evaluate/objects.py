@@ -29,7 +29,7 @@ from prefixlint.python.evaluate.env import (
 from prefixlint.python.project import MAX_FILE_BYTES, MAX_SIBLING_MODULES, importers, modules_defining
 from prefixlint.python.scopes import string_value
 from prefixlint.python.segments import Hole, Provenance, Value, choice, first_volatile, holes, map_holes
-from prefixlint.python.volatile import name_provenance, qualified_provenance
+from prefixlint.python.volatile import name_provenance, qualified_provenance, reads_environment
 
 
 class Objects(EvaluatorBase):
@@ -37,6 +37,8 @@ class Objects(EvaluatorBase):
 
     def _v_Attribute(self, node: cst.Attribute, env: Env) -> Value:
         qualified = self.index.qualified_names(node)
+        if reads_environment(qualified):
+            return self.setting_read(node)  # `os.environ`, subscripted or read by key later
         if (prov := qualified_provenance(qualified)) is not None:
             return self.hole(prov, node)
         if qualified and (request := self.project.frameworks.match_request(self.index, node)) is not None:
