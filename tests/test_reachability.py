@@ -183,3 +183,13 @@ def test_an_arm_literals_do_not_decide_may_run(tmp_path: Path, test: str) -> Non
     path = tmp_path / "agent.py"
     result = analyze_python(str(path), text, Options(project_root=str(tmp_path)))
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("PFX101", 10)]
+
+
+def test_an_import_of_another_module_of_the_same_name_leaves_it_an_entry(project: Path) -> None:
+    (project / "tools").mkdir()
+    (project / "tools" / "script.py").write_text("def run() -> None:\n    pass\n", encoding="utf-8")
+    (project / "shop" / "cli.py").write_text("from tools.script import run\n\nrun()\n", encoding="utf-8")
+    assert _found(project, "shop/script.py") == [("PFX101", 21, 54)]
+    # imported for real, its public builder that nothing calls is dead
+    (project / "shop" / "cli.py").write_text("from shop import script\n\nscript.BRIEF\n", encoding="utf-8")
+    assert _found(project, "shop/script.py") == []

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.python.evaluate.env import _UNKNOWN
+from prefixlint.python.evaluate.env import _UNKNOWN, func_name
 from prefixlint.python.project import (
     Project,
     importers,
@@ -90,6 +90,11 @@ _PLAIN_BASES = frozenset({"object", "ABC", "Exception", "Protocol"})
 _SUBCLASS_HOOKS = ("__init_subclass__", "__subclasses__")
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.MULTILINE)
+# `from pkg.mod import a, b` (group 1, 2) or `import pkg.mod` (group 3), on one line.
+_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([^\n]*)|import[ \t]+([\w.]+))", re.MULTILINE
+)
+_NAMES = re.compile(r"\b(\w+)\b(?:[ \t]+as[ \t]+\w+)?")
 _SELF_GETATTR = re.compile(r"\bgetattr\(\s*self\s*,\s*(?![\"'\s])")
 
 
@@ -144,16 +149,13 @@ def _is_seen(project: Project, path: str) -> bool:
     )
 
 
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Call):
-        return _dotted(node.func)
-    if isinstance(node, cst.Attribute):
-        return f"{_dotted(node.value)}.{node.attr.value}"
-    return node.value if isinstance(node, cst.Name) else ""
+def _last_name(node: cst.BaseExpression) -> str:
+    """`functools.wraps(f)` -> "wraps", `pkg.Base` -> "Base"."""
+    return func_name(node.func if isinstance(node, cst.Call) else node)
 
 
 def _plainly_decorated(node: cst.FunctionDef | cst.ClassDef) -> bool:
-    return all(_dotted(d.decorator).rsplit(".", 1)[-1] in _PLAIN_DECORATORS for d in node.decorators)
+    return all(_last_name(d.decorator) in _PLAIN_DECORATORS for d in node.decorators)
 
 
 def _plain_bases(cls: cst.ClassDef, defined: frozenset[str]) -> bool:
@@ -162,7 +164,7 @@ def _plain_bases(cls: cst.ClassDef, defined: frozenset[str]) -> bool:
     for arg in cls.bases:
         if arg.keyword is not None:
             continue  # `metaclass=ABCMeta`
-        name = _dotted(arg.value).rsplit(".", 1)[-1]
+        name = _last_name(arg.value)
         if name not in _PLAIN_BASES and name not in defined:
             return False
     return True
@@ -232,10 +234,7 @@ def unreachable_code(
     if is_test_file(os.path.relpath(path, project.root)):
         return Unreachable(arms, [])
     words = _project_words(project)
-    imported = os.path.basename(path) != "__init__.py" and any(
-        os.path.basename(other) != "__init__.py" and not is_test_file(os.path.relpath(other, project.root))
-        for other in importers(project, path, api=False)
-    )
+    imported = os.path.basename(path) != "__init__.py" and _imported(project, path)
     dead = _dead(_judged(index, text, words, imported), path, text, words)
     if not dead:
         return Unreachable(arms, [])
@@ -265,6 +264,26 @@ def _dead(units: list[_Unit], path: str, text: str, words: _Words) -> list[_Unit
                 dead.remove(unit)
                 changed = True
     return dead
+
+
+def _imported(project: Project, path: str) -> bool:
+    """Whether a module of the project that is no test and no package `__init__` imports the module
+    at `path` (each import its text writes resolved as the evaluator resolves it: another module of
+    the same name elsewhere is not this one)."""
+    for other in importers(project, path, api=False):
+        if os.path.basename(other) == "__init__.py" or is_test_file(os.path.relpath(other, project.root)):
+            continue
+        for m in _IMPORT.finditer(read_text(other) or ""):
+            module, names = m.group(1) or m.group(3), m.group(2) or ""
+            dotted = [module] + [
+                f"{module.rstrip('.')}.{n}" if module.strip(".") else module + n
+                for n in _NAMES.findall(names)
+            ]
+            if any(
+                (found := project.module_path(d, other)) and os.path.abspath(found) == path for d in dotted
+            ):
+                return True
+    return False
 
 
 def _false_arms(index: ModuleIndex, evaluator: Evaluator) -> list[range]:
