@@ -193,3 +193,9 @@ def test_an_import_of_another_module_of_the_same_name_leaves_it_an_entry(project
     # imported for real, its public builder that nothing calls is dead
     (project / "shop" / "cli.py").write_text("from shop import script\n\nscript.BRIEF\n", encoding="utf-8")
     assert _found(project, "shop/script.py") == []
+
+
+def test_a_call_only_a_constant_false_arm_makes_is_no_caller(project: Path) -> None:
+    path = project / "shop" / "prompts.py"
+    text = path.read_text(encoding="utf-8") + "\n\nif False:\n    _retired_reply('never')\n"
+    assert 68 not in [line for _, line, _ in _found(project, "shop/prompts.py", text)]

@@ -52,7 +52,6 @@ from prefixlint.python.project import (
     importers,
     is_test_file,
     is_walk_complete,
-    python_sources,
     read_text,
 )
 from prefixlint.python.scopes import ModuleIndex
@@ -104,6 +103,7 @@ class _Words:
 
     files: dict[str, frozenset[str]]
     classes: frozenset[str]
+    read: tuple[str, ...]  # every file whose words these are
 
 
 _WORDS: dict[str, _Words] = {}  # project root -> its words, read once per run
@@ -122,18 +122,20 @@ def _project_words(project: Project) -> _Words:
         paths += [p for p in (os.path.join(project.root, f) for f in _ROOT_FILES) if os.path.isfile(p)]
         files: dict[str, set[str]] = {}
         classes: set[str] = set()
+        read: list[str] = []
         for path in sorted({os.path.abspath(p) for p in paths}):
             if is_test_file(os.path.relpath(path, project.root)):
                 continue  # a test calls a builder, but sends no request of the program
             text = read_text(path)
             if not text:
                 continue
+            read.append(path)
             for word in set(_WORD.findall(text)):
                 files.setdefault(word, set()).add(path)
             if path.endswith(".py"):
                 classes.update(_CLASS_LINE.findall(text))
         found = _WORDS[project.root] = _Words(
-            {w: frozenset(ps) for w, ps in files.items()}, frozenset(classes)
+            {w: frozenset(ps) for w, ps in files.items()}, frozenset(classes), tuple(read)
         )
     return found
 
@@ -235,14 +237,15 @@ def unreachable_code(
         return Unreachable(arms, [])
     words = _project_words(project)
     imported = os.path.basename(path) != "__init__.py" and _imported(project, path)
-    dead = _dead(_judged(index, text, words, imported), path, text, words)
+    dead = _dead(_judged(index, text, words, imported), path, text, words, arms)
     if not dead:
         return Unreachable(arms, [])
-    return Unreachable(arms + [range(u.first, u.last + 1) for u in dead], python_sources(project))
+    return Unreachable(arms + [range(u.first, u.last + 1) for u in dead], list(words.read))
 
 
-def _dead(units: list[_Unit], path: str, text: str, words: _Words) -> list[_Unit]:
-    """The judged definitions that nothing which can run refers to."""
+def _dead(units: list[_Unit], path: str, text: str, words: _Words, arms: list[range]) -> list[_Unit]:
+    """The judged definitions that nothing which can run refers to (a use in a constant-false arm
+    of `arms` runs no more than one in a dead function)."""
     # written in no other file of the project (whose copy of this one is replaced by `text`)
     dead = [u for u in units if not (words.files.get(u.name, frozenset()) - {path})]
     if not dead:
@@ -250,7 +253,11 @@ def _dead(units: list[_Unit], path: str, text: str, words: _Words) -> list[_Unit
     starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
     uses = {
         u.name: [
-            bisect.bisect_right(starts, m.start()) for m in re.finditer(rf"\b{re.escape(u.name)}\b", text)
+            line
+            for line in (
+                bisect.bisect_right(starts, m.start()) for m in re.finditer(rf"\b{re.escape(u.name)}\b", text)
+            )
+            if not any(line in arm for arm in arms)
         ]
         for u in dead
     }
