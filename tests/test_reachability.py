@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES
 
 from prefixlint.api import analyse_source
-from prefixlint.python import analyze_python
+from prefixlint.python import analyze_python, reachability
 from prefixlint.run.sources import Source
 from prefixlint.settings import Options
 
@@ -199,3 +199,17 @@ def test_a_call_only_a_constant_false_arm_makes_is_no_caller(project: Path) -> N
     path = project / "shop" / "prompts.py"
     text = path.read_text(encoding="utf-8") + "\n\nif False:\n    _retired_reply('never')\n"
     assert 68 not in [line for _, line, _ in _found(project, "shop/prompts.py", text)]
+
+
+def test_a_module_a_package_imports_whole_keeps_its_public_names(project: Path) -> None:
+    (project / "shop" / "__init__.py").write_text("from shop.prompts import *\n", encoding="utf-8")
+    assert [line for _, line, _ in _found(project, "shop/prompts.py")] == [22, 74, 82, 94]
+
+
+def test_a_call_in_another_modules_constant_false_arm_is_no_caller(project: Path) -> None:
+    jobs = project / "shop" / "jobs.py"
+    jobs.write_text("import shop.prompts\n\nif 0:\n    shop.prompts._retired_reply('x')\n", encoding="utf-8")
+    assert 68 not in [line for _, line, _ in _found(project, "shop/prompts.py")]
+    jobs.write_text("import shop.prompts\n\nif 1:\n    shop.prompts._retired_reply('x')\n", encoding="utf-8")
+    reachability.forget()  # as a new run does
+    assert 68 in [line for _, line, _ in _found(project, "shop/prompts.py")]

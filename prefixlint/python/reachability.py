@@ -25,10 +25,11 @@ Two kinds of unreachable code:
      name made at run time (`getattr(self, name)`);
    - for a class, the same bases, and nothing in the project registers subclasses
      (`__init_subclass__`, `__subclasses__`);
-   - for a public name (no leading underscore), its module is imported by another module of the
-     project that is no test and no package `__init__`: the project is then its user and shows every
-     use. A public name in a module nothing else imports (a library's API, an example or a script, a
-     single file checked alone) is an entry: never judged.
+   - for a public name (no leading underscore), its module is no package `__init__` (the package's
+     face), is imported by another module of the project that is no test, and by none as a whole
+     (`from .m import *` makes every public name an export): the project is then its user and
+     shows every use. A public name in a module nothing else imports (a library's API, an example
+     or a script, a single file checked alone) is an entry: never judged.
    A judged function is dead when its name, as a word, is written nowhere that can run it: not in
    another module or in the docs and configuration of the project (tests excepted: a builder only
    tests call sends no request of the program), and not in the analysed text outside its own
@@ -48,13 +49,14 @@ import libcst as cst
 
 from prefixlint.python.evaluate.env import _UNKNOWN, func_name
 from prefixlint.python.project import (
+    MAX_IMPORTED_MODULE_BYTES,
     Project,
     importers,
     is_test_file,
     is_walk_complete,
     read_text,
 )
-from prefixlint.python.scopes import ModuleIndex
+from prefixlint.python.scopes import ModuleIndex, index_module, parse_module
 
 if TYPE_CHECKING:
     from prefixlint.python.evaluate import Evaluator
@@ -94,6 +96,8 @@ _IMPORT = re.compile(
     r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+([^\n]*)|import[ \t]+([\w.]+))", re.MULTILINE
 )
 _NAMES = re.compile(r"\b(\w+)\b(?:[ \t]+as[ \t]+\w+)?")
+# An `if`/`elif` whose test may be decided by literals: only such a module is parsed for its arms.
+_LITERAL_IF = re.compile(r"^[ \t]*(?:el)?if\b[^\n]*\b(?:False|True|None|0)\b[ \t)]*:", re.MULTILINE)
 _SELF_GETATTR = re.compile(r"\bgetattr\(\s*self\s*,\s*(?![\"'\s])")
 
 
@@ -130,7 +134,7 @@ def _project_words(project: Project) -> _Words:
             if not text:
                 continue
             read.append(path)
-            for word in set(_WORD.findall(text)):
+            for word in _words_that_may_run(path, text):
                 files.setdefault(word, set()).add(path)
             if path.endswith(".py"):
                 classes.update(_CLASS_LINE.findall(text))
@@ -138,6 +142,25 @@ def _project_words(project: Project) -> _Words:
             {w: frozenset(ps) for w, ps in files.items()}, frozenset(classes), tuple(read)
         )
     return found
+
+
+def _words_that_may_run(path: str, text: str) -> set[str]:
+    """The words of a project file, less those written only in its constant-false arms (a call
+    there calls nothing). Only a module with an `if` on a literal is parsed for that; one too large
+    to parse cheaply keeps every word."""
+    if not path.endswith(".py") or _LITERAL_IF.search(text) is None or len(text) > MAX_IMPORTED_MODULE_BYTES:
+        return set(_WORD.findall(text))
+    from prefixlint.python.evaluate import Evaluator
+
+    try:
+        index = index_module(parse_module(text), path)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return set(_WORD.findall(text))
+    arms = _false_arms(index, Evaluator(index))
+    lines = text.splitlines()
+    return {
+        w for n, line in enumerate(lines, 1) if not any(n in arm for arm in arms) for w in _WORD.findall(line)
+    }
 
 
 def _is_seen(project: Project, path: str) -> bool:
@@ -274,23 +297,33 @@ def _dead(units: list[_Unit], path: str, text: str, words: _Words, arms: list[ra
 
 
 def _imported(project: Project, path: str) -> bool:
-    """Whether a module of the project that is no test and no package `__init__` imports the module
-    at `path` (each import its text writes resolved as the evaluator resolves it: another module of
-    the same name elsewhere is not this one)."""
+    """Whether another module of the project that is no test imports the module at `path` (each
+    import its text writes resolved as the evaluator resolves it: another module of the same name
+    elsewhere is not this one), and none imports all of it (`from .m import *` in a package's
+    `__init__` makes each public name an export, which no word names)."""
+    used = False
     for other in importers(project, path, api=False):
-        if os.path.basename(other) == "__init__.py" or is_test_file(os.path.relpath(other, project.root)):
+        if is_test_file(os.path.relpath(other, project.root)):
             continue
         for m in _IMPORT.finditer(read_text(other) or ""):
-            module, names = m.group(1) or m.group(3), m.group(2) or ""
-            dotted = [module] + [
-                f"{module.rstrip('.')}.{n}" if module.strip(".") else module + n
-                for n in _NAMES.findall(names)
-            ]
-            if any(
-                (found := project.module_path(d, other)) and os.path.abspath(found) == path for d in dotted
-            ):
-                return True
-    return False
+            module, names = m.group(1) or m.group(3), (m.group(2) or "").strip()
+            if _resolves(project, module, other, path):
+                if names.startswith("*"):
+                    return False
+                used = True
+            elif any(_resolves(project, _submodule(module, n), other, path) for n in _NAMES.findall(names)):
+                used = True
+    return used
+
+
+def _submodule(module: str, name: str) -> str:
+    """`from pkg import m` -> "pkg.m", `from . import m` -> ".m"."""
+    return f"{module}.{name}" if module.strip(".") else module + name
+
+
+def _resolves(project: Project, dotted: str, importer: str, path: str) -> bool:
+    found = project.module_path(dotted, importer)
+    return found is not None and os.path.abspath(found) == path
 
 
 def _false_arms(index: ModuleIndex, evaluator: Evaluator) -> list[range]:
