@@ -99,6 +99,16 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
     engine = part.engine
     project.frameworks = for_project(part.sinks, part.sink_rows, part.source_rows)
     prompts = find_sinks(index, evaluator) + find_candidates(index, evaluator, part.sinks)
+    unreachable = None
+    if prompts:
+        from prefixlint.python.reachability import unreachable_code
+
+        unreachable = unreachable_code(project, path, text, index, evaluator)
+        # Code that cannot run sends no request: what it builds is no prompt.
+        live = [p for p in prompts if not unreachable.holds(p.line)]
+        if len(live) < len(prompts) and unreachable.deciding:
+            project.read += unreachable.deciding  # a reference added elsewhere brings them back
+        prompts = live
     guess = Severity.parse(part.guess_severity)
     dispatch = None
     if any(not p.reached for p in prompts):
@@ -156,11 +166,17 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, part.template)
+    if unreachable is not None and unreachable.lines:
+        kept = [d for d in found if d.span.path != path or not unreachable.holds(d.span.line)]
+        if len(kept) < len(found) and unreachable.deciding:
+            project.read += unreachable.deciding
+        found = kept
+        covered = [d for d in covered if d.span.path != path or not unreachable.holds(d.span.line)]
     from prefixlint.core.fingerprint import stamp
 
     result = SourceResult(path, "python", diagnostics=sorted(found, key=Diagnostic.sort_key))
     result.covered = sorted(covered, key=Diagnostic.sort_key)
-    result.dependencies = [stamp(p) for p in project.read if p != os.path.abspath(path)]
+    result.dependencies = [stamp(p) for p in dict.fromkeys(project.read) if p != os.path.abspath(path)]
     numbers = prefix_numbers(prompts, tokenizer.count) if part.numbers else None
     if numbers is not None:
         result.cacheable_prefix_tokens, result.total_tokens = numbers

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.python.project import Project, modules_defining, names_api, python_sources, read_text
+from prefixlint.python.project import (
+    Project,
+    is_test_file,
+    modules_defining,
+    names_api,
+    python_sources,
+    read_text,
+)
 
 if TYPE_CHECKING:
     from prefixlint.python.evaluate import Evaluator
@@ -42,7 +49,7 @@ def _named_in_bases(project: Project) -> dict[str, list[tuple[str, str]]]:
     if found is None:
         found = _BASES[project.root] = {}
         for path in python_sources(project):
-            if _is_test(os.path.relpath(path, project.root)):
+            if is_test_file(os.path.relpath(path, project.root)):
                 continue  # a test double (`FakeModel(Model)`) sends no request of the program
             content = read_text(path)
             if content is None or "class" not in content:
@@ -51,17 +58,6 @@ def _named_in_bases(project: Project) -> dict[str, list[tuple[str, str]]]:
                 for word in sorted(set(re.findall(r"\w+", bases))):
                     found.setdefault(word, []).append((path, child))
     return found
-
-
-def _is_test(relative: str) -> bool:
-    parts = relative.split(os.sep)
-    name = parts[-1]
-    return (
-        any(p in ("test", "tests", "testing") for p in parts[:-1])
-        or name.startswith("test_")
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-    )
 
 
 def overrides(ev: Evaluator, cls: cst.ClassDef, name: str) -> list[Method]:

@@ -119,6 +119,7 @@ class Project:
                         self._by_name.setdefault(name, []).append(os.path.join(folder, name))
                 count += len(files)
                 if count > MAX_INDEXED_FILES:
+                    _CUT.add(self.root)
                     break
         return self._by_name
 
@@ -278,6 +279,25 @@ def modules_defining(project: Project, name: str) -> list[str]:
     return _definitions(project).get(name, [])
 
 
+def is_test_file(relative: str) -> bool:
+    """Whether a path (relative to the project root) is a test module or in a test folder."""
+    parts = relative.split(os.sep)
+    name = parts[-1]
+    return (
+        any(p in ("test", "tests", "testing") for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith("_test.py")
+        or name == "conftest.py"
+    )
+
+
+def is_walk_complete(project: Project) -> bool:
+    """Whether the walk of the project root saw every file (a search that finds nothing in a cut
+    walk says nothing)."""
+    project._index()
+    return project.root not in _CUT
+
+
 def python_sources(project: Project) -> list[str]:
     """Every `.py` file under the project root (walked once per process)."""
     return sorted(p for paths in project._index().values() for p in paths if p.endswith(".py"))
@@ -415,6 +435,7 @@ def forget_disk() -> None:
 
 # Project roots walked in this process: file name -> paths.
 _WALKED: dict[str, dict[str, list[str]]] = {}
+_CUT: set[str] = set()  # roots whose walk stopped at MAX_INDEXED_FILES
 # Modules parsed in this process, by path: (their text, their index).
 _PARSED: OrderedDict[str, tuple[str, ModuleIndex | None]] = OrderedDict()
 _PARSED_BYTES = 0  # the length of the texts in _PARSED

@@ -60,6 +60,8 @@ def check_paths(paths: list[str], run: RunPlan, workers: int | None, analyse: An
         sys.modules["prefixlint.python.valuecalls"].forget()
     if "prefixlint.python.registries" in sys.modules:  # registered classes may have been added since
         sys.modules["prefixlint.python.registries"].forget()
+    if "prefixlint.python.reachability" in sys.modules:  # references may have been added since
+        sys.modules["prefixlint.python.reachability"].forget()
     if "prefixlint.jinja.reach" in sys.modules:  # which templates the code names may have changed
         sys.modules["prefixlint.jinja.reach"].forget()
     cache = None

@@ -249,16 +249,23 @@ class Names(EvaluatorBase):
 
     def may_run(self, branch: Branch, env: Env) -> bool:
         """Whether code in these arms can run, given the literal arguments of the calls inlined:
-        an `if` arm whose test they decide otherwise cannot."""
-        if not env.consts:
-            return True
+        an `if` arm whose test they, or literals alone (`if False:`, `elif x and False:`), decide
+        otherwise cannot."""
         for key, arm in branch:
             node = self.index.branch_nodes.get(key)
             if isinstance(node, cst.If):
-                test = self.constant(node.test, env)
+                test = self.constant(node.test, env) if env.consts else self.literal_test(node)
                 if test is not _UNKNOWN and bool(test) != (arm == 0):
                     return False
         return True
+
+    def literal_test(self, node: cst.If) -> object:
+        """The value of an `if` test that literals alone decide, else _UNKNOWN (once per test: every
+        binding under it asks)."""
+        tests = self.index.literal_tests
+        if node not in tests:
+            tests[node] = self.constant(node.test, Env())
+        return tests[node]
 
     def constant(self, node: cst.BaseExpression, env: Env) -> object:
         """The value of a test made of literals and the literal arguments of the call being inlined
@@ -266,6 +273,8 @@ class Names(EvaluatorBase):
         if isinstance(node, cst.Name):
             if node.value in _LITERALS:
                 return _LITERALS[node.value]
+            if not env.consts:
+                return _UNKNOWN
             fn = self.index.scope_for(node).node
             known = env.consts.get(fn, {})
             return known.get(node.value, _UNKNOWN)
@@ -274,6 +283,16 @@ class Names(EvaluatorBase):
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             inner = self.constant(node.expression, env)
             return _UNKNOWN if inner is _UNKNOWN else not inner
+        if isinstance(node, cst.BooleanOperation):
+            # `cond and False` is false whatever `cond` is, `cond or True` true: one known side
+            # that decides is enough (only the truth of such a test is used).
+            left, right = self.constant(node.left, env), self.constant(node.right, env)
+            deciding = not isinstance(node.operator, cst.And)
+            if any(side is not _UNKNOWN and bool(side) == deciding for side in (left, right)):
+                return deciding
+            if left is _UNKNOWN or right is _UNKNOWN:
+                return _UNKNOWN
+            return right
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             left, right = self.constant(node.left, env), self.constant(node.comparisons[0].comparator, env)
             if left is _UNKNOWN or right is _UNKNOWN:

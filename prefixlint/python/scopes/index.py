@@ -82,6 +82,7 @@ class ModuleIndex:
     branch_of: dict[cst.CSTNode, Branch] = field(default_factory=dict)  # Name, Return -> the arms around it
     branch_nodes: dict[int, cst.CSTNode] = field(default_factory=dict)  # id in a Branch -> its if/try/loop
     in_lambda: set[int] = field(default_factory=set)  # ids of the calls and names inside a lambda
+    literal_tests: dict[cst.If, object] = field(default_factory=dict)  # Evaluator.literal_test's memo
     classes: dict[str, cst.ClassDef] = field(default_factory=dict)  # module-level
     # (class name, attribute) -> `self.attribute = ...` bindings in the class's methods
     instance_attrs: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
