@@ -72,6 +72,34 @@ def test_chunks_rendered_on_workers_give_the_same_json(monkeypatch, mixed_log, s
     assert _explain("--log", str(mixed_log), *extra, "--dask", scheduler) == local
 
 
+def test_what_ifs_moved_on_the_workers_give_the_same_json(monkeypatch, mixed_log, scheduler):
+    """Provisional causes chosen after six requests: the chunks sent before come back without
+    moved prompts (encoded for the what-ifs on request), the later ones with them, moved and
+    encoded on the workers; the what-if rates are the local run's."""
+    from prefixlint.explain import log
+
+    monkeypatch.setattr(stream, "BATCH", 3)
+    monkeypatch.setattr(log, "PROVISIONAL", 6)
+    from prefixlint.explain import dask_stage
+
+    came_back: list[tuple[str, ...]] = []  # the patterns of each batch whose moved ids came back
+
+    made = dask_stage.WhatIfIds
+
+    def recorded(patterns, ids):
+        came_back.append(patterns)
+        return made(patterns, ids)
+
+    monkeypatch.setattr(dask_stage, "WhatIfIds", recorded)
+    extra = ("--template", str(FIXTURES / "timestamp_head.jinja"), "--what-if", "2")
+    local = _explain("--log", str(mixed_log), *extra)
+    assert any(c["what_if_hit_rate"] is not None for c in json.loads(local)["causes"])
+    assert _explain("--log", str(mixed_log), *extra, "--dask", scheduler) == local
+    # Most batches came back moved, the first chunks (sent before the causes were chosen) not.
+    assert len(came_back) >= 3 and all(came_back)
+    assert len(came_back) < json.loads(local)["requests"] // 3
+
+
 @pytest.mark.parametrize("log", ["agent_session.jsonl"])
 def test_a_local_cluster_of_two_gives_the_same_json(log):
     pytest.importorskip("distributed", reason=NO_DASK)

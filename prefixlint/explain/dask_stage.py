@@ -26,6 +26,7 @@ import os
 import pickle
 from collections import deque
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from prefixlint.explain.reading import Skips
@@ -34,12 +35,22 @@ from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request
 from prefixlint.explain.segments import SegmentEncoder, SegmentMismatch, Tokens
 from prefixlint.explain.stream import BATCH, by_bytes
+from prefixlint.explain.whatif import moved_ids
 from prefixlint.models.tokens import LoadedTokenizer
 
 INSTALL = "pip install 'prefixlint[dask]'"
 # A what-if's encoding goes ahead of the log's chunks queued behind it: the simulation waits for it.
 URGENT = 10
 CONNECT_SECONDS = 20  # a scheduler that does not answer within this is reported, not waited for
+
+
+@dataclass(frozen=True)
+class WhatIfIds:
+    """A batch's what-if prompts as a worker encoded them: for each of `patterns`, the packed ids of
+    every prompt of the batch with that pattern's span moved."""
+
+    patterns: tuple[str, ...]
+    ids: list[list[bytes]]
 
 
 class DaskError(Exception):
@@ -80,19 +91,24 @@ def _worker_state(spec: dict[str, Any], mode: str) -> tuple[Renderer, SegmentEnc
     return state
 
 
-def heavy_chunk(spec: dict[str, Any], mode: str, chunk: list[tuple[int, Request]]) -> tuple[str, Any]:
-    """A Dask task: the chunk rendered, its prompts' tokens and its replies' computed tokens, as
-    ("ok", (answers, tokens, replies)); ("mismatch", message) if cutting changed some prompt's tokens."""
+def heavy_chunk(
+    spec: dict[str, Any], mode: str, patterns: tuple[str, ...], chunk: list[tuple[int, Request]]
+) -> tuple[str, Any]:
+    """A Dask task: the chunk rendered, its prompts' tokens, its replies' computed tokens and, for
+    each what-if pattern, its moved prompts' ids, as ("ok", (answers, tokens, replies, moved));
+    ("mismatch", message) if cutting changed some prompt's tokens. The what-ifs' prompts are moved
+    and encoded here: only their ids travel back, not their texts there and their tokens back."""
     renderer, encoder = _worker_state(spec, mode)
     answers = render_chunk(renderer, chunk)
     rendered = rebuild(renderer, chunk, answers, Skips())
-    texts = [r.text for _, r in rendered]
+    prompts = [r for _, r in rendered]
     try:
-        tokens = encoder.encode(texts) if texts else []
-        replies = batch_replies(encoder, [r for _, r in rendered])
+        tokens = encoder.encode([r.text for r in prompts]) if prompts else []
+        replies = batch_replies(encoder, prompts)
+        moved = [moved_ids(encoder, prompts, pattern) for pattern in patterns]
     except SegmentMismatch as exc:
         return "mismatch", str(exc)
-    return "ok", (answers, tokens, replies)
+    return "ok", (answers, tokens, replies, moved)
 
 
 def encode_texts(spec: dict[str, Any], mode: str, texts: list[str]) -> tuple[str, Any]:
@@ -159,6 +175,9 @@ class DaskStage:
             self.close()
             raise
         self.window = 2 * self.workers + 2  # chunks in flight: every worker busy, memory bounded
+        # The what-ifs' span patterns, once the provisional causes are chosen: chunks sent from then
+        # on come back with their moved prompts' ids.
+        self.what_if_patterns: tuple[str, ...] = ()
 
     def _check_workers(self, address: str) -> None:
         """At least one worker, each running this prefixlint (the digest of its files)."""
@@ -204,20 +223,28 @@ class DaskStage:
 
     def encoded(
         self, chunks: Iterator[list[tuple[int, Request]]], errors: Skips, mode: str
-    ) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens], list[bytes]]]:
-        """Rendered requests with their prompts' tokens and their replies' computed tokens, in
-        batches cut as `stream.rendered_batches` cuts them; renders that raised are counted in
-        `errors`. Raises SegmentMismatch when a worker's check finds a prompt the cuts changed."""
+    ) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens], list[bytes], WhatIfIds | None]]:
+        """Rendered requests with their prompts' tokens, their replies' computed tokens and the
+        what-ifs' moved ids (for the patterns in `what_if_patterns` when the chunk was sent, None
+        before there were any), in batches cut as `stream.rendered_batches` cuts them; renders that
+        raised are counted in `errors`. Raises SegmentMismatch when a worker's check finds a prompt
+        the cuts changed."""
         submit = self.client.submit
-        jobs = ((c, submit(heavy_chunk, self.spec, mode, c, pure=False)) for c in chunks)
-        for chunk, (status, value) in self._in_order(jobs):
+
+        def send(chunk: list[tuple[int, Request]]) -> tuple[Any, Any]:
+            patterns = self.what_if_patterns
+            job = submit(heavy_chunk, self.spec, mode, patterns, chunk, pure=False)
+            return (chunk, patterns), job
+
+        for (chunk, patterns), (status, value) in self._in_order(send(c) for c in chunks):
             if status == "mismatch":
                 raise SegmentMismatch(value)
-            answers, tokens, replies = value
+            answers, tokens, replies, moved = value
             start = 0
             for piece in by_bytes(rebuild(self.renderer, chunk, answers, errors)):
                 end = start + len(piece)
-                yield piece, tokens[start:end], replies[start:end]
+                ids = WhatIfIds(patterns, [m[start:end] for m in moved]) if patterns else None
+                yield piece, tokens[start:end], replies[start:end], ids
                 start = end
 
     def render(

@@ -49,7 +49,7 @@ from prefixlint.models.tokens import LoadedTokenizer
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from prefixlint.explain.dask_stage import DaskStage
+    from prefixlint.explain.dask_stage import DaskStage, WhatIfIds
     from prefixlint.explain.observed import LogObservations
 
 # After this many requests, the top causes so far get their what-ifs simulated along with the log
@@ -212,7 +212,7 @@ def _simulate(
     first: tuple[Rendered, Tokens] | None = None
     early: list[Rendered] | None = []  # the prompts so far, until the provisional causes are chosen
     inline: WhatIfs | None = None
-    for batch, encoded, replies in _heavy_batches(
+    for batch, encoded, replies, moved_there in _heavy_batches(
         path, renderer, encoder, interval, reading, bar, pool, stage
     ):
         for (number, rendered), tokens, reply in zip(batch, encoded, replies, strict=True):
@@ -264,13 +264,18 @@ def _simulate(
             clusters.add(key, div.lost, make)
         rendered_batch = [r for _, r in batch]
         if inline is not None:
-            inline.feed(moved, rendered_batch)
+            if moved_there is not None and moved_there.patterns == tuple(inline.patterns):
+                inline.feed_moved(rendered_batch, replies, moved_there.ids)
+            else:
+                inline.feed(moved, rendered_batch, replies)
         elif early is not None:
             early.extend(rendered_batch)
             if len(early) >= PROVISIONAL:
                 inline = WhatIfs(engines, patterns_of(movable_causes(clusters.ranked()[:top], what_ifs)))
                 inline.feed(moved, early)
                 early = None
+                if stage is not None:  # the chunks sent from now on come back with them moved
+                    stage.what_if_patterns = tuple(inline.patterns)
         del encoded
         release_if_large(batch)
         bar.update(sim.requests)
@@ -320,14 +325,15 @@ def _heavy_batches(
     bar: Progress,
     pool: RenderPool | None,
     stage: DaskStage | None,
-) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens], list[bytes]]]:
-    """The log's requests rendered, with their prompts' tokens and their replies' computed tokens,
-    in order: by the Dask stage's workers, or here (rendered by `pool`'s processes if any)."""
+) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens], list[bytes], WhatIfIds | None]]:
+    """The log's requests rendered, with their prompts' tokens, their replies' computed tokens and
+    the what-ifs' moved ids where the workers made them, in order: by the Dask stage's workers, or
+    here (rendered by `pool`'s processes if any)."""
     if stage is not None:
         yield from stage.encoded(log_requests(path, interval, reading, bar), reading.skips, encoder.mode)
         return
     for batch, encoded in encoded_batches(path, renderer, encoder, interval, reading, bar, pool):
-        yield batch, encoded, batch_replies(encoder, [r for _, r in batch])
+        yield batch, encoded, batch_replies(encoder, [r for _, r in batch]), None
 
 
 def _provider_breakpoints(tokenizer: LoadedTokenizer) -> ProviderBreakpoints | None:
