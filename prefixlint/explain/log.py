@@ -36,7 +36,6 @@ from prefixlint.explain.segments import Encodes, SegmentEncoder, SegmentMismatch
 from prefixlint.explain.stream import (
     Progress,
     encoded_batches,
-    log_requests,
     release_if_large,
     render_workers,
     rendered_batches,
@@ -330,7 +329,7 @@ def _heavy_batches(
     the what-ifs' moved ids where the workers made them, in order: by the Dask stage's workers, or
     here (rendered by `pool`'s processes if any)."""
     if stage is not None:
-        yield from stage.encoded(log_requests(path, interval, reading, bar), reading.skips, encoder.mode)
+        yield from stage.encoded_log(path, interval, reading, bar, encoder.mode)
         return
     for batch, encoded in encoded_batches(path, renderer, encoder, interval, reading, bar, pool):
         yield batch, encoded, batch_replies(encoder, [r for _, r in batch]), None

@@ -225,10 +225,26 @@ class LogFile:
             raise LogLimitError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         self.path, self.limits = path, limits
         self.source = _LimitedSource(self.raw, path, limits)
+        self._read = self._lines()
+        self._unread: list[tuple[int, bytes | Skip]] = []
 
     def lines(self) -> Iterator[tuple[int, bytes | Skip]]:
         """Non-blank lines without their line ending, numbered from 1, or a Skip for one over
-        `line_bytes` (never held whole); when gzip data ends early, a Skip for the cut line.
+        `line_bytes` (never held whole); when gzip data ends early, a Skip for the cut line. Each
+        call goes on where the last one stopped, after the lines given back with `unread`."""
+        while self._unread:
+            yield self._unread.pop(0)
+        # Not `yield from`: closing this generator (a caller that stops early) must leave the file's
+        # own one open for the next call.
+        for item in self._read:  # noqa: UP028
+            yield item
+
+    def unread(self, lines: list[tuple[int, bytes | Skip]]) -> None:
+        """Give `lines` (the last ones read) back: the next `lines()` starts with them."""
+        self._unread[:0] = lines
+
+    def _lines(self) -> Iterator[tuple[int, bytes | Skip]]:
+        """The lines as `lines` gives them, read from the file.
 
         Read in chunks and searched with bytes methods, so a flood of blank lines costs no Python
         loop per line."""

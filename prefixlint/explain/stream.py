@@ -14,11 +14,10 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from itertools import chain
 from typing import IO, Any, Protocol
 
 from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
-from prefixlint.explain.reading import LogFile, LogLimitError, Reading, Skip, size_text, utf8_len
+from prefixlint.explain.reading import LogFile, LogLimitError, LogLimits, Reading, Skip, size_text, utf8_len
 from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, check_request_size
 from prefixlint.explain.segments import SegmentEncoder, Tokens
@@ -43,17 +42,35 @@ def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request
     format is `reading.log_format`, else told from the first readable records (and set there).
     Stops after `limits.requests` requests (noting the line in `reading.stopped_at`)."""
     limits, reading = log.limits, log.reading
-    head: list[tuple[int, bytes | Skip]] = []
-    numbered = iter(log.lines())
+    log_format = detected_format(log)
+    index = requests = 0  # records read (the clock of requests without a time); requests among them
+    for number, line in log.lines():
+        if isinstance(line, Skip):
+            yield number, RequestError(line.detail, line.reason)
+            continue
+        if limits.requests and requests >= limits.requests:
+            reading.stopped_at = number
+            return
+        for item in line_items(line, log_format, index, interval, limits):
+            requests += isinstance(item, Request)
+            yield number, item
+            index += 1
+
+
+def detected_format(log: LogFile) -> str:
+    """`reading.log_format`, else told from the log's first readable records (and set there); the
+    lines read to tell it are given again by `log.lines()`."""
+    reading = log.reading
     if reading.log_format is None:
+        head: list[tuple[int, bytes | Skip]] = []
         # A server log may open with many lines that are no request: look past them, boundedly.
         recognised: list[Any] = []
-        for item in numbered:
+        for item in log.lines():
             head.append(item)
             if isinstance(item[1], Skip):
                 continue
             try:
-                value = decode(item[1], None, limits.depth)
+                value = decode(item[1], None, log.limits.depth)
             except RequestError:
                 value = None
             if kind_of(value) is not None:
@@ -61,31 +78,30 @@ def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request
             if len(recognised) >= DETECT_RECORDS or len(head) >= DETECT_LINES:
                 break
         reading.log_format = detect(recognised)
-    log_format = reading.log_format
-    index = requests = 0  # records read (the clock of requests without a time); requests among them
-    for number, line in chain(head, numbered):
-        if isinstance(line, Skip):
-            yield number, RequestError(line.detail, line.reason)
-            continue
-        if limits.requests and requests >= limits.requests:
-            reading.stopped_at = number
-            return
-        try:
-            items = requests_of(decode(line, log_format, limits.depth), log_format, index, interval)
-        except RequestError as exc:
-            items = [exc]
-        for item in items:
-            if isinstance(item, Request):
-                try:
-                    check_request_size(item, limits.messages)
-                except RequestError as exc:
-                    item = exc
-            if isinstance(item, RequestError):
-                item = RequestError(str(item)[:200], item.reason)
-            else:
-                requests += 1
-            yield number, item
-            index += 1
+        log.unread(head)
+    return reading.log_format
+
+
+def line_items(
+    line: bytes, log_format: str, index: int, interval: float, limits: LogLimits
+) -> list[Request | RequestError]:
+    """The requests of one log line (or the reasons they are none), within `limits`; `index`: the
+    records before it (the clock of requests without a time of their own). Here or on a worker."""
+    try:
+        items = requests_of(decode(line, log_format, limits.depth), log_format, index, interval)
+    except RequestError as exc:
+        items = [exc]
+    out: list[Request | RequestError] = []
+    for item in items:
+        if isinstance(item, Request):
+            try:
+                check_request_size(item, limits.messages)
+            except RequestError as exc:
+                item = exc
+        if isinstance(item, RequestError):
+            item = RequestError(str(item)[:200], item.reason)
+        out.append(item)
+    return out
 
 
 class Progress:
