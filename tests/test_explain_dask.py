@@ -107,6 +107,42 @@ def test_what_ifs_moved_on_the_workers_give_the_same_json(monkeypatch, mixed_log
     assert len(came_back) < json.loads(local)["requests"] // 3
 
 
+def _split(log: Path, tmp_path: Path) -> list[str]:
+    """`log` cut into three files at line boundaries, the second gzipped."""
+    import gzip
+
+    lines = log.read_bytes().splitlines(keepends=True)
+    third = len(lines) // 3
+    parts = [lines[:third], lines[third : 2 * third], lines[2 * third :]]
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz", tmp_path / "c.jsonl"]
+    paths[0].write_bytes(b"".join(parts[0]))
+    paths[1].write_bytes(gzip.compress(b"".join(parts[1])))
+    paths[2].write_bytes(b"".join(parts[2]))
+    return [str(p) for p in paths]
+
+
+def _logs(paths: list[str]) -> list[str]:
+    return [arg for p in paths for arg in ("--log", p)]
+
+
+@pytest.mark.parametrize("extra", [(), ("--max-requests", "25")], ids=["whole", "request-limit"])
+def test_several_logs_read_as_one_give_the_one_log_json(monkeypatch, mixed_log, tmp_path, extra):
+    # Lines numbered on from one file to the next: the skips, breaks and causes name the lines of
+    # the log the files were cut from; the limit counts the requests of all of them.
+    monkeypatch.setattr(stream, "BATCH", 3)
+    whole = _explain("--log", str(mixed_log), *extra)
+    assert _explain(*_logs(_split(mixed_log, tmp_path)), *extra) == whole
+
+
+def test_several_logs_chunked_across_workers_give_the_one_log_json(
+    monkeypatch, mixed_log, tmp_path, scheduler
+):
+    monkeypatch.setattr(stream, "BATCH", 3)
+    extra = ("--template", str(FIXTURES / "timestamp_head.jinja"))
+    whole = _explain("--log", str(mixed_log), *extra)
+    assert _explain(*_logs(_split(mixed_log, tmp_path)), *extra, "--dask", scheduler) == whole
+
+
 @pytest.mark.parametrize(
     "log",
     [

@@ -32,7 +32,7 @@ from typing import Any
 
 from prefixlint.explain import stream
 from prefixlint.explain.formats import MANY_PER_LINE
-from prefixlint.explain.reading import LogFile, LogLimits, Reading, Skip, Skips
+from prefixlint.explain.reading import LogFiles, LogLimits, LogPath, Reading, Skip, Skips
 from prefixlint.explain.render_pool import rebuild, render_chunk, renderer_of, template_fields
 from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request
@@ -201,7 +201,7 @@ def _records(heavy: tuple[Any, ...], patterns: tuple[str, ...]) -> list[_Record]
     return out
 
 
-def _line_batches(log: LogFile) -> Iterator[list[tuple[int, bytes | Skip, int]]]:
+def _line_batches(log: LogFiles) -> Iterator[list[tuple[int, bytes | Skip, int]]]:
     """The log's lines in batches of stream.BATCH records, each (number, bytes or Skip, the clock index of
     its record: the records before it, as stream.iter_log counts them)."""
     batch: list[tuple[int, bytes | Skip, int]] = []
@@ -328,24 +328,24 @@ class DaskStage:
             yield from self._pieces(chunk, _records(value, patterns), errors)
 
     def encoded_log(
-        self, path: str, interval: float, reading: Reading, progress: Progress, mode: str
+        self, path: LogPath, interval: float, reading: Reading, progress: Progress, mode: str
     ) -> Iterator[Heavy]:
         """As `encoded` over the log's requests (stream.log_requests), but the workers decode its
         lines too: this process reads lines, numbers their records and consumes the answers in
         log order, skips, the request limit and the chunks as log_requests has them. A format whose
         line can hold many requests is decoded here (`encoded`)."""
-        log, raw = open_log(path, reading)
+        log = open_log(path, reading)
         with contextlib.closing(log):
             log_format = detected_format(log)
             if log_format in MANY_PER_LINE:
-                raw.close()
+                log.close()
                 yield from self.encoded(log_requests(path, interval, reading, progress), reading.skips, mode)
                 return
             task = (log_format, interval, reading.limits)
             submit = self.client.submit
 
             def send(lines: list[tuple[int, bytes | Skip, int]]) -> tuple[Any, Any]:
-                progress.position = raw.tell()
+                progress.position = log.position()
                 sent = [(line, index) for _, line, index in lines if not isinstance(line, Skip)]
                 patterns = self.what_if_patterns
                 job = submit(lines_chunk, self.spec, mode, patterns, task, sent, pure=False)

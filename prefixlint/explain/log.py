@@ -5,7 +5,6 @@ top ones re-simulated moved (explain/whatif.py); the report, as JSON and as text
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,7 @@ from prefixlint.explain.causes import (
 )
 from prefixlint.explain.conversations import Conversations
 from prefixlint.explain.log_report import LogReport
-from prefixlint.explain.reading import LogLimitError, Reading
+from prefixlint.explain.reading import LogLimitError, LogPath, Reading, as_paths, log_size
 from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request
@@ -59,7 +58,7 @@ SMALL_BATCH = 16  # texts under which the breakpoint replay encodes one by one
 
 
 def explain_log(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     tokenizer: LoadedTokenizer,
     engines: list[Engine],
@@ -79,9 +78,10 @@ def explain_log(
     export: TraceWriter | None = None,
     dask: str | None = None,
 ) -> LogReport:
-    """Simulate the log, cluster its divergences, and re-simulate the top causes moved. The log is
-    read within `reading`'s limits (LogLimitError when a whole-file limit is crossed); what the log
-    says the server did is gathered in `observations`.
+    """Simulate the log, cluster its divergences, and re-simulate the top causes moved. The log (or
+    several, read as one in the order given: reading.LogFiles) is read within `reading`'s limits
+    (LogLimitError when a whole-file limit is crossed); what the log says the server did is
+    gathered in `observations`.
 
     `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
     the tokenizer allows. `workers`: render processes (default: one per core for a large log).
@@ -89,10 +89,12 @@ def explain_log(
     `curve`: also measure the capacity curve; `export`: also write the log as a trace. `dask`: a Dask
     scheduler's address, or `local[:N]`: render and encode there (explain/dask_stage.py), not here."""
     reading = reading or Reading()
-    with spooled(path, reading) as readable:
+    paths = as_paths(path)
+    with contextlib.ExitStack() as stack:
+        readable = tuple(stack.enter_context(spooled(p, reading)) for p in paths)
         try:
             return _explain_file(
-                readable,
+                readable if len(readable) > 1 else readable[0],
                 renderer,
                 tokenizer,
                 engines,
@@ -112,11 +114,14 @@ def explain_log(
                 dask=dask,
             )
         except LogLimitError as exc:  # named by the file the user gave, not by its copy
-            raise LogLimitError(str(exc).replace(readable, path)) from exc
+            message = str(exc)
+            for copy, given in zip(readable, paths, strict=True):
+                message = message.replace(copy, given)
+            raise LogLimitError(message) from exc
 
 
 def _explain_file(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     tokenizer: LoadedTokenizer,
     engines: list[Engine],
@@ -174,7 +179,7 @@ def _explain_file(
 
 
 def _simulate(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     tokenizer: LoadedTokenizer,
     engines: list[Engine],
@@ -201,7 +206,7 @@ def _simulate(
     clusters = Clusters()
     conversations = Conversations()
     providers: ProviderBreakpoints | None = None  # made at the log's first Anthropic body
-    bar = Progress(os.path.getsize(path), progress)
+    bar = Progress(log_size(path), progress)
 
     def decode(ids: list[int]) -> str:
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
@@ -316,7 +321,7 @@ def _simulate(
 
 
 def _heavy_batches(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     encoder: SegmentEncoder,
     interval: float,

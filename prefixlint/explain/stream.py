@@ -14,10 +14,20 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
-from prefixlint.explain.reading import LogFile, LogLimitError, LogLimits, Reading, Skip, size_text, utf8_len
+from prefixlint.explain.reading import (
+    LogFiles,
+    LogLimitError,
+    LogLimits,
+    LogPath,
+    Reading,
+    Skip,
+    log_size,
+    size_text,
+    utf8_len,
+)
 from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, check_request_size
 from prefixlint.explain.segments import SegmentEncoder, Tokens
@@ -30,14 +40,13 @@ BATCH_BYTES = 1_000_000
 TRIM_AFTER_CHARS = 200_000  # a batch this large is followed by a malloc_trim (see release_if_large)
 
 
-def open_log(path: str, reading: Reading | None = None) -> tuple[LogFile, IO[bytes]]:
-    """(log, raw): the log read within `reading`'s limits (gunzipped if it starts with the gzip
-    magic) and the raw file, whose position drives the progress bar. Raises LogLimitError."""
-    log = LogFile(path, reading)
-    return log, log.raw
+def open_log(path: LogPath, reading: Reading | None = None) -> LogFiles:
+    """The log (or logs, read as one) within `reading`'s limits, each gunzipped if it starts with
+    the gzip magic; its position on disk drives the progress bar. Raises LogLimitError."""
+    return LogFiles(path, reading)
 
 
-def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
+def iter_log(log: LogFiles, interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
     """(line number, request or the reason it is not one), streaming; blank lines are skipped. The
     format is `reading.log_format`, else told from the first readable records (and set there).
     Stops after `limits.requests` requests (noting the line in `reading.stopped_at`)."""
@@ -57,7 +66,7 @@ def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request
             index += 1
 
 
-def detected_format(log: LogFile) -> str:
+def detected_format(log: LogFiles) -> str:
     """`reading.log_format`, else told from the log's first readable records (and set there); the
     lines read to tell it are given again by `log.lines()`."""
     reading = log.reading
@@ -138,11 +147,11 @@ class Renders(Protocol):
 
 
 def log_requests(
-    path: str, interval: float, reading: Reading, progress: Progress | None = None
+    path: LogPath, interval: float, reading: Reading, progress: Progress | None = None
 ) -> Iterator[list[tuple[int, Request]]]:
     """The log's requests in chunks of BATCH, read within `reading`'s limits; unusable lines are
     counted in `reading.skips` by reason."""
-    lines, raw = open_log(path, reading)
+    lines = open_log(path, reading)
     try:
         chunk: list[tuple[int, Request]] = []
         for number, item in iter_log(lines, interval):
@@ -152,20 +161,19 @@ def log_requests(
             chunk.append((number, item))
             if len(chunk) >= BATCH:
                 if progress is not None:
-                    progress.position = raw.tell()
+                    progress.position = lines.position()
                 yield chunk
                 chunk = []
         if chunk:
             if progress is not None:
-                progress.position = raw.tell()
+                progress.position = lines.position()
             yield chunk
     finally:
         lines.close()
-        raw.close()
 
 
 def rendered_batches(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     interval: float,
     reading: Reading,
@@ -205,7 +213,7 @@ def by_bytes(batch: list[tuple[int, Rendered]]) -> Iterator[list[tuple[int, Rend
 
 
 def encoded_batches(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     encoder: SegmentEncoder,
     interval: float,
@@ -233,11 +241,11 @@ def encoded_batches(
             yield pending[0], pending[1].result()
 
 
-def render_workers(path: str, workers: int | None) -> int:
+def render_workers(path: LogPath, workers: int | None) -> int:
     """Render processes: one per core for a log large enough to repay starting them."""
     if workers is not None:
         return workers
-    return (os.cpu_count() or 1) if os.path.getsize(path) >= PARALLEL_BYTES else 1
+    return (os.cpu_count() or 1) if log_size(path) >= PARALLEL_BYTES else 1
 
 
 @contextlib.contextmanager
