@@ -8,10 +8,11 @@ sessions, ChatML template with tools), written to a temp dir. Each run is the CL
 it (`explain --log LOG --template T --format json`, three engines, top 10 causes, 3 what-ifs), in
 a fresh process, one after the other. For each: requests per second of wall time (noisy on a
 shared machine), the CPU seconds of the run (user+sys of the process and of every worker it
-started and reaped), split into the driver (this process: reading, simulation, causes,
-what-ifs) and the workers, and requests per CPU second. The JSON of every run must be the one of
-the single-process run, byte for byte (said at the end). `--also-pool` adds the local render pool
-(`--workers 2`). Not run by the tests.
+started and reaped), split into the driver (this process: reading lines, simulation, causes,
+what-ifs) and the workers, requests per CPU second, and the driver's CPU per request beside the
+single process's (what bounds a cluster's throughput: the ordered simulation runs in the driver).
+The JSON of every run must be the one of the single-process run, byte for byte (said at the end).
+`--also-pool` adds the local render pool (`--workers 2`). Not run by the tests.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def main() -> None:
         print(f"log: {args.requests:,} requests, {log.stat().st_size / 1e6:,.0f} MB")
         runs = RUNS | (POOL if args.also_pool else {})
         outputs: dict[str, str] = {}
+        base = 0.0  # the single-process run's CPU per request: what the driver's is compared with
         for name, options in runs.items():
             out = Path(tmp) / f"run{len(outputs)}.json"
             cmd = [sys.executable, __file__, "--child", str(log), str(template), str(out), *options]
@@ -88,9 +90,12 @@ def main() -> None:
             requests = json.loads(outputs[name])["requests"]
             driver, workers, wall = figures["driver_cpu"], figures["workers_cpu"], figures["wall"]
             cpu = driver + workers
+            base = base or driver / requests
             print(
                 f"{name:<26} {requests / wall:7,.0f} requests/s ({wall:6.1f} s wall)  CPU {cpu:6.1f} s "
-                f"(driver {driver:6.1f}, workers {workers:6.1f})  {requests / cpu:6,.0f} requests per CPU s"
+                f"(driver {driver:6.1f}, workers {workers:6.1f})  {requests / cpu:6,.0f} requests per CPU s  "
+                f"driver {1000 * driver / requests:5.2f} ms CPU per request "
+                f"({driver / requests / base:4.0%} of one process)"
             )
         reference = next(iter(outputs.values()))
         same = [name for name, text in outputs.items() if text == reference]

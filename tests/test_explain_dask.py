@@ -61,18 +61,97 @@ def scheduler() -> str:
         (),
         ("--template", str(FIXTURES / "timestamp_head.jinja"), "--replicas", "3", "--capacity-curve"),
         ("--cache-tokens", "300", "--what-if", "1", "--top", "2"),
+        # The request limit falls inside a chunk sent to the workers: the lines after it are not read.
+        (
+            "--max-requests",
+            "20",
+        ),
+        # A line longer than line_bytes is skipped by the reader here, between lines decoded there.
+        ("--limit", "line_bytes=4000"),
     ],
-    ids=["default-template", "user-template-replicas-curve", "lru-what-if"],
+    ids=["default-template", "user-template-replicas-curve", "lru-what-if", "request-limit", "long-lines"],
 )
 def test_chunks_rendered_on_workers_give_the_same_json(monkeypatch, mixed_log, scheduler, extra):
     # Chunks of three requests: many tasks, answered in any order, consumed in log order.
     monkeypatch.setattr(stream, "BATCH", 3)
     local = _explain("--log", str(mixed_log), *extra)
-    assert json.loads(local)["requests"] > 30
+    assert json.loads(local)["requests"] >= 20
     assert _explain("--log", str(mixed_log), *extra, "--dask", scheduler) == local
 
 
-@pytest.mark.parametrize("log", ["agent_session.jsonl"])
+def test_what_ifs_moved_on_the_workers_give_the_same_json(monkeypatch, mixed_log, scheduler):
+    """Provisional causes chosen after six requests: the chunks sent before come back without
+    moved prompts (encoded for the what-ifs on request), the later ones with them, moved and
+    encoded on the workers; the what-if rates are the local run's."""
+    from prefixlint.explain import log
+
+    monkeypatch.setattr(stream, "BATCH", 3)
+    monkeypatch.setattr(log, "PROVISIONAL", 6)
+    from prefixlint.explain import dask_stage
+
+    came_back: list[tuple[str, ...]] = []  # the patterns of each batch whose moved ids came back
+
+    made = dask_stage.WhatIfIds
+
+    def recorded(patterns, ids):
+        came_back.append(patterns)
+        return made(patterns, ids)
+
+    monkeypatch.setattr(dask_stage, "WhatIfIds", recorded)
+    extra = ("--template", str(FIXTURES / "timestamp_head.jinja"), "--what-if", "2")
+    local = _explain("--log", str(mixed_log), *extra)
+    assert any(c["what_if_hit_rate"] is not None for c in json.loads(local)["causes"])
+    assert _explain("--log", str(mixed_log), *extra, "--dask", scheduler) == local
+    # Most batches came back moved, the first chunks (sent before the causes were chosen) not.
+    assert len(came_back) >= 3 and all(came_back)
+    assert len(came_back) < json.loads(local)["requests"] // 3
+
+
+def _split(log: Path, tmp_path: Path) -> list[str]:
+    """`log` cut into three files at line boundaries, the second gzipped."""
+    import gzip
+
+    lines = log.read_bytes().splitlines(keepends=True)
+    third = len(lines) // 3
+    parts = [lines[:third], lines[third : 2 * third], lines[2 * third :]]
+    paths = [tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz", tmp_path / "c.jsonl"]
+    paths[0].write_bytes(b"".join(parts[0]))
+    paths[1].write_bytes(gzip.compress(b"".join(parts[1])))
+    paths[2].write_bytes(b"".join(parts[2]))
+    return [str(p) for p in paths]
+
+
+def _logs(paths: list[str]) -> list[str]:
+    return [arg for p in paths for arg in ("--log", p)]
+
+
+@pytest.mark.parametrize("extra", [(), ("--max-requests", "25")], ids=["whole", "request-limit"])
+def test_several_logs_read_as_one_give_the_one_log_json(monkeypatch, mixed_log, tmp_path, extra):
+    # Lines numbered on from one file to the next: the skips, breaks and causes name the lines of
+    # the log the files were cut from; the limit counts the requests of all of them.
+    monkeypatch.setattr(stream, "BATCH", 3)
+    whole = _explain("--log", str(mixed_log), *extra)
+    assert _explain(*_logs(_split(mixed_log, tmp_path)), *extra) == whole
+
+
+def test_several_logs_chunked_across_workers_give_the_one_log_json(
+    monkeypatch, mixed_log, tmp_path, scheduler
+):
+    monkeypatch.setattr(stream, "BATCH", 3)
+    extra = ("--template", str(FIXTURES / "timestamp_head.jinja"))
+    whole = _explain("--log", str(mixed_log), *extra)
+    assert _explain(*_logs(_split(mixed_log, tmp_path)), *extra, "--dask", scheduler) == whole
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "agent_session.jsonl",
+        "otel_spans.jsonl",  # many requests to a line: decoded here, not on the workers
+        "vllm_requests.log",  # one record to a line, lines that are no request among them
+        "litellm_payloads.jsonl",
+    ],
+)
 def test_a_local_cluster_of_two_gives_the_same_json(log):
     pytest.importorskip("distributed", reason=NO_DASK)
     path = str(FIXTURES / log)

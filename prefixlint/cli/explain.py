@@ -15,9 +15,11 @@ from prefixlint.cli.options import parse_template_vars, template_var_options
 @click.option(
     "--log",
     "log",
+    multiple=True,
     type=click.Path(exists=True, dir_okay=False),
     help="Request log: JSONL of OpenAI/Anthropic bodies (with responses), LiteLLM payloads or OTel "
-    "GenAI spans, or a vLLM --enable-log-requests log; gzip accepted.",
+    "GenAI spans, or a vLLM --enable-log-requests log; gzip accepted. Given more than once, the "
+    "files are read as one log in the order given, lines numbered on as `cat` joins them.",
 )
 @click.option(
     "--trace",

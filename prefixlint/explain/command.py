@@ -115,7 +115,7 @@ def is_template(path: str) -> bool:
 def run(
     paths: tuple[str, ...],
     *,
-    log: str | None,
+    log: str | tuple[str, ...] | None,
     template: str | None,
     model_dir: str | None,
     tokenizer: str | None,
@@ -151,9 +151,12 @@ def run(
     template_vars = template_vars or {}
     chosen = engines_for(engines)
     limits = log_limits(max_requests, max_seconds, max_request_bytes, max_messages, limit)
+    # `--log` given more than once: the files are read as one log, in the order given.
+    logs = (log,) if isinstance(log, str) else tuple(log or ())
+    log = (logs[0] if len(logs) == 1 else logs) if logs else None
     if export_trace is not None and log is None:
         raise ExplainError("--export-trace writes the trace of a log: give --log FILE")
-    if export_trace is not None and log is not None and Path(export_trace).resolve() == Path(log).resolve():
+    if export_trace is not None and any(Path(export_trace).resolve() == Path(p).resolve() for p in logs):
         raise ExplainError(f"--export-trace {export_trace}: that is the log itself; name another file")
     if trace_salt is not None and export_trace is None:
         raise ExplainError("--trace-salt keys an exported trace: give --export-trace FILE")
@@ -219,7 +222,7 @@ def run(
     from prefixlint.explain.server import ServerArgsError, read_server
 
     try:
-        server, scrape = read_server(server_args, metrics, _log_head(log, limits))
+        server, scrape = read_server(server_args, metrics, _log_head(logs[0], limits))
     except ServerArgsError as exc:
         raise ExplainError(str(exc)) from exc
     if server is not None and server.engine and not engines:
@@ -261,11 +264,11 @@ def run(
     except (LogLimitError, DaskError) as exc:
         raise ExplainError(str(exc)) from exc
     except RenderWorkerDied as exc:  # its message does not name the log
-        raise ExplainError(f"{log}: {exc}") from exc
+        raise ExplainError(f"{', '.join(logs)}: {exc}") from exc
     finally:
         if writer is not None:
             writer.close()
-    unread = nothing_read(log, report)
+    unread = nothing_read(", ".join(logs), report)
     if unread is not None:
         raise ExplainError(unread)
     extra = findings(

@@ -36,6 +36,9 @@ from prefixlint.explain.requests import (
 from prefixlint.jinja.inputs import BASE_TIME
 
 FORMATS = ("openai", "anthropic", "litellm", "otel", "vllm-log")
+# Formats whose one line can hold any number of requests (an OTLP export batches spans); in the
+# others each line is one record, so a line's clock index is known before it is decoded.
+MANY_PER_LINE = frozenset({"otel"})
 DETECT_RECORDS = 32  # recognised records looked at to tell the log's format
 DETECT_LINES = 2000  # lines read at most to find them (a server log opens with its start-up lines)
 

@@ -5,7 +5,6 @@ top ones re-simulated moved (explain/whatif.py); the report, as JSON and as text
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,7 @@ from prefixlint.explain.causes import (
 )
 from prefixlint.explain.conversations import Conversations
 from prefixlint.explain.log_report import LogReport
-from prefixlint.explain.reading import LogLimitError, Reading
+from prefixlint.explain.reading import LogLimitError, LogPath, Reading, as_paths, log_size
 from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.replies import batch_replies
 from prefixlint.explain.requests import Rendered, Renderer, Request
@@ -36,7 +35,6 @@ from prefixlint.explain.segments import Encodes, SegmentEncoder, SegmentMismatch
 from prefixlint.explain.stream import (
     Progress,
     encoded_batches,
-    log_requests,
     release_if_large,
     render_workers,
     rendered_batches,
@@ -49,7 +47,7 @@ from prefixlint.models.tokens import LoadedTokenizer
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from prefixlint.explain.dask_stage import DaskStage
+    from prefixlint.explain.dask_stage import DaskStage, WhatIfIds
     from prefixlint.explain.observed import LogObservations
 
 # After this many requests, the top causes so far get their what-ifs simulated along with the log
@@ -60,7 +58,7 @@ SMALL_BATCH = 16  # texts under which the breakpoint replay encodes one by one
 
 
 def explain_log(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     tokenizer: LoadedTokenizer,
     engines: list[Engine],
@@ -80,9 +78,10 @@ def explain_log(
     export: TraceWriter | None = None,
     dask: str | None = None,
 ) -> LogReport:
-    """Simulate the log, cluster its divergences, and re-simulate the top causes moved. The log is
-    read within `reading`'s limits (LogLimitError when a whole-file limit is crossed); what the log
-    says the server did is gathered in `observations`.
+    """Simulate the log, cluster its divergences, and re-simulate the top causes moved. The log (or
+    several, read as one in the order given: reading.LogFiles) is read within `reading`'s limits
+    (LogLimitError when a whole-file limit is crossed); what the log says the server did is
+    gathered in `observations`.
 
     `segments` forces the encoder's mode ("lines", "special", "whole"); by default the strongest
     the tokenizer allows. `workers`: render processes (default: one per core for a large log).
@@ -90,10 +89,12 @@ def explain_log(
     `curve`: also measure the capacity curve; `export`: also write the log as a trace. `dask`: a Dask
     scheduler's address, or `local[:N]`: render and encode there (explain/dask_stage.py), not here."""
     reading = reading or Reading()
-    with spooled(path, reading) as readable:
+    paths = as_paths(path)
+    with contextlib.ExitStack() as stack:
+        readable = tuple(stack.enter_context(spooled(p, reading)) for p in paths)
         try:
             return _explain_file(
-                readable,
+                readable if len(readable) > 1 else readable[0],
                 renderer,
                 tokenizer,
                 engines,
@@ -113,11 +114,14 @@ def explain_log(
                 dask=dask,
             )
         except LogLimitError as exc:  # named by the file the user gave, not by its copy
-            raise LogLimitError(str(exc).replace(readable, path)) from exc
+            message = str(exc)
+            for copy, given in zip(readable, paths, strict=True):
+                message = message.replace(copy, given)
+            raise LogLimitError(message) from exc
 
 
 def _explain_file(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     tokenizer: LoadedTokenizer,
     engines: list[Engine],
@@ -175,7 +179,7 @@ def _explain_file(
 
 
 def _simulate(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     tokenizer: LoadedTokenizer,
     engines: list[Engine],
@@ -202,7 +206,7 @@ def _simulate(
     clusters = Clusters()
     conversations = Conversations()
     providers: ProviderBreakpoints | None = None  # made at the log's first Anthropic body
-    bar = Progress(os.path.getsize(path), progress)
+    bar = Progress(log_size(path), progress)
 
     def decode(ids: list[int]) -> str:
         return tokenizer.tokenizer.decode(ids, skip_special_tokens=False)
@@ -212,7 +216,7 @@ def _simulate(
     first: tuple[Rendered, Tokens] | None = None
     early: list[Rendered] | None = []  # the prompts so far, until the provisional causes are chosen
     inline: WhatIfs | None = None
-    for batch, encoded, replies in _heavy_batches(
+    for batch, encoded, replies, moved_there in _heavy_batches(
         path, renderer, encoder, interval, reading, bar, pool, stage
     ):
         for (number, rendered), tokens, reply in zip(batch, encoded, replies, strict=True):
@@ -264,13 +268,18 @@ def _simulate(
             clusters.add(key, div.lost, make)
         rendered_batch = [r for _, r in batch]
         if inline is not None:
-            inline.feed(moved, rendered_batch)
+            if moved_there is not None and moved_there.patterns == tuple(inline.patterns):
+                inline.feed_moved(rendered_batch, replies, moved_there.ids)
+            else:
+                inline.feed(moved, rendered_batch, replies)
         elif early is not None:
             early.extend(rendered_batch)
             if len(early) >= PROVISIONAL:
                 inline = WhatIfs(engines, patterns_of(movable_causes(clusters.ranked()[:top], what_ifs)))
                 inline.feed(moved, early)
                 early = None
+                if stage is not None:  # the chunks sent from now on come back with them moved
+                    stage.what_if_patterns = tuple(inline.patterns)
         del encoded
         release_if_large(batch)
         bar.update(sim.requests)
@@ -312,7 +321,7 @@ def _simulate(
 
 
 def _heavy_batches(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     encoder: SegmentEncoder,
     interval: float,
@@ -320,14 +329,15 @@ def _heavy_batches(
     bar: Progress,
     pool: RenderPool | None,
     stage: DaskStage | None,
-) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens], list[bytes]]]:
-    """The log's requests rendered, with their prompts' tokens and their replies' computed tokens,
-    in order: by the Dask stage's workers, or here (rendered by `pool`'s processes if any)."""
+) -> Iterator[tuple[list[tuple[int, Rendered]], list[Tokens], list[bytes], WhatIfIds | None]]:
+    """The log's requests rendered, with their prompts' tokens, their replies' computed tokens and
+    the what-ifs' moved ids where the workers made them, in order: by the Dask stage's workers, or
+    here (rendered by `pool`'s processes if any)."""
     if stage is not None:
-        yield from stage.encoded(log_requests(path, interval, reading, bar), reading.skips, encoder.mode)
+        yield from stage.encoded_log(path, interval, reading, bar, encoder.mode)
         return
     for batch, encoded in encoded_batches(path, renderer, encoder, interval, reading, bar, pool):
-        yield batch, encoded, batch_replies(encoder, [r for _, r in batch])
+        yield batch, encoded, batch_replies(encoder, [r for _, r in batch]), None
 
 
 def _provider_breakpoints(tokenizer: LoadedTokenizer) -> ProviderBreakpoints | None:

@@ -10,11 +10,12 @@ on; a file over a whole-file limit raises `LogLimitError`, naming the file and t
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
 from itertools import accumulate
 from typing import IO, Any
@@ -225,6 +226,7 @@ class LogFile:
             raise LogLimitError(f"{path}: cannot read: {exc.strerror or exc}") from exc
         self.path, self.limits = path, limits
         self.source = _LimitedSource(self.raw, path, limits)
+        self.line_count = 0  # the file's lines, once `lines()` has read it to its end
 
     def lines(self) -> Iterator[tuple[int, bytes | Skip]]:
         """Non-blank lines without their line ending, numbered from 1, or a Skip for one over
@@ -285,6 +287,7 @@ class LogFile:
                 yield number, Skip("line-too-long", f"longer than {size_text(limit)} (limit line_bytes)")
             else:
                 yield number, line
+        self.line_count = number
         if self.source.cut is not None:
             yield number + 1, self.source.cut
 
@@ -307,6 +310,67 @@ class LogFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+LogPath = str | Sequence[str]  # one log, or several read as one (LogFiles)
+
+
+def as_paths(path: LogPath) -> tuple[str, ...]:
+    return (path,) if isinstance(path, str) else tuple(path)
+
+
+def log_size(path: LogPath) -> int:
+    """The bytes on disk of the log (of every file of it)."""
+    return sum(os.path.getsize(p) for p in as_paths(path))
+
+
+class LogFiles:
+    """Logs read as one, in the order given: each file opened (and gunzipped, and bounded by the
+    limits) on its own when the one before it ends, its lines numbered on from the last line of the
+    one before, as `cat A B` numbers them. `lines()` goes on where its last call stopped, after the
+    lines given back with `unread`; `position()` is the bytes read of the files on disk."""
+
+    def __init__(self, path: LogPath, reading: Reading | None = None) -> None:
+        self.paths = as_paths(path)
+        self.reading = reading or Reading()
+        self.limits = self.reading.limits
+        self.file = LogFile(self.paths[0], self.reading)  # the one being read
+        self.path = self.file.path
+        self._before = 0  # bytes of the files read to their end
+        self._read = self._lines()
+        self._unread: list[tuple[int, bytes | Skip]] = []
+
+    def _lines(self) -> Iterator[tuple[int, bytes | Skip]]:
+        offset = 0
+        for k, path in enumerate(self.paths):
+            if k:
+                self._before += self.file.raw.tell()
+                self.file.close()
+                self.file = LogFile(path, self.reading)
+                self.path = path
+            last = 0
+            for number, line in self.file.lines():
+                last = number
+                yield offset + number, line
+            offset += max(last, self.file.line_count)
+
+    def lines(self) -> Iterator[tuple[int, bytes | Skip]]:
+        while self._unread:
+            yield self._unread.pop(0)
+        # Not `yield from`: closing this generator (a caller that stops early) must leave the files'
+        # own one open for the next call.
+        for item in self._read:  # noqa: UP028
+            yield item
+
+    def unread(self, lines: list[tuple[int, bytes | Skip]]) -> None:
+        """Give `lines` (the last ones read) back: the next `lines()` starts with them."""
+        self._unread[:0] = lines
+
+    def position(self) -> int:
+        return self._before + self.file.raw.tell()
+
+    def close(self) -> None:
+        self.file.close()
 
 
 # --- JSON -----------------------------------------------------------------------------------------

@@ -14,11 +14,20 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from itertools import chain
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from prefixlint.explain.formats import DETECT_LINES, DETECT_RECORDS, decode, detect, kind_of, requests_of
-from prefixlint.explain.reading import LogFile, LogLimitError, Reading, Skip, size_text, utf8_len
+from prefixlint.explain.reading import (
+    LogFiles,
+    LogLimitError,
+    LogLimits,
+    LogPath,
+    Reading,
+    Skip,
+    log_size,
+    size_text,
+    utf8_len,
+)
 from prefixlint.explain.render_pool import RenderPool
 from prefixlint.explain.requests import Rendered, Renderer, Request, RequestError, check_request_size
 from prefixlint.explain.segments import SegmentEncoder, Tokens
@@ -31,29 +40,46 @@ BATCH_BYTES = 1_000_000
 TRIM_AFTER_CHARS = 200_000  # a batch this large is followed by a malloc_trim (see release_if_large)
 
 
-def open_log(path: str, reading: Reading | None = None) -> tuple[LogFile, IO[bytes]]:
-    """(log, raw): the log read within `reading`'s limits (gunzipped if it starts with the gzip
-    magic) and the raw file, whose position drives the progress bar. Raises LogLimitError."""
-    log = LogFile(path, reading)
-    return log, log.raw
+def open_log(path: LogPath, reading: Reading | None = None) -> LogFiles:
+    """The log (or logs, read as one) within `reading`'s limits, each gunzipped if it starts with
+    the gzip magic; its position on disk drives the progress bar. Raises LogLimitError."""
+    return LogFiles(path, reading)
 
 
-def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
+def iter_log(log: LogFiles, interval: float = 1.0) -> Iterator[tuple[int, Request | RequestError]]:
     """(line number, request or the reason it is not one), streaming; blank lines are skipped. The
     format is `reading.log_format`, else told from the first readable records (and set there).
     Stops after `limits.requests` requests (noting the line in `reading.stopped_at`)."""
     limits, reading = log.limits, log.reading
-    head: list[tuple[int, bytes | Skip]] = []
-    numbered = iter(log.lines())
+    log_format = detected_format(log)
+    index = requests = 0  # records read (the clock of requests without a time); requests among them
+    for number, line in log.lines():
+        if isinstance(line, Skip):
+            yield number, RequestError(line.detail, line.reason)
+            continue
+        if limits.requests and requests >= limits.requests:
+            reading.stopped_at = number
+            return
+        for item in line_items(line, log_format, index, interval, limits):
+            requests += isinstance(item, Request)
+            yield number, item
+            index += 1
+
+
+def detected_format(log: LogFiles) -> str:
+    """`reading.log_format`, else told from the log's first readable records (and set there); the
+    lines read to tell it are given again by `log.lines()`."""
+    reading = log.reading
     if reading.log_format is None:
+        head: list[tuple[int, bytes | Skip]] = []
         # A server log may open with many lines that are no request: look past them, boundedly.
         recognised: list[Any] = []
-        for item in numbered:
+        for item in log.lines():
             head.append(item)
             if isinstance(item[1], Skip):
                 continue
             try:
-                value = decode(item[1], None, limits.depth)
+                value = decode(item[1], None, log.limits.depth)
             except RequestError:
                 value = None
             if kind_of(value) is not None:
@@ -61,31 +87,30 @@ def iter_log(log: LogFile, interval: float = 1.0) -> Iterator[tuple[int, Request
             if len(recognised) >= DETECT_RECORDS or len(head) >= DETECT_LINES:
                 break
         reading.log_format = detect(recognised)
-    log_format = reading.log_format
-    index = requests = 0  # records read (the clock of requests without a time); requests among them
-    for number, line in chain(head, numbered):
-        if isinstance(line, Skip):
-            yield number, RequestError(line.detail, line.reason)
-            continue
-        if limits.requests and requests >= limits.requests:
-            reading.stopped_at = number
-            return
-        try:
-            items = requests_of(decode(line, log_format, limits.depth), log_format, index, interval)
-        except RequestError as exc:
-            items = [exc]
-        for item in items:
-            if isinstance(item, Request):
-                try:
-                    check_request_size(item, limits.messages)
-                except RequestError as exc:
-                    item = exc
-            if isinstance(item, RequestError):
-                item = RequestError(str(item)[:200], item.reason)
-            else:
-                requests += 1
-            yield number, item
-            index += 1
+        log.unread(head)
+    return reading.log_format
+
+
+def line_items(
+    line: bytes, log_format: str, index: int, interval: float, limits: LogLimits
+) -> list[Request | RequestError]:
+    """The requests of one log line (or the reasons they are none), within `limits`; `index`: the
+    records before it (the clock of requests without a time of their own). Here or on a worker."""
+    try:
+        items = requests_of(decode(line, log_format, limits.depth), log_format, index, interval)
+    except RequestError as exc:
+        items = [exc]
+    out: list[Request | RequestError] = []
+    for item in items:
+        if isinstance(item, Request):
+            try:
+                check_request_size(item, limits.messages)
+            except RequestError as exc:
+                item = exc
+        if isinstance(item, RequestError):
+            item = RequestError(str(item)[:200], item.reason)
+        out.append(item)
+    return out
 
 
 class Progress:
@@ -122,11 +147,11 @@ class Renders(Protocol):
 
 
 def log_requests(
-    path: str, interval: float, reading: Reading, progress: Progress | None = None
+    path: LogPath, interval: float, reading: Reading, progress: Progress | None = None
 ) -> Iterator[list[tuple[int, Request]]]:
     """The log's requests in chunks of BATCH, read within `reading`'s limits; unusable lines are
     counted in `reading.skips` by reason."""
-    lines, raw = open_log(path, reading)
+    lines = open_log(path, reading)
     try:
         chunk: list[tuple[int, Request]] = []
         for number, item in iter_log(lines, interval):
@@ -136,20 +161,19 @@ def log_requests(
             chunk.append((number, item))
             if len(chunk) >= BATCH:
                 if progress is not None:
-                    progress.position = raw.tell()
+                    progress.position = lines.position()
                 yield chunk
                 chunk = []
         if chunk:
             if progress is not None:
-                progress.position = raw.tell()
+                progress.position = lines.position()
             yield chunk
     finally:
         lines.close()
-        raw.close()
 
 
 def rendered_batches(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     interval: float,
     reading: Reading,
@@ -189,7 +213,7 @@ def by_bytes(batch: list[tuple[int, Rendered]]) -> Iterator[list[tuple[int, Rend
 
 
 def encoded_batches(
-    path: str,
+    path: LogPath,
     renderer: Renderer,
     encoder: SegmentEncoder,
     interval: float,
@@ -217,11 +241,11 @@ def encoded_batches(
             yield pending[0], pending[1].result()
 
 
-def render_workers(path: str, workers: int | None) -> int:
+def render_workers(path: LogPath, workers: int | None) -> int:
     """Render processes: one per core for a log large enough to repay starting them."""
     if workers is not None:
         return workers
-    return (os.cpu_count() or 1) if os.path.getsize(path) >= PARALLEL_BYTES else 1
+    return (os.cpu_count() or 1) if log_size(path) >= PARALLEL_BYTES else 1
 
 
 @contextlib.contextmanager

@@ -51,18 +51,30 @@ class WhatIfs:
         self.patterns = list(dict.fromkeys(patterns))
         self.sims = [Simulation(engines) for _ in self.patterns]
 
-    def feed(self, encoder: Encodes, prompts: list[Rendered]) -> None:
-        """The next prompts of the log, in order; one pattern's worth of text encoded at a time."""
+    def feed(self, encoder: Encodes, prompts: list[Rendered], replies: list[bytes] | None = None) -> None:
+        """The next prompts of the log, in order; one pattern's worth of text encoded at a time.
+        `replies`: their computed reply tokens where the caller has them already."""
         if not self.patterns or not prompts:
             return
-        replies = batch_replies(encoder, prompts)
-        for pattern, sim in zip(self.patterns, self.sims, strict=True):
-            moved = encoder.encode([move_span(r, pattern) for r in prompts])
-            for tokens, reply, r in zip(moved, replies, prompts, strict=True):
-                sim.feed(tokens.ids, reply=reply, salt=r.request.cache_salt, cache_key=r.request.cache_key)
+        if replies is None:
+            replies = batch_replies(encoder, prompts)
+        moved = [moved_ids(encoder, prompts, pattern) for pattern in self.patterns]
+        self.feed_moved(prompts, replies, moved)
+
+    def feed_moved(self, prompts: list[Rendered], replies: list[bytes], moved: list[list[bytes]]) -> None:
+        """The next prompts of the log with, for each pattern, their moved prompts' packed ids (as
+        `moved_ids` gives them, here or on a Dask worker)."""
+        for ids, sim in zip(moved, self.sims, strict=True):
+            for seq, reply, r in zip(ids, replies, prompts, strict=True):
+                sim.feed(seq, reply=reply, salt=r.request.cache_salt, cache_key=r.request.cache_key)
 
     def rates(self) -> dict[str, dict[str, float]]:
         return {
             pattern: {name: float(v["hit_rate"]) for name, v in sim.summary().items()}  # type: ignore[arg-type]
             for pattern, sim in zip(self.patterns, self.sims, strict=True)
         }
+
+
+def moved_ids(encoder: Encodes, prompts: list[Rendered], pattern: str) -> list[bytes]:
+    """The packed token ids of each prompt with `pattern`'s span moved (see move_span)."""
+    return [t.ids for t in encoder.encode([move_span(r, pattern) for r in prompts])]
