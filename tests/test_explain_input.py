@@ -57,14 +57,16 @@ def tok():
 def read(path: Path, log_format: str | None = None) -> tuple[str, list, dict[str, int]]:
     """(format, requests, skip reasons counted) of a log file."""
     reading = Reading(log_format=log_format)
-    log, raw = open_log(str(path), reading)
+    log = open_log(str(path), reading)
     requests, skips = [], {}
-    with raw:
+    try:
         for _, item in iter_log(log, 1.0):
             if isinstance(item, RequestError):
                 skips[item.reason] = skips.get(item.reason, 0) + 1
             else:
                 requests.append(item)
+    finally:
+        log.close()
     assert reading.log_format is not None
     return reading.log_format, requests, skips
 
