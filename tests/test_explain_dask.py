@@ -271,11 +271,11 @@ def test_the_replicas_split_over_workers_sum_to_the_ordered_runs_figures(monkeyp
     workers (both of them used); the others stay in the ordered simulation here; every policy's
     summary is the one-process run's, at a capacity that evicts and one that does not."""
     from prefixlint.engines import load_engines
-    from prefixlint.explain import routing
+    from prefixlint.explain import replica_split, routing
     from prefixlint.explain.dask_stage import Connection
     from prefixlint.explain.routing import SPLITTABLE, Routing
 
-    monkeypatch.setattr(stream, "BATCH", 5)  # many batches, more than the window in flight
+    monkeypatch.setattr(replica_split, "BATCH", 5)  # many batches, more than the window in flight
     engine = load_engines()["vllm"]
     requests = _fleet_requests(90)
     with Connection(scheduler) as dask:
@@ -313,8 +313,12 @@ def test_the_replicas_split_over_workers_sum_to_the_ordered_runs_figures(monkeyp
 
 
 def _sends(monkeypatch) -> list[int]:
-    """The requests the per-replica split was sent, counted (the workers' side is real)."""
+    """The requests the per-replica split was sent, counted (the workers' side is real), in batches
+    of four."""
+    from prefixlint.explain import replica_split
     from prefixlint.explain.replica_split import ReplicaSplit
+
+    monkeypatch.setattr(replica_split, "BATCH", 4)
 
     count: list[int] = []
     send = ReplicaSplit.send

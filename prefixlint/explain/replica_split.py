@@ -7,7 +7,7 @@ requests routed to it, in their order, whatever the others do: a chain of tasks,
 replica as the previous one left it (routing.Replica, the ordered run's own code) the next of its
 requests, gives the ordered run's hit tokens, and a route's figures are its replicas' sums, as there.
 
-What travels: each batch of stream.BATCH requests' packed ids once (scattered to a worker; the
+What travels: each batch of BATCH requests' packed ids once (scattered to a worker; the
 tasks of the replicas that got some of them fetch the batch there) and, per replica, the indices
 of its requests in the batch. The replica's cache never travels: each chain is placed on one
 worker (the replicas dealt over the workers in turn; another worker only if that one left), and
@@ -21,9 +21,13 @@ from collections import deque
 from typing import Any
 
 from prefixlint.engines import Engine
-from prefixlint.explain import stream
 from prefixlint.explain.dask_stage import Connection
 from prefixlint.explain.routing import Replica
+
+# Requests per batch: a scatter and a task per replica that got some of them cost the driver about
+# what the ordered run spends on a few hundred requests of these policies (bench/routing_split.py:
+# the driver's CPU 1.4x the ordered run's at 256 and 512, 1.1-1.2x at 1,024 to 4,096).
+BATCH = 1024
 
 
 def replay(replica: Replica, seqs: list[bytes], indices: list[int]) -> Replica:
@@ -61,7 +65,7 @@ class ReplicaSplit:
         for k in replicas:
             self.picks[k].append(len(self.seqs))
         self.seqs.append(seq)
-        if len(self.seqs) >= stream.BATCH:
+        if len(self.seqs) >= BATCH:
             self._flush()
 
     def _flush(self) -> None:
