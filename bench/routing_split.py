@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # This checkout's prefixlint, not an installed one; the log builder and its views beside this file.
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from explain_throughput import TEMPLATE, build_log  # noqa: E402
+from explain_throughput import log_and_template  # noqa: E402
 from routing_cost import route_requests  # noqa: E402
 
 
@@ -69,11 +69,7 @@ def main() -> None:
     engine = load_engines()["vllm"]
     capacity = args.cache_tokens or REFERENCE_TOKENS
     with tempfile.TemporaryDirectory() as tmp:
-        template = Path(tmp) / "chatml_tools.jinja"
-        template.write_text(TEMPLATE, encoding="utf-8")
-        log = Path(args.keep) if args.keep else Path(tmp) / "requests.jsonl"
-        if not log.exists():
-            build_log(log, args.requests)
+        log, template = log_and_template(tmp, args.keep, args.requests)
         requests, _ = route_requests(str(log), str(template))
     tokens = sum(len(r.seq) // 4 for r in requests)
     print(
