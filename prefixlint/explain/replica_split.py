@@ -31,7 +31,8 @@ BATCH = 1024
 
 
 def replay(replica: Replica, seqs: list[bytes], indices: list[int]) -> Replica:
-    """A Dask task: `replica` fed the batch's requests at `indices`, in order."""
+    """A Dask task: `replica` fed the batch's requests at `indices`, in order. It is changed in
+    place, not copied (a copy of a cache per batch): only a chain's latest future is ever read."""
     for index in indices:
         replica.feed(seqs[index])
     return replica

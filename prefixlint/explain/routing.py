@@ -218,6 +218,7 @@ class Routing:
         self.split = [r for r in distinct if dask is not None and r.policy in SPLITTABLE]
         self.ordered = [r for r in distinct if r not in self.split]
         self.remote: ReplicaSplit | None = None
+        self.replicas = replicas
         if self.split:
             from prefixlint.explain.replica_split import ReplicaSplit
 
@@ -229,13 +230,13 @@ class Routing:
         if self.remote is not None:
             # Only the choice is made here; the fleet's load, which these policies never read, is
             # not kept. Replica k of the i-th split route is the simulation i * replicas + k.
-            n = len(self.split[0].replicas)
+            n = self.replicas
             self.remote.send([i * n + r.pick(request) for i, r in enumerate(self.split)], request.seq)
 
     def summary(self) -> dict[str, dict[str, object]]:
         if self.remote is not None:
             totals = self.remote.totals()
-            n = len(self.split[0].replicas)
+            n = self.replicas
             for i, route in enumerate(self.split):
                 mine = totals[i * n : (i + 1) * n]
                 route.hit_tokens = sum(hit for hit, _ in mine)
