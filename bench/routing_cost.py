@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # This checkout's prefixlint, not an installed one; explain_throughput's log builder beside it.
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from explain_throughput import TEMPLATE, _renderer, build_log  # noqa: E402
+from explain_throughput import _renderer, log_and_template  # noqa: E402
 
 
 def route_requests(log: str, template: str) -> tuple[list, float]:
@@ -107,11 +107,7 @@ def main() -> None:
     parser.add_argument("--keep", help="write the log here and keep it (reused if it exists)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        template = Path(tmp) / "chatml_tools.jinja"
-        template.write_text(TEMPLATE, encoding="utf-8")
-        log = Path(args.keep) if args.keep else Path(tmp) / "requests.jsonl"
-        if not log.exists():
-            build_log(log, args.requests)
+        log, template = log_and_template(tmp, args.keep, args.requests)
         requests, views = route_requests(str(log), str(template))
         tokens = sum(len(r.seq) // 4 for r in requests)
         print(f"log: {len(requests):,} requests, {tokens:,} prompt tokens; {args.replicas} replicas")

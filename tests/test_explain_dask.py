@@ -243,3 +243,123 @@ def test_dask_with_what_it_cannot_serve_is_a_usage_error(args, message):
     result = CliRunner().invoke(cli, ["explain", *args])
     assert result.exit_code == 2
     assert message in result.output
+
+
+def _fleet_requests(n: int) -> list:
+    """n requests of six sessions on one long system prompt, each session's conversation growing
+    turn by turn, a few without a session key: what each replica holds decides its hits."""
+    from datetime import UTC, datetime, timedelta
+
+    from prefixlint.engines.packed import pack
+    from prefixlint.explain.routing import route_request
+
+    system = list(range(1, 97))
+    turns: dict[int, list[int]] = {}
+    out = []
+    for i in range(n):
+        s = i * 7 % 6
+        turns.setdefault(s, []).extend(range(1000 * (s + 1) + len(turns.get(s, [])), 1000 * (s + 1) + 40))
+        ids = system + turns[s] + [100_000 + i] * 8  # the request's own tail
+        session = None if i % 11 == 5 else f"session-{s}"
+        when = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i)
+        out.append(route_request(pack(ids), [{"role": "user", "content": f"s{s} {i}"}], None, session, when))
+    return out
+
+
+def test_the_replicas_split_over_workers_sum_to_the_ordered_runs_figures(monkeypatch, scheduler):
+    """Every policy whose choice reads only the request is split, its replicas simulated on the
+    workers (both of them used); the others stay in the ordered simulation here; every policy's
+    summary is the one-process run's, at a capacity that evicts and one that does not."""
+    from prefixlint.engines import load_engines
+    from prefixlint.explain import replica_split, routing
+    from prefixlint.explain.dask_stage import Connection
+    from prefixlint.explain.routing import SPLITTABLE, Routing
+
+    monkeypatch.setattr(replica_split, "BATCH", 5)  # many batches, more than the window in flight
+    engine = load_engines()["vllm"]
+    requests = _fleet_requests(90)
+    with Connection(scheduler) as dask:
+        for capacity in (400, 1_000_000):
+            here = Routing(3, "session", engine, capacity)
+            there = Routing(3, "session", engine, capacity, dask)
+            assert not here.split and here.remote is None
+            assert {r.policy for r in there.split} == SPLITTABLE
+            assert {r.policy for r in there.ordered} == {
+                "sglang-cache-aware",
+                "sglang-cache-aware-0.1",
+                "gie-prefix",
+            }
+            for request in requests:
+                here.feed(request)
+                there.feed(request)
+            ordered = here.summary()
+            assert there.summary() == ordered
+            assert there.summary() == ordered  # the totals can be asked again
+            # Not a trivial workload: every policy finds something, not all the same.
+            hits = [ordered[p]["hit_tokens"] for p in SPLITTABLE]
+            assert min(hits) > 0 and len(set(hits)) >= 3
+            homes = dask.client.who_has(there.remote.chains)
+            assert len({w for workers in homes.values() for w in workers}) == 2
+        # Why the others stay ordered: split anyway, the routers that read the replicas' load and
+        # fill (which the ordered simulation keeps and the split does not) choose otherwise.
+        monkeypatch.setattr(routing, "SPLITTABLE", frozenset(routing.POLICIES))
+        here, there = Routing(3, "session", engine, 400), Routing(3, "session", engine, 400, dask)
+        for request in requests:
+            here.feed(request)
+            there.feed(request)
+        ordered, split = here.summary(), there.summary()
+        assert all(split[p] == ordered[p] for p in SPLITTABLE)
+        assert split["gie-prefix"] != ordered["gie-prefix"]
+
+
+def _sends(monkeypatch) -> list[int]:
+    """The requests the per-replica split was sent, counted (the workers' side is real), in batches
+    of four."""
+    from prefixlint.explain import replica_split
+    from prefixlint.explain.replica_split import ReplicaSplit
+
+    monkeypatch.setattr(replica_split, "BATCH", 4)
+
+    count: list[int] = []
+    send = ReplicaSplit.send
+
+    def counted(self, replicas, seq):
+        count.append(len(replicas))
+        send(self, replicas, seq)
+
+    monkeypatch.setattr(ReplicaSplit, "send", counted)
+    return count
+
+
+def test_session_routing_over_three_replicas_split_on_workers_gives_the_same_json(
+    monkeypatch, mixed_log, scheduler
+):
+    monkeypatch.setattr(stream, "BATCH", 3)
+    extra = ("--replicas", "3", "--routing", "session")
+    local = _explain("--log", str(mixed_log), *extra)
+    sends = _sends(monkeypatch)
+    assert _explain("--log", str(mixed_log), *extra, "--dask", scheduler) == local
+    # every request of the log, to one replica of each of the four split policies
+    assert sends == [4] * json.loads(local)["requests"]
+    routing = json.loads(local)["routing"]
+    assert routing["session"]["current"] and routing["session"]["hit_tokens"] > 0
+
+
+def test_a_traces_replicas_split_on_workers_give_the_same_json(monkeypatch, mixed_log, tmp_path, scheduler):
+    monkeypatch.setattr(stream, "BATCH", 3)
+    trace = tmp_path / "trace.jsonl"
+    _explain("--log", str(mixed_log), "--export-trace", str(trace))
+    extra = ("--trace", str(trace), "--replicas", "3", "--routing", "session")
+    local = _explain(*extra)
+    sends = _sends(monkeypatch)
+    assert _explain(*extra, "--dask", scheduler) == local
+    assert len(sends) == json.loads(local)["requests"] > 30
+    assert json.loads(local)["routing"]["session"]["hit_tokens"] > 0
+
+
+def test_dask_on_a_trace_without_replicas_is_a_usage_error(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 32, "output_length": 1, "hash_ids": [1, 2]}\n')
+    result = CliRunner().invoke(cli, ["explain", "--trace", str(trace), "--dask", "local:2"])
+    assert result.exit_code == 2
+    assert "give --replicas N" in result.output

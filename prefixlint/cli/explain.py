@@ -111,7 +111,9 @@ from prefixlint.cli.options import parse_template_vars, template_var_options
     "--dask",
     metavar="ADDRESS|local[:N]",
     help="Render and tokenize the log as Dask tasks: on the scheduler at ADDRESS (tcp://HOST:8786), or "
-    "on a local cluster of N worker processes (default: one per core). Needs prefixlint[dask].",
+    "on a local cluster of N worker processes (default: one per core); with --replicas, the replicas of "
+    "the policies that route by the request alone are simulated there too (also on a --trace). "
+    "Needs prefixlint[dask].",
 )
 @click.option(
     "--routing",

@@ -160,15 +160,27 @@ def run(
         raise ExplainError(f"--export-trace {export_trace}: that is the log itself; name another file")
     if trace_salt is not None and export_trace is None:
         raise ExplainError("--trace-salt keys an exported trace: give --export-trace FILE")
-    if dask is not None and log is None:
+    if dask is not None and log is None and trace is None:
         raise ExplainError("--dask renders and tokenizes a log: give --log FILE")
+    if dask is not None and trace is not None and not replicas:
+        raise ExplainError("--dask on a trace simulates its replicas there: give --replicas N")
     if dask is not None and workers is not None:
         raise ExplainError("give either --workers N (processes here) or --dask, not both")
     if trace is not None:
         if log is not None or paths:
             raise ExplainError("give either --trace FILE or a log or requests, not both")
         return _explain_trace(
-            trace, chosen, block_size, cache_tokens, replicas, routing, capacity_curve, limits, fmt, html_path
+            trace,
+            chosen,
+            block_size,
+            cache_tokens,
+            replicas,
+            routing,
+            capacity_curve,
+            limits,
+            fmt,
+            html_path,
+            dask,
         )
     if log is None and len(paths) == 1 and is_template(paths[0]):
         from prefixlint.api import lint_paths
@@ -310,9 +322,11 @@ def _explain_trace(
     limits: LogLimits,
     fmt: str,
     html_path: str | None,
+    dask: str | None,
 ) -> str:
     """`explain --trace`: the trace replayed; the fields a log's report has that a trace cannot
     fill are null, never missing."""
+    from prefixlint.explain.dask_stage import DaskError
     from prefixlint.explain.log_report import log_text, nothing_read
     from prefixlint.explain.trace_replay import explain_trace
 
@@ -329,8 +343,9 @@ def _explain_trace(
             routing=routing,
             curve=curve,
             reading=Reading(limits),
+            dask=dask,
         )
-    except LogLimitError as exc:
+    except (LogLimitError, DaskError) as exc:
         raise ExplainError(str(exc)) from exc
     unread = nothing_read(path, report)
     if unread is not None:

@@ -1,6 +1,7 @@
 """One job: the heavy stage of `explain --log` (rendering, tokenizing, the replies' tokens) as Dask
 tasks over chunks of the log (`--dask ADDRESS`, or `local[:N]` for a LocalCluster of N workers);
-the ordered, cheap simulation in this process consumes their tokens in log order.
+the ordered, cheap simulation in this process consumes their tokens in log order (and sends the
+replicas of the routing policies that can be split to the same workers: explain/replica_split.py).
 
 Dask is an optional extra: nothing here imports it before a stage is opened, and a run without
 `--dask` never does. What a worker needs travels with the work, so a remote worker needs only
@@ -218,17 +219,16 @@ def _line_batches(log: LogFiles) -> Iterator[list[tuple[int, bytes | Skip, int]]
         yield batch
 
 
-class DaskStage:
-    """A Dask client (and the LocalCluster it started, if any) rendering and encoding chunks of a
-    log in order, a bounded number in flight."""
+class Connection:
+    """A Dask client (and the LocalCluster it started, if any) whose every worker runs this
+    prefixlint; `addresses`: the workers', sorted."""
 
-    def __init__(self, address: str, renderer: Renderer, tokenizer: LoadedTokenizer) -> None:
+    def __init__(self, address: str) -> None:
         scheduler, local = parse_address(address)
         try:
             import distributed
         except ImportError:
             raise DaskError(f"--dask needs Dask, which is not installed: {INSTALL}") from None
-        self.renderer = renderer
         self.cluster: Any = None
         try:
             if scheduler is None:
@@ -248,6 +248,49 @@ class DaskStage:
             raise DaskError(f"--dask {address}: cannot reach the scheduler: {exc}") from None
         try:
             self._check_workers(address)
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_workers(self, address: str) -> None:
+        """At least one worker, each running this prefixlint (the digest of its files)."""
+        from prefixlint.core.fingerprint import package_content_digest
+
+        try:
+            self.client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+        except TimeoutError:
+            raise DaskError(f"--dask {address}: no worker joined within {CONNECT_SECONDS} s") from None
+        digests = self.client.run(worker_digest)
+        self.addresses = sorted(digests)
+        self.workers = len(digests)
+        other = sorted(w for w, d in digests.items() if d != package_content_digest())
+        if other:
+            raise DaskError(
+                f"--dask {address}: {len(other)} of {self.workers} workers (first {other[0]}) run another "
+                "prefixlint than this one: install the same version on every worker"
+            )
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        client, cluster = getattr(self, "client", None), self.cluster
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+class DaskStage(Connection):
+    """A connection rendering and encoding chunks of a log in order, a bounded number in flight."""
+
+    def __init__(self, address: str, renderer: Renderer, tokenizer: LoadedTokenizer) -> None:
+        super().__init__(address)
+        self.renderer = renderer
+        try:
             fields, user_template = template_fields(renderer)
             spec = {
                 "fields": fields,
@@ -265,35 +308,8 @@ class DaskStage:
         # on come back with their moved prompts' ids.
         self.what_if_patterns: tuple[str, ...] = ()
 
-    def _check_workers(self, address: str) -> None:
-        """At least one worker, each running this prefixlint (the digest of its files)."""
-        from prefixlint.core.fingerprint import package_content_digest
-
-        try:
-            self.client.wait_for_workers(1, timeout=CONNECT_SECONDS)
-        except TimeoutError:
-            raise DaskError(f"--dask {address}: no worker joined within {CONNECT_SECONDS} s") from None
-        digests = self.client.run(worker_digest)
-        self.workers = len(digests)
-        other = sorted(w for w, d in digests.items() if d != package_content_digest())
-        if other:
-            raise DaskError(
-                f"--dask {address}: {len(other)} of {self.workers} workers (first {other[0]}) run another "
-                "prefixlint than this one: install the same version on every worker"
-            )
-
     def __enter__(self) -> DaskStage:
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        client, cluster = getattr(self, "client", None), self.cluster
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
 
     def _in_order(self, jobs: Iterator[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
         """(item, result) of each (item, future), in order, with at most `window` in flight."""

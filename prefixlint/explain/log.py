@@ -202,7 +202,7 @@ def _simulate(
     sim = Simulation(engines, capacity, counts=True)
     of = curve_engine(engines) if curve else None
     tally = CapacityCurve(of) if of is not None else None
-    router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
+    router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS, stage) if replicas else None
     clusters = Clusters()
     conversations = Conversations()
     providers: ProviderBreakpoints | None = None  # made at the log's first Anthropic body

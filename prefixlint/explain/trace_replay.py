@@ -17,6 +17,7 @@ ceil(input_length / block) blocks), prefixlint's export does not; both read corr
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -156,37 +157,48 @@ def explain_trace(
     curve: bool = False,
     progress: bool | None = None,
     reading: Reading | None = None,
+    dask: str | None = None,
 ) -> LogReport:
-    """Replay the trace at `path` (blocks of `block_size` tokens); LogLimitError as a log's."""
+    """Replay the trace at `path` (blocks of `block_size` tokens); LogLimitError as a log's. `dask`:
+    a Dask scheduler's address, or `local[:N]`, where the replicas of the routing policies that can
+    be split are simulated (explain/replica_split.py); DaskError when it cannot be used."""
     reading = reading or Reading()
     sim = Simulation(engines, capacity)
-    router = Routing(replicas, routing, engines[0], capacity or REFERENCE_TOKENS) if replicas else None
     of = curve_engine(engines) if curve else None
     tally = CapacityCurve(of) if of is not None else None
     stand_ins = StandIns(block_size)
     bar = Progress(os.path.getsize(path) if os.path.isfile(path) else 0, progress)
     uncovered = with_ids = 0
-    for number, item in read_trace(path, block_size, reading):
-        if isinstance(item, Skip):
-            reading.skips.add(number, item)
-            continue
-        if reading.limits.requests and sim.requests >= reading.limits.requests:
-            reading.stopped_at = number
-            break
-        seq, reply = stand_ins.tokens(item)
-        sim.feed(seq, reply=reply)
-        if tally is not None:
-            tally.feed(seq, reply)
-        if item.hash_ids:
-            with_ids += 1
-            uncovered += item.input_length - len(item.hash_ids) * block_size > block_size
-        if router is not None:
-            # a line without a time arrives a second after the one before, as a log's would
-            ms = item.timestamp if item.timestamp >= 0 else sim.requests * 1000.0
-            when = BASE_TIME + timedelta(milliseconds=ms)
-            text = stand_ins.routing_text(item)
-            router.feed(route_request(seq, [], text, item.session, when))
-        bar.update(sim.requests)
+    with contextlib.ExitStack() as stack:
+        connection = None
+        if dask is not None and replicas:
+            from prefixlint.explain.dask_stage import Connection
+
+            connection = stack.enter_context(Connection(dask))
+        cap = capacity or REFERENCE_TOKENS
+        router = Routing(replicas, routing, engines[0], cap, connection) if replicas else None
+        for number, item in read_trace(path, block_size, reading):
+            if isinstance(item, Skip):
+                reading.skips.add(number, item)
+                continue
+            if reading.limits.requests and sim.requests >= reading.limits.requests:
+                reading.stopped_at = number
+                break
+            seq, reply = stand_ins.tokens(item)
+            sim.feed(seq, reply=reply)
+            if tally is not None:
+                tally.feed(seq, reply)
+            if item.hash_ids:
+                with_ids += 1
+                uncovered += item.input_length - len(item.hash_ids) * block_size > block_size
+            if router is not None:
+                # a line without a time arrives a second after the one before, as a log's would
+                ms = item.timestamp if item.timestamp >= 0 else sim.requests * 1000.0
+                when = BASE_TIME + timedelta(milliseconds=ms)
+                text = stand_ins.routing_text(item)
+                router.feed(route_request(seq, [], text, item.session, when))
+            bar.update(sim.requests)
+        routed = router.summary() if router is not None else None  # the workers' totals, while they are up
     bar.update(sim.requests, final=True)
     skips = reading.skips
     report = LogReport(
@@ -196,7 +208,7 @@ def explain_trace(
     report.skipped_by_reason = skips.counts()
     if reading.stopped_at is not None:
         report.sample = {"max_requests": reading.limits.requests, "stopped_at_line": reading.stopped_at}
-    report.routing = router.summary() if router is not None else None
+    report.routing = routed
     report.trace = {"block_size": block_size, "causes": None, "note": NO_CAUSES}
     if with_ids and uncovered >= UNCOVERED_SHARE * with_ids:
         report.trace["warning"] = (
