@@ -787,6 +787,10 @@ FIRST_THAT_HOLDS = {
     "close_values.py:48 PFX105": "move `question` to the end of the text it is in",
     "close_values.py:49 PFX101": "move `date.today()` to the end of the text it is in",
     "close_values.py:56 PFX104": "move `os.getpid()` to the end of the last user message",
+    # The date with the location and the name beside it: one group, all three move, ahead of the
+    # user's query (after it, their static text would follow the query: a block lost to it).
+    "close_values_per_user.py:21 PFX101": "move `date.today()`, with `where` and `user_name` beside it, to "
+    "the start of the last user message",
     # Settings of the deployment (info) move like any value; the clock after a setting is its own.
     "deployment_settings.py:25 PFX104": 'move `environ.get("APP_REGION", "eu")` to the end of the last user '
     "message",
