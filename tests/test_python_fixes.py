@@ -857,6 +857,16 @@ def _first_verified(
     return first_verified("python", source, text, results, diagnostic, fix_part(settings), verifier)
 
 
+def _why_not(
+    source: Source, text: str, results: list[SourceResult], diagnostic: Diagnostic, candidate: Fix
+) -> str | None:
+    """Why `candidate` does not hold for the finding (None: it does), its fixed text analysed as
+    the source was with the default options."""
+    verifier = Verifier(source, lambda fixed: lint_source(source, Options(), fixed))
+    kinds = fixes_for_kind("python")
+    return verify(kinds, candidate, source, text, results, diagnostic, fix_part(Options()), verifier.analysed)
+
+
 def _fixture_findings() -> list[tuple[Path, Diagnostic, list[SourceResult]]]:
     out = []
     for path in PY_FIXTURES:
@@ -1051,18 +1061,7 @@ def test_a_move_of_only_the_first_value_of_a_group_is_neither_offered_nor_verifi
         f for f in fixes.candidates(str(path), text, replace(date, group=())) if "beside it" not in f.message
     ]
     assert "{initial_research}" not in apply_edits(text, alone.edits).splitlines()[-1]  # the date alone moved
-    candidate = replace(alone, verified=False)
-    verifier = Verifier(source, lambda fixed: lint_source(source, Options(), fixed))
-    reason = verify(
-        fixes_for_kind("python"),
-        candidate,
-        source,
-        text,
-        results,
-        date,
-        fix_part(Options()),
-        verifier.analysed,
-    )
+    reason = _why_not(source, text, results, date, replace(alone, verified=False))
     assert reason is not None and reason.startswith("`initial_research`, which parts the requests with it")
     assert "every value of the group must move" in reason
     fix, _ = _first_verified(source, text, results, date, Options())
@@ -1106,17 +1105,7 @@ def test_a_move_that_puts_its_own_static_text_behind_the_user_input_does_not_hol
     assert (host.code, host.span.line, host.severity) == ("PFX104", 14, Severity.ERROR)
     to_user = next(iter(fixes.candidates(str(path), AFTER_THE_QUESTION, host)))
     assert "to the end of the last user message" in to_user.message
-    verifier = Verifier(source, lambda fixed: lint_source(source, Options(), fixed))
-    reason = verify(
-        fixes_for_kind("python"),
-        to_user,
-        source,
-        AFTER_THE_QUESTION,
-        results,
-        host,
-        fix_part(Options()),
-        verifier.analysed,
-    )
+    reason = _why_not(source, AFTER_THE_QUESTION, results, host, to_user)
     # `question` is ahead of the sentence's 17 static tokens: the fixed text's 16-token block lost
     assert reason == "it adds PFX105 (info) at line 15, which loses 16 cached tokens"
     fix, tried = _first_verified(source, AFTER_THE_QUESTION, results, host, Options())
