@@ -21,6 +21,7 @@ import prefixlint.python.fixes as fixes
 from prefixlint.api import lint_source
 from prefixlint.core.edits import apply_edits
 from prefixlint.core.findings import Diagnostic, Edit, Fix, Severity, SourceResult, Span
+from prefixlint.fixes.autofix import fix_paths
 from prefixlint.fixes.kinds import fixes_for as fixes_for_kind
 from prefixlint.fixes.verify import Verifier, first_verified, verify
 from prefixlint.models.token_memo import remembering
@@ -110,7 +111,7 @@ OPENAI = """\
 
 
 def test_value_moves_to_the_end_of_the_last_user_message() -> None:
-    first, second, third = fixes_for(OPENAI, "PFX101", "dt.now()")
+    first, ahead, second, third = fixes_for(OPENAI, "PFX101", "dt.now()")
     assert first.message == (
         "move `dt.now()` to the end of the last user message (the text `Current time: {stamp}`)"
     )
@@ -121,6 +122,13 @@ def test_value_moves_to_the_end_of_the_last_user_message() -> None:
     lines = fixed(OPENAI, first).splitlines()
     assert lines[7] == '            {"role": "system", "content": f"{RULES}"},'
     assert lines[8] == '            {"role": "user", "content": question + f"\\n\\nCurrent time: {stamp}"},'
+    # then the start of the user message, ahead of the user's text (a `+` chain before the name)
+    assert ahead.message == (
+        "move `dt.now()` to the start of the last user message (the text `Current time: {stamp}`)"
+    )
+    assert fixed(OPENAI, ahead).splitlines()[8] == (
+        '            {"role": "user", "content": f"Current time: {stamp}\\n\\n" + question},'
+    )
     # then the end of its own text, then the date alone
     assert second.message.startswith("move `dt.now()` to the end of the text it is in")
     assert fixed(OPENAI, second).splitlines()[7] == (
@@ -145,7 +153,8 @@ ANTHROPIC = """\
 
 
 def test_a_literal_left_empty_goes_with_its_line_and_comment() -> None:
-    to_user, to_end, block_to_user, block_to_end = fixes_for(ANTHROPIC, "PFX104", "socket.gethostname()")
+    found = fixes_for(ANTHROPIC, "PFX104", "socket.gethostname()")
+    to_user, _, to_end, block_to_user, _, block_to_end = found  # (each with its move ahead of the user's)
     assert to_user.edits[0] == Edit(PATH, 6, 1, 7, 1, "")  # whole lines, as lines
     assert fixed(ANTHROPIC, to_user) == textwrap.dedent(
         """\
@@ -245,7 +254,7 @@ LANGCHAIN = """\
 
 
 def test_a_placeholder_moves_into_the_human_template() -> None:
-    to_user, to_end = fixes_for(LANGCHAIN, "PFX101", '"Today', label="{current_date}")
+    to_user, ahead, to_end = fixes_for(LANGCHAIN, "PFX101", '"Today', label="{current_date}")
     assert to_user.edits == (
         Edit(PATH, 3, 21, 3, 47, ""),
         Edit(PATH, 4, 30, 4, 30, "\\n\\nToday is {current_date}."),
@@ -255,6 +264,10 @@ def test_a_placeholder_moves_into_the_human_template() -> None:
         '        ("system", "You are a travel agent. Quote prices in EUR."),',
         '        ("human", "{question}\\n\\nToday is {current_date}."),',
     ]
+    # ahead of the user's text: into the template literal, before its placeholder
+    assert fixed(LANGCHAIN, ahead).splitlines()[3] == (
+        '        ("human", "Today is {current_date}.\\n\\n{question}"),'
+    )
     assert fixed(LANGCHAIN, to_end).splitlines()[2] == (
         '        ("system", "You are a travel agent. Quote prices in EUR.\\nToday is {current_date}."),'
     )
@@ -297,8 +310,11 @@ def test_the_values_beside_it_move_together_as_a_later_candidate() -> None:
     messages = [f.message for f in fixes_for(REQUEST, "PFX105", "date}", label="date")]
     assert messages == [
         "move `date` to the end of the last user message (the text `Date of the request: {date}`)",
+        "move `date` to the start of the last user message (the text `Date of the request: {date}`)",
         "move `date` to the end of the text it is in (the text `Date of the request: {date}`)",
         "move `date`, with `session_id` and `uuid.uuid4()` beside it, to the end of the last user message "
+        "(the text `Session {session_id} Date of the request: {date} Trace: {...`)",
+        "move `date`, with `session_id` and `uuid.uuid4()` beside it, to the start of the last user message "
         "(the text `Session {session_id} Date of the request: {date} Trace: {...`)",
         "move `date`, with `session_id` and `uuid.uuid4()` beside it, to the end of the text it is in "
         "(the text `Session {session_id} Date of the request: {date} Trace: {...`)",
@@ -388,7 +404,7 @@ ONE_ITEM = """\
 def test_the_one_item_of_a_joined_list_moves_as_the_joined_text() -> None:
     """Nothing else is in the list to move it behind: the text the list is joined into is all the
     value, and it moves where it is used."""
-    to_user, to_end = fixes_for(ONE_ITEM, "PFX103", "random.choice(EXAMPLES)")
+    to_user, ahead, to_end = fixes_for(ONE_ITEM, "PFX103", "random.choice(EXAMPLES)")
     assert to_user.message == (
         "move `random.choice(EXAMPLES)` to the end of the last user message (the text `example()`)"
     )
@@ -396,6 +412,7 @@ def test_the_one_item_of_a_joined_list_moves_as_the_joined_text() -> None:
         Edit(PATH, 8, 14, 8, 33, ""),
         Edit(PATH, 10, 105, 10, 105, ' + "\\n\\n" + example()'),
     )
+    assert ahead.edits[1] == Edit(PATH, 10, 97, 10, 97, 'example() + "\\n\\n" + ')
     assert fixed(ONE_ITEM, to_end).splitlines()[7] == '    system = RULES + "\\n" + example()'
 
 
@@ -408,8 +425,8 @@ def test_a_helper_with_two_callers_moves_in_the_one_that_sends_the_prompt_first(
     unsent = [f.message for f in fixes.candidates(PATH, text, found)]
     assert unsent[0].endswith("(the text `examples()`)")
     sent = replace(found, message=found.message + " of the request of `create()` (line 31)")
-    assert [f.message for f in fixes.candidates(PATH, text, sent)] == [*unsent[2:], *unsent[:2]]
-    assert unsent[2].endswith("(the text `examples(pick=True)`)")
+    assert [f.message for f in fixes.candidates(PATH, text, sent)] == [*unsent[3:], *unsent[:3]]
+    assert unsent[3].endswith("(the text `examples(pick=True)`)")
 
 
 YIELDS = """\
@@ -770,6 +787,10 @@ FIRST_THAT_HOLDS = {
     "close_values.py:48 PFX105": "move `question` to the end of the text it is in",
     "close_values.py:49 PFX101": "move `date.today()` to the end of the text it is in",
     "close_values.py:56 PFX104": "move `os.getpid()` to the end of the last user message",
+    # The date with the location and the name beside it: one group, all three move, ahead of the
+    # user's query (after it, their static text would follow the query: a block lost to it).
+    "close_values_per_user.py:21 PFX101": "move `date.today()`, with `where` and `user_name` beside it, to "
+    "the start of the last user message",
     # Settings of the deployment (info) move like any value; the clock after a setting is its own.
     "deployment_settings.py:25 PFX104": 'move `environ.get("APP_REGION", "eu")` to the end of the last user '
     "message",
@@ -834,6 +855,16 @@ def _first_verified(
     """What `check` attaches to the finding: its fixed texts analysed as the source was."""
     verifier = Verifier(source, lambda fixed: lint_source(source, settings, fixed))
     return first_verified("python", source, text, results, diagnostic, fix_part(settings), verifier)
+
+
+def _why_not(
+    source: Source, text: str, results: list[SourceResult], diagnostic: Diagnostic, candidate: Fix
+) -> str | None:
+    """Why `candidate` does not hold for the finding (None: it does), its fixed text analysed as
+    the source was with the default options."""
+    verifier = Verifier(source, lambda fixed: lint_source(source, Options(), fixed))
+    kinds = fixes_for_kind("python")
+    return verify(kinds, candidate, source, text, results, diagnostic, fix_part(Options()), verifier.analysed)
 
 
 def _fixture_findings() -> list[tuple[Path, Diagnostic, list[SourceResult]]]:
@@ -1030,21 +1061,62 @@ def test_a_move_of_only_the_first_value_of_a_group_is_neither_offered_nor_verifi
         f for f in fixes.candidates(str(path), text, replace(date, group=())) if "beside it" not in f.message
     ]
     assert "{initial_research}" not in apply_edits(text, alone.edits).splitlines()[-1]  # the date alone moved
-    candidate = replace(alone, verified=False)
-    verifier = Verifier(source, lambda fixed: lint_source(source, Options(), fixed))
-    reason = verify(
-        fixes_for_kind("python"),
-        candidate,
-        source,
-        text,
-        results,
-        date,
-        fix_part(Options()),
-        verifier.analysed,
-    )
+    reason = _why_not(source, text, results, date, replace(alone, verified=False))
     assert reason is not None and reason.startswith("`initial_research`, which parts the requests with it")
     assert "every value of the group must move" in reason
     fix, _ = _first_verified(source, text, results, date, Options())
     assert fix is not None and "with `initial_research` beside it" in fix.message
     moved = apply_edits(text, fix.edits)
     assert all(d.span.line not in (37, 38) for d in analyze_python(str(path), moved, Options()).diagnostics)
+
+
+# --- a fix that creates a cost of its own does not hold ---------------------------------------------
+AFTER_THE_QUESTION = """\
+import socket
+
+from openai import OpenAI
+
+client = OpenAI()
+
+RULES = (
+    "Answer the question in at most three sentences, quote the passage of the manual you rely on, and "
+    "say plainly when the manual does not cover it. Never guess a part number or a price."
+)
+
+
+def answer(question: str) -> str:
+    system = f"The assistant answering you runs as one of several replicas, here on {socket.gethostname()}.\\n{RULES}"
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+    return client.chat.completions.create(model="gpt-4o", messages=messages)
+"""  # noqa: E501
+
+
+def test_a_move_that_puts_its_own_static_text_behind_the_user_input_does_not_hold(tmp_path: Path) -> None:
+    """The hostname's sentence moved to the end of the user message would follow `question`, and
+    its static words (a block of them) would then follow a per-request input: a new finding, only
+    an info (a name guess), but a cache block lost. The verifier judges by that loss, not by the
+    severity: the move does not hold, the one ahead of the user's text does, and `--fix` reaches
+    its fixed point with that one fix (no second fix for a finding the first one made)."""
+    path = tmp_path / "replica.py"
+    path.write_text(AFTER_THE_QUESTION, encoding="utf-8")
+    source = Source(str(path), "python")
+    results = lint_source(source, Options())
+    [host] = [d for r in results for d in r.diagnostics]
+    assert (host.code, host.span.line, host.severity) == ("PFX104", 14, Severity.ERROR)
+    to_user = next(iter(fixes.candidates(str(path), AFTER_THE_QUESTION, host)))
+    assert "to the end of the last user message" in to_user.message
+    reason = _why_not(source, AFTER_THE_QUESTION, results, host, to_user)
+    # `question` is ahead of the sentence's 17 static tokens: the fixed text's 16-token block lost
+    assert reason == "it adds PFX105 (info) at line 15, which loses 16 cached tokens"
+    fix, tried = _first_verified(source, AFTER_THE_QUESTION, results, host, Options())
+    assert fix is not None and fix.message.startswith(
+        "move `socket.gethostname()` to the start of the last user message"
+    )
+    assert tried == [f"{to_user.message[:1].lower()}{to_user.message[1:]} did not hold: {reason}"]
+    after, applied = fix_paths([str(path)], Options(), unsafe=True)
+    assert [a.code for a in applied] == ["PFX104"]
+    assert after.diagnostics == []
+    assert path.read_text(encoding="utf-8").splitlines()[14] == (
+        '    messages = [{"role": "system", "content": system}, {"role": "user", "content": f"The assistant '
+        'answering you runs as one of several replicas, here on {socket.gethostname()}.\\n\\n" + question}]'
+    )

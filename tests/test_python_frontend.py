@@ -661,6 +661,27 @@ def test_a_machine_value_stays_per_machine() -> None:
     assert "a per-machine value (`socket.gethostname()`)" in host.message
 
 
+# --- a group's frequency is its most frequent member's (fixtures/python/close_values_per_user.py) --
+PER_USER = FIXTURES / "python" / "close_values_per_user.py"
+
+
+def test_a_date_beside_per_user_values_is_not_said_to_change_once_a_day() -> None:
+    """The date, the location with its literal fallback and the user's name, less than a block
+    apart: one finding at the date whose message says the group varies as often as its most
+    frequent member (the location, per request), not once a day; the severity is the date's (the
+    only member seen at its source), a warning."""
+    (date,) = analyze_python(str(PER_USER), PER_USER.read_text(encoding="utf-8"), Options()).diagnostics
+    assert (date.code, date.span.line, date.severity) == ("PFX101", 21, Severity.WARNING)
+    assert date.group == (("location", 22, 16), ("user_name", 23, 78))
+    assert "it changes once a day" not in date.message
+    assert (
+        "`date.today()` alone changes once a day, but `location` (line 22, per request if its callers "
+        "pass one) beside it varies more often: the group parts the requests as often as its most "
+        "frequent member"
+    ) in date.message
+    assert "`user_name` (line 23, a per-request input by its name)" in date.message
+
+
 def test_a_project_getter_over_the_environment_is_a_setting_named_by_its_key(tmp_path: Path) -> None:
     """`get_str("planner.role_name", "Planner")` of the project reads `os.environ` under a computed
     name: a setting of the deployment (info), named by the key the call passes."""

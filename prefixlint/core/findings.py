@@ -87,6 +87,11 @@ class Diagnostic:
     # The static tokens after the value that its requests would otherwise share (Python findings;
     # None elsewhere): the fix verifier's measure of what a move recovers. Not part of the JSON output.
     static_tokens: int | None = None
+    # What the chosen engine loses of those static tokens, in tokens of its aligned units (whole
+    # blocks, its minimum and steps), at least (text built by code we cannot read, the history may
+    # add more); None when no text is counted (Python findings; None elsewhere): the verifier's loss
+    # measure of a finding a fix would create. Not part of the JSON output.
+    cache_lost: int | None = None
     # The later values of its group (Python): less than a cache block apart, they part the requests
     # as one, so a fix must move every one of them; (label, line, column) each. Not part of the
     # JSON output.

@@ -7,7 +7,10 @@ verifies is the finding's fix: the fixed text, analysed again with the run's pla
 tokenizer, engine, variables and analyses: the caller passes that analysis in), no longer has the finding
 (its code at its place, or at the moved text), has no finding of any rule at warning or above that
 the original did not have (or did not leave out because an earlier value parts the same requests: a
-move uncovers that one), leaves no other value that varies ahead of all but less than a cache block
+move uncovers that one), creates no finding (neither reported nor left out before) of the fixed
+finding's severity or higher, nor one that loses a cache block or more by the loss measure
+(`Diagnostic.cache_lost`, whatever its severity: a name guess is info, its lost blocks are real),
+leaves no other value that varies ahead of all but less than a cache block
 of the static tokens the finding counted (every value of the request is taken as varying; a value of
 the finding's group, less than a block from it, whatever its own finding's severity now is), and keeps
 what the kind says a fix must keep (`Preserves`: a template still renders the moved value, byte-
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from prefixlint.core.edits import EditError, apply_edits, line_mapping, offset_of
 from prefixlint.core.findings import Diagnostic, Fix, Severity, SourceResult
+from prefixlint.core.words import counted
 from prefixlint.fixes.kinds import KindFixes, fixes_for
 
 if TYPE_CHECKING:
@@ -116,6 +120,12 @@ def verify(
             was = worst.get((result.name, d.code, d.span.line))
             if d.severity >= Severity.WARNING and (was is None or d.severity > was):
                 return f"it adds {_place(d)}"
+            if was is None and (d.severity >= finding.severity or (d.cache_lost or 0) > 0):
+                # made by the fix (neither reported nor hidden before): a finding as bad as the one
+                # fixed, or one that loses a cache block whatever its severity (a name guess is
+                # info), is a new cost, not a fix; the next candidate may put the text elsewhere
+                lost = f", which loses {counted(d.cache_lost, 'cached token')}" if d.cache_lost else ""
+                return f"it adds {_place(d)}{lost}"
             if (result.name, d.code, d.span.line) not in reported and not _recovers(finding, d, part.block):
                 named = _NAMED.search(d.message)
                 return (

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 from prefixlint.core.findings import Diagnostic, Severity, Span
 from prefixlint.core.rules import RULES
 from prefixlint.core.words import counted
+from prefixlint.engines.loss import EVERY_TOKEN, aligned_loss
 from prefixlint.engines.severity import TOKENIZER_DEPENDS_NOTE, loss_severity
 from prefixlint.python.frequency import (
     Frequency,
@@ -390,6 +391,7 @@ def diagnostics(
             found[1],
             hint=_DEPLOYMENT_HINT if ev.hole.deployment else _HINT[ev.hole.provenance],
             static_tokens=_tokens(ev.after, count_tokens) + ev.least,
+            cache_lost=found[2],
             group=tuple((c.label, c.line, c.column) for c in ev.companions if _place(path, c) == place),
         )
         if not ev.covered:
@@ -417,7 +419,7 @@ def diagnostics(
                 passed,
             )
             if alone is not None:
-                covered.append(replace(diagnostic, message=alone[0], severity=alone[1]))
+                covered.append(replace(diagnostic, message=alone[0], severity=alone[1], cache_lost=alone[2]))
     return out
 
 
@@ -430,8 +432,9 @@ def _diagnostic(
     stand_in: bool,
     dispatch: str | None = None,
     passed: Callable[[Hole], object | None] | None = None,
-) -> tuple[str, Severity] | None:
-    """The message and severity of one finding, or None when it costs nothing worth saying."""
+) -> tuple[str, Severity, int | None] | None:
+    """The message, severity and cache loss (Diagnostic.cache_lost) of one finding, or None when it
+    costs nothing worth saying."""
     hole, prov = ev.hole, ev.hole.provenance
     # a guess by its name that a request entry point is seen to pass: no guess any more
     seen = passed(hole) if passed is not None and hole.by_name and ev.prompt.reached else None
@@ -450,6 +453,7 @@ def _diagnostic(
     per_turn = ev.history is not None and hole.timing == "call" and ev.prompt.reached and not hole.deployment
     tokens = _tokens(ev.after, count) + ev.least
     counted_text = bool(ev.after) or ev.unseen and bool(tokens or not per_turn)  # not "at least 0"
+    cache_lost: int | None = None  # what the counted static text costs in aligned units, if any
     if counted_text:
         least = "at least " if ev.unseen else ""
         added = f" (among them text the library adds: {', '.join(ev.added)})" if ev.added else ""
@@ -458,13 +462,10 @@ def _diagnostic(
             f"{'it cannot' if tokens == 1 and not least else 'they cannot'} be served from the prefix cache"
         )
         before = _tokens(ev.before, count)
-        lost = _costs_a_block(before, tokens, engine, any_alignment=False)
-        if (
-            stand_in
-            and lost
-            and not per_turn
-            and not _costs_a_block(before, tokens, engine, any_alignment=True)
-        ):
+        aligned = aligned_loss(before, tokens, engine if engine is not None else EVERY_TOKEN)
+        lost = aligned > 0  # the shared rule (loss_severity) at the measured alignment
+        cache_lost = aligned
+        if stand_in and lost and not per_turn and not _costs_a_block_anywhere(before, tokens, engine):
             # the stand-in's block boundaries are not the model's: never more than info on them
             lost = False
             message += "; " + TOKENIZER_DEPENDS_NOTE.format(measured=RULES[code].default_severity.label)
@@ -535,7 +536,7 @@ def _diagnostic(
             "`python.sinks`)"
         )
         severity = Severity.INFO
-    return message, severity
+    return message, severity, cache_lost
 
 
 def _kind_of_loss(hole: Hole) -> tuple[str, str] | None:
@@ -604,10 +605,11 @@ def _every_turn(hole: Hole) -> str:
     return ": the prompt is rebuilt on every turn, so every turn recomputes the whole conversation"
 
 
-def _costs_a_block(before: int, after: int, engine: Engine | None, any_alignment: bool) -> bool:
+def _costs_a_block_anywhere(before: int, after: int, engine: Engine | None) -> bool:
     """Whether moving the value would let the engine serve at least one more cache block of the
-    `after` static tokens that follow `before` shared ones (the shared rule, `loss_severity`)."""
-    kept = loss_severity(Severity.ERROR, before, after, engine, any_alignment=any_alignment)
+    `after` static tokens that follow `before` shared ones, wherever the block boundaries fall (the
+    shared rule, `loss_severity`, at any alignment)."""
+    kept = loss_severity(Severity.ERROR, before, after, engine, any_alignment=True)
     return kept is Severity.ERROR
 
 

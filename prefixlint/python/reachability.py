@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from prefixlint.python.evaluate.env import _UNKNOWN, func_name
+from prefixlint.python.evaluate.env import UNDECIDED, func_name
 from prefixlint.python.project import (
     MAX_IMPORTED_MODULE_BYTES,
     Project,
@@ -333,7 +333,7 @@ def _false_arms(index: ModuleIndex, evaluator: Evaluator) -> list[range]:
         if not isinstance(node, cst.If):
             continue
         test = evaluator.literal_test(node)
-        if test is _UNKNOWN:
+        if test is UNDECIDED:
             continue
         arm = node.orelse if test else node.body
         if arm is not None and arm in index.positions:

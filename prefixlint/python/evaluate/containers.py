@@ -13,7 +13,7 @@ import libcst as cst
 from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import (
     _PASS_THROUGH,
-    _UNKNOWN,
+    UNDECIDED,
     Env,
     _as_history,
     _is_message_list,
@@ -82,7 +82,7 @@ class Containers(EvaluatorBase):
 
     def _v_IfExp(self, node: cst.IfExp, env: Env) -> Value:
         test = self.constant(node.test, env)
-        if test is not _UNKNOWN:
+        if test is not UNDECIDED:
             return self.value(node.body if test else node.orelse, env.deeper())
         return choice([self.value(node.body, env.deeper()), self.value(node.orelse, env.deeper())])
 

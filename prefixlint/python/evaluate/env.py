@@ -136,7 +136,7 @@ def _unordered(*values: Value) -> bool:
     return any(h.provenance is Provenance.UNORDERED and not h.by_name for v in values for h in holes(v))
 
 
-_UNKNOWN = object()  # a test whose value the literal arguments do not decide
+UNDECIDED = object()  # a test whose value the literal arguments do not decide
 _LITERALS: dict[str, object] = {"True": True, "False": False, "None": None}
 _COMPARE = {
     cst.Equal: lambda a, b: a == b,
@@ -147,14 +147,14 @@ _COMPARE = {
 
 
 def literal_value(node: cst.BaseExpression | None) -> object:
-    """`True`, `None`, `3`, `"x"` as Python values; anything else is _UNKNOWN."""
+    """`True`, `None`, `3`, `"x"` as Python values; anything else is UNDECIDED."""
     if isinstance(node, cst.Name) and node.value in _LITERALS:
         return _LITERALS[node.value]
     if isinstance(node, cst.Integer):
         return int(node.value, 0)
     if isinstance(node, cst.SimpleString):
         return string_value(node)
-    return _UNKNOWN
+    return UNDECIDED
 
 
 def constant_arguments(fn: cst.FunctionDef, call: cst.Call) -> dict[str, object]:
@@ -173,7 +173,7 @@ def constant_arguments(fn: cst.FunctionDef, call: cst.Call) -> dict[str, object]
             return {}
         if arg.keyword is not None:
             out[arg.keyword.value] = literal_value(arg.value)
-    return {k: v for k, v in out.items() if v is not _UNKNOWN}
+    return {k: v for k, v in out.items() if v is not UNDECIDED}
 
 
 def _inside(index: ModuleIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:

@@ -16,8 +16,8 @@ from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import (
     _COMPARE,
     _LITERALS,
-    _UNKNOWN,
     MAX_DEPTH,
+    UNDECIDED,
     Env,
     _as_history,
     _default_of,
@@ -255,12 +255,12 @@ class Names(EvaluatorBase):
             node = self.index.branch_nodes.get(key)
             if isinstance(node, cst.If):
                 test = self.constant(node.test, env) if env.consts else self.literal_test(node)
-                if test is not _UNKNOWN and bool(test) != (arm == 0):
+                if test is not UNDECIDED and bool(test) != (arm == 0):
                     return False
         return True
 
     def literal_test(self, node: cst.If) -> object:
-        """The value of an `if` test that literals alone decide, else _UNKNOWN (once per test: every
+        """The value of an `if` test that literals alone decide, else UNDECIDED (once per test: every
         binding under it asks)."""
         tests = self.index.literal_tests
         if node not in tests:
@@ -269,38 +269,38 @@ class Names(EvaluatorBase):
 
     def constant(self, node: cst.BaseExpression, env: Env) -> object:
         """The value of a test made of literals and the literal arguments of the call being inlined
-        (`flag`, `not flag`, `mode == "x"`, `x is None`), else _UNKNOWN."""
+        (`flag`, `not flag`, `mode == "x"`, `x is None`), else UNDECIDED."""
         if isinstance(node, cst.Name):
             if node.value in _LITERALS:
                 return _LITERALS[node.value]
             if not env.consts:
-                return _UNKNOWN
+                return UNDECIDED
             fn = self.index.scope_for(node).node
             known = env.consts.get(fn, {})
-            return known.get(node.value, _UNKNOWN)
+            return known.get(node.value, UNDECIDED)
         if isinstance(node, (cst.Integer, cst.SimpleString)):
             return literal_value(node)
         if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
             inner = self.constant(node.expression, env)
-            return _UNKNOWN if inner is _UNKNOWN else not inner
+            return UNDECIDED if inner is UNDECIDED else not inner
         if isinstance(node, cst.BooleanOperation):
             # `cond and False` is false whatever `cond` is, `cond or True` true: one known side
             # that decides is enough (only the truth of such a test is used).
             left, right = self.constant(node.left, env), self.constant(node.right, env)
             deciding = not isinstance(node.operator, cst.And)
-            if any(side is not _UNKNOWN and bool(side) == deciding for side in (left, right)):
+            if any(side is not UNDECIDED and bool(side) == deciding for side in (left, right)):
                 return deciding
-            if left is _UNKNOWN or right is _UNKNOWN:
-                return _UNKNOWN
+            if left is UNDECIDED or right is UNDECIDED:
+                return UNDECIDED
             return right
         if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
             left, right = self.constant(node.left, env), self.constant(node.comparisons[0].comparator, env)
-            if left is _UNKNOWN or right is _UNKNOWN:
-                return _UNKNOWN
+            if left is UNDECIDED or right is UNDECIDED:
+                return UNDECIDED
             op = type(node.comparisons[0].operator)
             compare = _COMPARE.get(op)
-            return compare(left, right) if compare is not None else _UNKNOWN
-        return _UNKNOWN
+            return compare(left, right) if compare is not None else UNDECIDED
+        return UNDECIDED
 
 
 def _unknown(value: Value) -> bool:

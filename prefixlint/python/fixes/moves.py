@@ -1,7 +1,8 @@
 """Unsafe fixes that move a volatile value later in the request, keeping the sentence it is in:
-to the end of the last user message when the same call or list builds the messages, else to the
-end of its own text; a whole item to the end of the list joined into the text, or a `yield` after
-the others."""
+to the end of the last user message when the same call or list builds the messages, then to its
+start (ahead of the user's text, for when what moves holds static text that would follow the
+user's text at the end), else to the end of its own text; a whole item to the end of the list
+joined into the text, or a `yield` after the others."""
 
 from __future__ import annotations
 
@@ -15,7 +16,17 @@ from prefixlint.python.fixes.flows import InList, InStatements, InText, flows
 from prefixlint.python.fixes.messages import SYSTEM, USER, content, role
 from prefixlint.python.fixes.source import Source, callee
 from prefixlint.python.fixes.strings import Atom, shown
-from prefixlint.python.fixes.text import Change, Piece, append, build, cut, has_literal, removal, sentences
+from prefixlint.python.fixes.text import (
+    Change,
+    Piece,
+    append,
+    build,
+    cut,
+    has_literal,
+    prepend,
+    removal,
+    sentences,
+)
 
 # What a fix says and changes.
 Candidate = tuple[str, list[Change]]
@@ -79,7 +90,7 @@ def _sentence_moves(
     src: Source, flow: InText, label: str, own: tuple[int, int], spans: list[tuple[int, int]]
 ) -> Iterator[Candidate]:
     """Sentences [s, e) (the value's own, then it with those beside it) to the end of the last user
-    message, or of their own text."""
+    message, to its start, or to the end of their own text."""
     root, atoms = flow.root, flow.root.all_atoms()
     start, end = own
     for s, e in spans:
@@ -95,11 +106,14 @@ def _sentence_moves(
         what = f"`{label}`" + (f", with {named} beside it," if beside else "")
         if not flow.template:
             user = _user_content(src, root.node)
-            if user is not None:
-                changes = _move(src, root, atoms, s, e, build(src, user, _is_template(root)), to_user=True)
+            target = build(src, user, _is_template(root)) if user is not None else None
+            # After the user's text first; ahead of it when what moves holds static text of its own
+            # that would then follow the user's text (the verifier measures which holds).
+            for at_end, where in ((True, "end"), (False, "start")):
+                changes = _move(src, root, atoms, s, e, target, to_user=True, at_end=at_end)
                 if changes is not None:
                     yield (
-                        f"move {what} to the end of the last user message (the text `{shown(moved)}`)",
+                        f"move {what} to the {where} of the last user message (the text `{shown(moved)}`)",
                         changes,
                     )
         changes = _move(src, root, atoms, s, e, None, to_user=False)
@@ -113,10 +127,17 @@ def _value(atom: Atom) -> str:
 
 
 def _move(
-    src: Source, root: Piece, atoms: list[Atom], s: int, e: int, target: Piece | None, to_user: bool
+    src: Source,
+    root: Piece,
+    atoms: list[Atom],
+    s: int,
+    e: int,
+    target: Piece | None,
+    to_user: bool,
+    at_end: bool = True,
 ) -> list[Change] | None:
-    """Take atoms [s, e) out of `root` and write them at the end of `target` (the user message)
-    or of `root` itself."""
+    """Take atoms [s, e) out of `root` and write them at the end of `target` (the user message;
+    `at_end` False: at its start, ahead of the user's text) or of `root` itself."""
     found = cut(atoms, s, e)
     if found is None or (to_user and target is None):
         return None
@@ -125,7 +146,12 @@ def _move(
     removed = removal(src, root, gone)
     if removed is None:
         return None
-    added = append(src, target if to_user else root, (_TURN if to_user else sep) + atoms[s:e])  # type: ignore[arg-type]
+    if not to_user:
+        added = append(src, root, sep + atoms[s:e])
+    elif at_end:
+        added = append(src, target, _TURN + atoms[s:e])  # type: ignore[arg-type]
+    else:
+        added = prepend(src, target, atoms[s:e] + _TURN)  # type: ignore[arg-type]
     return None if added is None else removed + added
 
 

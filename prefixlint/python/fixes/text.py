@@ -1,6 +1,6 @@
 """A string-building expression (literals, f-strings, implicit concatenation, `+` chains, a
 `.format` template) as one run of atoms, cut into sentences; and the edits that take atoms out of
-it, or write new ones at its end, keeping the rest as it is written."""
+it, or write new ones at its end or its start, keeping the rest as it is written."""
 
 from __future__ import annotations
 
@@ -64,6 +64,9 @@ class Piece:
 
     def last_leaf(self) -> Piece:
         return self if self.leaf else self.children[-1].last_leaf()
+
+    def first_leaf(self) -> Piece:
+        return self if self.leaf else self.children[0].first_leaf()
 
 
 def _is_add(node: cst.CSTNode) -> bool:
@@ -234,24 +237,36 @@ def removal(src: Source, piece: Piece, gone: set[int]) -> list[Change] | None:
 def append(src: Source, root: Piece, atoms: list[Atom]) -> list[Change] | None:
     """The changes that write `atoms` at the end of the text `root` (before the white space it
     ends with): into its last literal when they fit there, else as a `+` chain after it."""
-    last = root.last_leaf()
-    token = last.token
+    return _write(src, root, atoms, at_end=True)
+
+
+def prepend(src: Source, root: Piece, atoms: list[Atom]) -> list[Change] | None:
+    """The changes that write `atoms` at the start of the text `root`: into its first literal when
+    they fit there, else as a `+` chain before it."""
+    return _write(src, root, atoms, at_end=False)
+
+
+def _write(src: Source, root: Piece, atoms: list[Atom], at_end: bool) -> list[Change] | None:
+    leaf = root.last_leaf() if at_end else root.first_leaf()
+    token = leaf.token
     fields = any(a.kind == "field" for a in atoms)
     marks = any(a.kind == "placeholder" for a in atoms)
     operands = any(a.kind == "operand" for a in atoms)
     if token is not None and not operands and not token.is_raw:
-        template = any(a.kind == "placeholder" for a in last.atoms)
+        template = any(a.kind == "placeholder" for a in leaf.atoms)
         to_f = fields and not token.is_f and not marks
         body = src.text[token.body_start : token.body_end]
         fits = not (fields and (template or "u" in token.prefix or (to_f and ("{" in body or "}" in body))))
         fits = fits and not (marks and token.is_f)
         written = encode(atoms, token.quote, braces=token.is_f or to_f or marks or template) if fits else None
         if written is not None:
-            at = token.body_end
-            for a in reversed(last.atoms):
-                if not a.is_space:
-                    break
-                at = a.start
+            at = token.body_start
+            if at_end:
+                at = token.body_end
+                for a in reversed(leaf.atoms):
+                    if not a.is_space:
+                        break
+                    at = a.start
             return [(at, at, written)] + ([(token.start, token.start, "f")] if to_f else [])
     if marks:
         return None  # a placeholder must stay in a template literal
@@ -259,15 +274,15 @@ def append(src: Source, root: Piece, atoms: list[Atom]) -> list[Change] | None:
     if added is None:
         return None
     node = root.node
-    if not root.leaf:
-        at = root.children[-1].end  # inside its parentheses, if it has them
+    if not root.leaf:  # inside its parentheses, if it has them
+        at = root.children[-1].end if at_end else root.children[0].start
     elif isinstance(node, _ATOMIC) or parens(node):
-        at = src.inner(node)[1]
+        at = src.inner(node)[1 if at_end else 0]
     else:
         return None
     if not parens(node) and not isinstance(src.parent(node), _PLUS_OK):
         return None
-    return [(at, at, " + " + added)]
+    return [(at, at, " + " + added if at_end else added + " + ")]
 
 
 def _plus(atoms: list[Atom]) -> str | None:
