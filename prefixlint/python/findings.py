@@ -126,6 +126,7 @@ class _Evidence:
     parted: Hole | None = None  # an earlier value, known by its name, that may part the requests first
     covered: bool = False  # an earlier value seen at its source parts every request this one parts
     cause: Hole | None = None  # that earlier value, when it varies more often than this one (a co-cause)
+    ends: Hole | None = None  # a later value, varying at least as often, whose loss what follows is
 
 
 def _is_strong_input(seg: Segment) -> bool:
@@ -143,11 +144,13 @@ def _turn_role(before: tuple[Segment, ...]) -> str | None:
 
 def parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole | None]:
     """Whether an earlier value of the request already parts every request that `hole` parts (a
-    per-request input known as one, or, for a value that is itself only a guess from its name, any
-    parameter of the prompt builder; or a value seen at its source that varies at least as often),
-    and else the first earlier value known only by its name (or a parameter whose name says nothing)
-    that may (then `hole` is kept, at info)."""
-    guessed = hole.by_name and hole.provenance in _RECORD_KINDS
+    per-request input known as one, or a value seen at its source that varies at least as often;
+    for a value that is itself only a guess from its name, any earlier value that varies at least
+    as often, guessed or not), and else the first earlier value known only by its name (or a
+    parameter whose name says nothing) that may (then `hole`, seen at its source, is kept at info)."""
+    # A guess behind a guess: the requests part at the first as surely as at the second (a `query`
+    # after the `snippets` it was searched for), so the second adds nothing of its own.
+    guessed = hole.by_name
     guess: Hole | None = None
     for s in before:
         if not isinstance(s, Hole):
@@ -159,7 +162,7 @@ def parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole |
                 return True, None
             guess = guess or s  # a parameter whose name says nothing: per request if callers pass one
         elif varies_at_least_as_often(s, hole):
-            if not s.by_name:
+            if not s.by_name or guessed:
                 return True, None
             guess = guess or s
     return False, guess
@@ -236,6 +239,7 @@ def _follows(
     least = 0
     added: list[str] = []
     history: Hole | None = None
+    ends: Hole | None = None  # the later value, varying at least as often, where its loss ends
     input_follows = False
     crossed = False  # a message boundary lies between the value and the segment at hand
     # A candidate's date or id written into a conversation turn records that turn: it costs the
@@ -256,16 +260,9 @@ def _follows(
             if turn_bound:
                 break
             crossed = True
-            if seg.role == "unknown":  # turns replayed with their own roles: the conversation so far
-                history = history or Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
+            history = history or _history_in((seg,))
         elif seg.history:
             history = history or seg
-        elif guess and seg.provenance is Provenance.REQUEST:
-            # A per-request input judged as one (a parameter, a loop item) is followed by another
-            # judged alike: the text after that one is not shared either (a label between two
-            # inputs is no loss).
-            input_follows = True
-            break
         elif seg.provenance.volatile:
             if not (seg.by_name or seg.weak) and varies_more_often(seg, hole):
                 # a value seen at its source that changes more often (a clock behind a setting):
@@ -274,12 +271,28 @@ def _follows(
                 input_follows = True
                 break
             close = _tokens("".join(since_last), count) < block
-            if seg.weak and not (close and not hole.by_name and not crossed):
+            if guess and seg.provenance is Provenance.REQUEST and not (close and not crossed):
+                # A per-request input judged as one (a parameter, a loop item) is followed, a block
+                # or more on, by another judged alike: the text after that one is not shared either
+                # (closer, the two are one group, named here at the first).
+                input_follows = True
+                break
+            if seg.weak and not (close and (guess or not hole.by_name) and not crossed):
                 # a parameter whose name says nothing (per request only if callers pass one), or one
                 # in a later message (a replayed turn, the same across a conversation): crossed
                 continue
             if _is_strong_input(seg) and (crossed or not close):
                 input_follows = True  # nothing after a per-request input (the user's turn) is shared
+                break
+            surer = not (seg.weak or seg.by_name and not hole.by_name)  # a guess ends no value seen
+            if not close and surer and varies_at_least_as_often(seg, hole):
+                # A block or more on, a value that parts every request `hole` parts: what follows it
+                # is lost to it across the requests that share this one, not to this value. It has
+                # no finding of its own (parted_before), so the history after it, lost on every
+                # turn, is still said here.
+                ends = seg
+                history = history or _history_in(segments[k + 1 :])
+                input_follows = True
                 break
             # Less than a block apart, the requests part at the first and all must move: one group,
             # whose loss is the text after its last member (a guess does not stand for a value seen
@@ -309,7 +322,19 @@ def _follows(
         if not (unseen or history or elsewhere):
             return None, merged
     evidence = _Evidence(hole, prompt, before, static, unseen, least, tuple(added), history, more, companions)
+    evidence.ends = ends
     return evidence, merged
+
+
+def _history_in(segments: tuple[Segment, ...]) -> Hole | None:
+    """The first conversation-so-far among `segments`: a list spliced in, or turns replayed with
+    their own roles."""
+    for seg in segments:
+        if isinstance(seg, Hole) and seg.history:
+            return seg
+        if isinstance(seg, Break) and seg.role == "unknown":
+            return Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
+    return None
 
 
 def _tokens(text: str, count: Callable[[str], int]) -> int:
@@ -488,6 +513,12 @@ def _diagnostic(
         message += f", nor can the conversation history after it (`{ev.history.label}`)" + _every_turn(hole)
     if ev.companions:
         message += _group(hole, ev.companions)
+    if ev.ends is not None:
+        message += (
+            f"; `{ev.ends.label}` (line {ev.ends.line}, {_how_often(ev.ends)}) after it parts these "
+            "requests again: the static text after that is lost to it too, so only a move of both "
+            "recovers it"
+        )
     # The group varies as often as its most frequent member; one seen at its source that varies
     # more often than `hole` ends its loss (`_follows`), so a more frequent member is a guess: the
     # message says so, the severity stays that of the values seen at their source.
@@ -587,7 +618,7 @@ def _group(hole: Hole, members: list[Hole]) -> str:
         f"{'both' if len(members) == 1 else 'all of them'} must move (moving one recovers nothing)"
     )
     weak = [f"`{h.label}`" for h in members if h.weak or h.by_name]
-    if weak:
+    if weak and not hole.by_name:  # (a group of guesses is a guess: its severity says so)
         said += (
             f"; {', '.join(weak)} {'is' if len(weak) == 1 else 'are'} known only as "
             f"{'a parameter' if len(weak) == 1 else 'parameters'}, but `{hole.label}` is "
