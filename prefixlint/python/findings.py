@@ -144,13 +144,14 @@ def _turn_role(before: tuple[Segment, ...]) -> str | None:
 
 def parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole | None]:
     """Whether an earlier value of the request already parts every request that `hole` parts (a
-    per-request input known as one, or a value seen at its source that varies at least as often;
-    for a value that is itself only a guess from its name, any earlier value that varies at least
-    as often, guessed or not), and else the first earlier value known only by its name (or a
-    parameter whose name says nothing) that may (then `hole`, seen at its source, is kept at info)."""
-    # A guess behind a guess: the requests part at the first as surely as at the second (a `query`
-    # after the `snippets` it was searched for), so the second adds nothing of its own.
-    guessed = hole.by_name
+    per-request input known as one, or, for a per-request input, a date or an id that is itself only
+    a guess from its name, any parameter of the prompt builder; or a value seen at its source that
+    varies at least as often), and else the first earlier value known only by its name (or a
+    parameter whose name says nothing) that may (then `hole` is kept, at info)."""
+    # A per-request input, a date or an id known by its name behind a per-request input: the
+    # requests part at the earlier one as surely as at this one (a `query` after the `snippets`
+    # searched for it), so this one adds nothing of its own.
+    guessed = hole.by_name and (hole.provenance in _RECORD_KINDS or hole.provenance is Provenance.REQUEST)
     guess: Hole | None = None
     for s in before:
         if not isinstance(s, Hole):
@@ -162,7 +163,7 @@ def parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole |
                 return True, None
             guess = guess or s  # a parameter whose name says nothing: per request if callers pass one
         elif varies_at_least_as_often(s, hole):
-            if not s.by_name or guessed:
+            if not s.by_name:
                 return True, None
             guess = guess or s
     return False, guess
@@ -271,10 +272,11 @@ def _follows(
                 input_follows = True
                 break
             close = _tokens("".join(since_last), count) < block
-            if guess and seg.provenance is Provenance.REQUEST and not (close and not crossed):
+            other = seg.label != hole.label
+            if guess and seg.provenance is Provenance.REQUEST and not (close and other and not crossed):
                 # A per-request input judged as one (a parameter, a loop item) is followed, a block
-                # or more on, by another judged alike: the text after that one is not shared either
-                # (closer, the two are one group, named here at the first).
+                # or more on, by another judged alike (or by itself again): the text after that one
+                # is not shared either (closer, two of them are one group, named here at the first).
                 input_follows = True
                 break
             if seg.weak and not (close and (guess or not hole.by_name) and not crossed):
