@@ -770,6 +770,15 @@ FIRST_THAT_HOLDS = {
     "close_values.py:48 PFX105": "move `question` to the end of the text it is in",
     "close_values.py:49 PFX101": "move `date.today()` to the end of the text it is in",
     "close_values.py:56 PFX104": "move `os.getpid()` to the end of the last user message",
+    # The first varying field carries the loss: the query after the snippets has no finding, and no
+    # move of the snippets alone into the user turn holds (the query would then part the requests).
+    "first_varying_field.py:30 PFX105": None,
+    "first_varying_field.py:40 PFX101": "move `date.today()` to the end of the last user message",
+    "first_varying_field.py:41 PFX102": "move `uuid.uuid4()` to the end of the last user message",
+    "first_varying_field.py:48 PFX105": "move `snippets`, with `query` beside it, to the end of the text it "
+    "is in",
+    # A clock that really reaches the prompt beside ORM columns and an ORDER BY.
+    "orm_columns.py:54 PFX101": "move `datetime.utcnow()` to the end of the last user message",
     # Settings of the deployment (info) move like any value; the clock after a setting is its own.
     "deployment_settings.py:25 PFX104": 'move `environ.get("APP_REGION", "eu")` to the end of the last user '
     "message",
