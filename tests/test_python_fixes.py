@@ -963,13 +963,13 @@ def reflect(role_text: str, user_input: str, generated: str) -> str:
 
 def test_a_move_past_a_neighbour_that_varies_too_is_not_offered(tmp_path: Path) -> None:
     """Moving the user's turn after the assistant's only puts the reply where the input was: the
-    reply varies too, and the input, now last, is still ahead of the closing sentence; the reply
-    stops the count at the input (an input judged alike), so the same finding stays: not offered
-    (ChatDev's reflection prompt)."""
+    reply varies too, and now parts the requests first, ahead of most of the closing sentence (the
+    input behind it adds nothing of its own): not offered (ChatDev's reflection prompt)."""
     fix, reasons = _first(tmp_path, REFLECTION, "PFX105")
     assert fix is None
     assert any(
-        "move `user_input`" in r and "did not hold" in r and "line 11 is still there" in r for r in reasons
+        "move `user_input`" in r and "did not hold" in r and "`generated`, which varies too" in r
+        for r in reasons
     )
 
 

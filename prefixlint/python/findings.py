@@ -287,7 +287,13 @@ def _follows(
                 input_follows = True  # nothing after a per-request input (the user's turn) is shared
                 break
             surer = not (seg.weak or seg.by_name and not hole.by_name)  # a guess ends no value seen
-            if not close and surer and varies_at_least_as_often(seg, hole):
+            again = (seg.path, seg.line, seg.column, seg.label) == (
+                hole.path,
+                hole.line,
+                hole.column,
+                hole.label,
+            )
+            if not close and surer and not again and varies_at_least_as_often(seg, hole):
                 # A block or more on, a value that parts every request `hole` parts: what follows it
                 # is lost to it across the requests that share this one, not to this value. It has
                 # no finding of its own (parted_before), so the history after it, lost on every
@@ -445,7 +451,20 @@ def diagnostics(
             )
             if alone is not None:
                 covered.append(replace(diagnostic, message=alone[0], severity=alone[1]))
-    return out
+    return _named_elsewhere(out)
+
+
+def _named_elsewhere(found: list[Diagnostic]) -> list[Diagnostic]:
+    """The findings less those of values another finding names as a member of its group: in one
+    form of the prompt the value is first (`location` may be a literal fallback, then the next
+    value is), in another it is beside the group's first, and a move of the group moves it too. One
+    finding, at the first, unless the value alone is reported above the group."""
+    named: dict[tuple[str, int, int], Severity] = {}
+    for d in found:
+        for _, line, column in d.group:
+            key = (d.span.path, line, column)
+            named[key] = max(named.get(key, Severity.INFO), d.severity)
+    return [d for d in found if named.get((d.span.path, d.span.line, d.span.column), -1) < d.severity]
 
 
 def _diagnostic(
