@@ -455,16 +455,23 @@ def diagnostics(
 
 
 def _named_elsewhere(found: list[Diagnostic]) -> list[Diagnostic]:
-    """The findings less those of values another finding names as a member of its group: in one
-    form of the prompt the value is first (`location` may be a literal fallback, then the next
-    value is), in another it is beside the group's first, and a move of the group moves it too. One
-    finding, at the first, unless the value alone is reported above the group."""
-    named: dict[tuple[str, int, int], Severity] = {}
-    for d in found:
-        for _, line, column in d.group:
-            key = (d.span.path, line, column)
-            named[key] = max(named.get(key, Severity.INFO), d.severity)
-    return [d for d in found if named.get((d.span.path, d.span.line, d.span.column), -1) < d.severity]
+    """The findings less those of values another finding of the same rule names as a member of its
+    group: in one form of the prompt the value is first (`location` may be a literal fallback, then
+    the next value is), in another it is beside the group's first, and a move of the group moves it
+    too. One finding, at the first, unless the value alone is reported above the group; of two that
+    name each other (each first in a form of its own), the one written first."""
+
+    def place(d: Diagnostic) -> tuple[str, int, int]:
+        return (d.span.path, d.span.line, d.span.column)
+
+    members = {id(d): {(d.span.path, line, column) for _, line, column in d.group} for d in found}
+
+    def named_by(d: Diagnostic, e: Diagnostic) -> bool:
+        if e is d or e.code != d.code or e.severity < d.severity or place(d) not in members[id(e)]:
+            return False
+        return place(e) not in members[id(d)] or place(e) < place(d)
+
+    return [d for d in found if not any(named_by(d, e) for e in found)]
 
 
 def _diagnostic(
