@@ -2,34 +2,38 @@
 
 A request-dependent value (a clock, an id, randomness, a machine value, unordered data, a
 per-request input) parts the requests where it stands. What it costs is the static text after it
-that those requests would otherwise share: literal text, text made from constants by code we
-cannot read (of unseen length: "at least"), the later static messages and tools of the same
-request, up to the next per-request input (after which nothing is shared anyway). Where the
-request carries the conversation so far and the value changes on every turn, the history after
-it is recomputed on every turn too. Values less than a cache block apart, neighbour to neighbour,
-part the requests as one group: one finding at the first (where requests part) names every member,
-its line and how often it varies; the loss is the static text after the last member, and a fix
-must move them all. A parameter whose name says nothing is a member beside a value seen at its
-source (the clock is real, so the loss after the group is too), and the group varies as often as
-its most frequent member: the message says so when that is a parameter beside a date. A value seen
-at its source that changes more often than the one before it (a clock after a setting) is no member:
-the requests the earlier one parts differ there anyway, so its loss ends there, and the later one
-gets its own finding.
+that those requests would otherwise share: literal text, text made from constants by code we cannot
+read (of unseen length: "at least"), the later static messages and tools of the same request, up to
+the next value that varies at least as often (a per-request input, or a value seen at its source
+that parts the same requests: what follows it is lost to it across the requests that share this one,
+and the message names it). Where the request carries the conversation so far and the value changes
+on every turn, the history after it is recomputed on every turn too. Values less than a cache block
+apart, neighbour to neighbour, part the requests as one group: one finding at the first (where
+requests part) names every member, its line and how often it varies; the loss is the static text
+after the last member, and a fix must move them all; a member that is first in another form of the
+prompt (after a value with a literal fallback) gives way to it there. A parameter whose name says
+nothing is a member beside a value seen at its source (the clock is real, so the loss after the
+group is too), and the group varies as often as its most frequent member: the message says so when
+that is a parameter beside a date. A value seen at its source that changes more often than the one
+before it (a clock after a setting) is no member: the requests the earlier one parts differ there
+anyway, so its loss ends there, and the later one gets its own finding.
 
 A value costs only over the requests that agree on everything before it (the engine loses all from
 the first token where two requests differ): when an earlier value of the same request varies at
 least as often (prefixlint/python/frequency.py), the later one adds nothing and gets no finding of
-its own, unless it varies less often (a date behind a per-request question): a co-cause, reported at
-info with the earlier value named, that costs its own loss once the earlier one moves; when the
-earlier one is known only by its name, the later one is kept at info and the message names it.
+its own (nor does a per-request input, a date or an id known by its name behind a parameter: a
+`query` after the `snippets` searched for it), unless it varies less often (a date behind a
+per-request question): a co-cause, reported at info with the earlier value named, that costs its own
+loss once the earlier one moves; when the earlier one is known only by its name, the later one is
+kept at info and the message names it.
 
-The severity follows that loss in the chosen engine's aligned blocks (less than one is info),
-how sure we are that the text reaches a model (a candidate no modelled sink sends is at most
-info; a value known only by its name is at most `guess_severity`), and when the value is made
-(once at import or construction: it splits the cache per process, a lower kind of loss). A setting
-of the deployment (an environment variable) is the same on every request of one deployment: it
-splits the cache between deployments, never within one, so it is at most info, and costs no
-history across turns.
+The severity follows that loss in the chosen engine's aligned blocks (less than one is info), how
+sure we are that the text reaches a model (a candidate no modelled sink sends is at most info; a
+value known only by its name is at most `guess_severity`), and when the value is made (once at
+import or construction: it splits the cache per process, a lower kind of loss). A setting of the
+deployment (an environment variable) is the same on every request of one deployment: it splits the
+cache between deployments, never within one, so it is at most info, and costs no history across
+turns.
 """
 
 from __future__ import annotations
@@ -287,13 +291,7 @@ def _follows(
                 input_follows = True  # nothing after a per-request input (the user's turn) is shared
                 break
             surer = not (seg.weak or seg.by_name and not hole.by_name)  # a guess ends no value seen
-            again = (seg.path, seg.line, seg.column, seg.label) == (
-                hole.path,
-                hole.line,
-                hole.column,
-                hole.label,
-            )
-            if not close and surer and not again and varies_at_least_as_often(seg, hole):
+            if not close and surer and seg.site != hole.site and varies_at_least_as_often(seg, hole):
                 # A block or more on, a value that parts every request `hole` parts: what follows it
                 # is lost to it across the requests that share this one, not to this value. It has
                 # no finding of its own (parted_before), so the history after it, lost on every
@@ -329,8 +327,9 @@ def _follows(
         )
         if not (unseen or history or elsewhere):
             return None, merged
-    evidence = _Evidence(hole, prompt, before, static, unseen, least, tuple(added), history, more, companions)
-    evidence.ends = ends
+    evidence = _Evidence(
+        hole, prompt, before, static, unseen, least, tuple(added), history, more, companions, ends=ends
+    )
     return evidence, merged
 
 
