@@ -4,19 +4,21 @@ A request-dependent value (a clock, an id, randomness, a machine value, unordere
 per-request input) parts the requests where it stands. What it costs is the static text after it
 that those requests would otherwise share: literal text, text made from constants by code we cannot
 read (of unseen length: "at least"), the later static messages and tools of the same request, up to
-the next value that varies at least as often (a per-request input, or a value seen at its source
-that parts the same requests: what follows it is lost to it across the requests that share this one,
-and the message names it). Where the request carries the conversation so far and the value changes
-on every turn, the history after it is recomputed on every turn too. Values less than a cache block
-apart, neighbour to neighbour, part the requests as one group: one finding at the first (where
-requests part) names every member, its line and how often it varies; the loss is the static text
-after the last member, and a fix must move them all; a member that is first in another form of the
-prompt (after a value with a literal fallback) gives way to it there. A parameter whose name says
-nothing is a member beside a value seen at its source (the clock is real, so the loss after the
-group is too), and the group varies as often as its most frequent member: the message says so when
-that is a parameter beside a date. A value seen at its source that changes more often than the one
-before it (a clock after a setting) is no member: the requests the earlier one parts differ there
-anyway, so its loss ends there, and the later one gets its own finding.
+the next per-request input (after which nothing is shared anyway). A value seen at its source
+further on that parts the same requests (an id after a clock) does not end that count, but the
+value's own loss ends there (what follows is lost to that one too, across the requests that share
+this one): the severity is judged on the own loss, and the message names the later value. Where the
+request carries the conversation so far and the value changes on every turn, the history after it is
+recomputed on every turn too. Values less than a cache block apart, neighbour to neighbour, part the
+requests as one group: one finding at the first (where requests part) names every member, its line
+and how often it varies; the loss is the static text after the last member, and a fix must move them
+all; a member that is first in another form of the prompt (after a value with a literal fallback)
+gives way to it there. A parameter whose name says nothing is a member beside a value seen at its
+source (the clock is real, so the loss after the group is too), and the group varies as often as its
+most frequent member: the message says so when that is a parameter beside a date. A value seen at
+its source that changes more often than the one before it (a clock after a setting) is no member:
+the requests the earlier one parts differ there anyway, so its loss ends there, and the later one
+gets its own finding.
 
 A value costs only over the requests that agree on everything before it (the engine loses all from
 the first token where two requests differ): when an earlier value of the same request varies at
@@ -130,7 +132,8 @@ class _Evidence:
     parted: Hole | None = None  # an earlier value, known by its name, that may part the requests first
     covered: bool = False  # an earlier value seen at its source parts every request this one parts
     cause: Hole | None = None  # that earlier value, when it varies more often than this one (a co-cause)
-    ends: Hole | None = None  # a later value, varying at least as often, whose loss what follows is
+    ends: Hole | None = None  # a later value, varying at least as often: what follows it is its loss too
+    own: str = ""  # the static text up to it: this value's own loss (all of `after` without one)
 
 
 def _is_strong_input(seg: Segment) -> bool:
@@ -244,7 +247,8 @@ def _follows(
     least = 0
     added: list[str] = []
     history: Hole | None = None
-    ends: Hole | None = None  # the later value, varying at least as often, where its loss ends
+    ends: Hole | None = None  # the later value, varying at least as often, where its own loss ends
+    own_end = 0  # pieces of `after` up to it
     input_follows = False
     crossed = False  # a message boundary lies between the value and the segment at hand
     # A candidate's date or id written into a conversation turn records that turn: it costs the
@@ -265,7 +269,8 @@ def _follows(
             if turn_bound:
                 break
             crossed = True
-            history = history or _history_in((seg,))
+            if seg.role == "unknown":  # turns replayed with their own roles: the conversation so far
+                history = history or Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
         elif seg.history:
             history = history or seg
         elif seg.provenance.volatile:
@@ -293,13 +298,12 @@ def _follows(
             surer = not (seg.weak or seg.by_name and not hole.by_name)  # a guess ends no value seen
             if not close and surer and seg.site != hole.site and varies_at_least_as_often(seg, hole):
                 # A block or more on, a value that parts every request `hole` parts: what follows it
-                # is lost to it across the requests that share this one, not to this value. It has
-                # no finding of its own (parted_before), so the history after it, lost on every
-                # turn, is still said here.
-                ends = seg
-                history = history or _history_in(segments[k + 1 :])
-                input_follows = True
-                break
+                # is lost to it too, across the requests that share this one, so this value's own
+                # loss ends here. The requests it parts still lose it all (and the history after
+                # it), so the count goes on; the severity is judged on its own loss.
+                if ends is None:
+                    ends, own_end = seg, len(after)
+                continue
             # Less than a block apart, the requests part at the first and all must move: one group,
             # whose loss is the text after its last member (a guess does not stand for a value seen
             # at its source, which gets a finding of its own; a parameter beside a real source
@@ -327,21 +331,22 @@ def _follows(
         )
         if not (unseen or history or elsewhere):
             return None, merged
+    own = "".join(after[group_end:own_end]) if ends is not None else static
     evidence = _Evidence(
-        hole, prompt, before, static, unseen, least, tuple(added), history, more, companions, ends=ends
+        hole,
+        prompt,
+        before,
+        static,
+        unseen,
+        least,
+        tuple(added),
+        history,
+        more,
+        companions,
+        ends=ends,
+        own=own,
     )
     return evidence, merged
-
-
-def _history_in(segments: tuple[Segment, ...]) -> Hole | None:
-    """The first conversation-so-far among `segments`: a list spliced in, or turns replayed with
-    their own roles."""
-    for seg in segments:
-        if isinstance(seg, Hole) and seg.history:
-            return seg
-        if isinstance(seg, Break) and seg.role == "unknown":
-            return Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
-    return None
 
 
 def _tokens(text: str, count: Callable[[str], int]) -> int:
@@ -510,12 +515,14 @@ def _diagnostic(
             f"{'it cannot' if tokens == 1 and not least else 'they cannot'} be served from the prefix cache"
         )
         before = _tokens(ev.before, count)
-        lost = _costs_a_block(before, tokens, engine, any_alignment=False)
+        # judged on its own loss: what a later value that varies as often loses too is not its
+        judged = _tokens(ev.own, count) + ev.least if ev.ends is not None else tokens
+        lost = _costs_a_block(before, judged, engine, any_alignment=False)
         if (
             stand_in
             and lost
             and not per_turn
-            and not _costs_a_block(before, tokens, engine, any_alignment=True)
+            and not _costs_a_block(before, judged, engine, any_alignment=True)
         ):
             # the stand-in's block boundaries are not the model's: never more than info on them
             lost = False
@@ -542,9 +549,9 @@ def _diagnostic(
         message += _group(hole, ev.companions)
     if ev.ends is not None:
         message += (
-            f"; `{ev.ends.label}` (line {ev.ends.line}, {_how_often(ev.ends)}) after it parts these "
-            "requests again: the static text after that is lost to it too, so only a move of both "
-            "recovers it"
+            f"; {counted(_tokens(ev.own, count), 'static token')} of them are its own: "
+            f"`{ev.ends.label}` (line {ev.ends.line}, {_how_often(ev.ends)}) after it parts these "
+            "requests again, so what follows that is recovered only once both move"
         )
     # The group varies as often as its most frequent member; one seen at its source that varies
     # more often than `hole` ends its loss (`_follows`), so a more frequent member is a guess: the
