@@ -135,6 +135,29 @@ SOURCES = [
     Source(
         "stable-seeded-random", None, "random.Random(7).choice(GREETINGS)", ("import random",), is_str=True
     ),
+    # what is not prompt text at the call (the table's `[[ordering]]` rows and ORM column row): a
+    # clock as a sort key or an ORDER BY, a column's default, the time a row is written
+    Source(
+        "stable-sort-key",
+        None,
+        "max(EXAMPLES, key=lambda e: time.time() - len(e))",
+        ("import time",),
+        is_str=True,
+    ),
+    Source(
+        "stable-order-by",
+        None,
+        "str(db.query(Note.text).order_by(time.time() - Note.ts).first())",
+        ("import time", "from myapp.db import Note, db"),
+        is_str=True,
+    ),
+    Source(
+        "stable-orm-column-default",
+        None,
+        "str(Column(DateTime, default=datetime.utcnow, onupdate=datetime.utcnow))",
+        ("from datetime import datetime", "from sqlalchemy import Column, DateTime"),
+        is_str=True,
+    ),
 ]
 SECOND = Source("machine-pid", "PFX104", "os.getpid()", ("import os",))  # the value at W
 

@@ -108,9 +108,12 @@ def test_a_broken_entry_or_request_row_is_named(text: str, message: str) -> None
 
 
 def test_two_inputs_a_route_passes_are_both_named(project: Path) -> None:
+    """`Notes: {context}\nQuestion: {question}`: two inputs a route passes, less than a block apart,
+    are one group, named at the first (where the requests part), and both must move."""
     code, severity, message = _findings(project, "research/prompts.py")[43]
     assert (code, severity) == ("PFX105", Severity.WARNING)
-    assert "`context` before it is passed per request too: both must move" in message
+    assert message.startswith("`context` (a parameter of `report_prompt()`)")
+    assert "`question` (line 43, a per-request input" in message and "both must move" in message
 
 
 def test_an_attribute_of_an_object_nobody_makes_stays_at_info(project: Path) -> None:

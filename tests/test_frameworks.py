@@ -53,6 +53,7 @@ ROWS = [
         *builtin().fields,
         *builtin().schemas,
         *builtin().getters,
+        *builtin().orders,
     ]
     if row.examples
 ]

@@ -294,8 +294,9 @@ def test_each_item_the_caller_loops_over_is_a_request_and_a_method_of_it_is_its_
 
 
 def test_a_label_between_two_inputs_judged_alike_is_no_loss(tmp_path: Path) -> None:
-    """`{prev}` then a short label then `{draft}`: text after the second input is not shared by
-    requests that differ in the first; only the label would be, less than a block."""
+    """`{prev}` then a short label then `{draft}`: less than a block apart, the two part the
+    requests as one group, named at the first (where requests part); the label between them is no
+    loss, the text after the second is the group's."""
     label = "\\nPrevious:\\n{prev}\\nDraft:\\n{draft}\\n"
     source = LLAMA + (
         "llm = OpenAI()\n"
@@ -307,10 +308,8 @@ def test_a_label_between_two_inputs_judged_alike_is_no_loss(tmp_path: Path) -> N
         "        draft=draft,\n"
         "    )\n"
     )
-    # the first input costs only the label before the second: nothing; the second costs the rest
-    assert _check({"app.py": source}, "app.py", tmp_path) == {
-        ("PFX105", _line(source, "draft=draft")): "info"
-    }
+    # one finding, at the first input (the second is its group's other member)
+    assert _check({"app.py": source}, "app.py", tmp_path) == {("PFX105", _line(source, "prev=prev")): "info"}
 
 
 def test_a_template_another_module_uses_is_judged_there_not_by_its_placeholder_names(tmp_path: Path) -> None:

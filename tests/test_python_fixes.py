@@ -791,6 +791,15 @@ FIRST_THAT_HOLDS = {
     # user's query (after it, their static text would follow the query: a block lost to it).
     "close_values_per_user.py:21 PFX101": "move `date.today()`, with `where` and `user_name` beside it, to "
     "the start of the last user message",
+    # The first varying field carries the loss: the query after the snippets has no finding, and no
+    # move of the snippets alone into the user turn holds (the query would then part the requests).
+    "first_varying_field.py:30 PFX105": None,
+    "first_varying_field.py:40 PFX101": "move `date.today()` to the end of the last user message",
+    "first_varying_field.py:41 PFX102": "move `uuid.uuid4()` to the end of the last user message",
+    "first_varying_field.py:48 PFX105": "move `snippets`, with `query` beside it, to the end of the text it "
+    "is in",
+    # A clock that really reaches the prompt beside ORM columns and an ORDER BY.
+    "orm_columns.py:54 PFX101": "move `datetime.utcnow()` to the end of the last user message",
     # Settings of the deployment (info) move like any value; the clock after a setting is its own.
     "deployment_settings.py:25 PFX104": 'move `environ.get("APP_REGION", "eu")` to the end of the last user '
     "message",
@@ -985,13 +994,13 @@ def reflect(role_text: str, user_input: str, generated: str) -> str:
 
 def test_a_move_past_a_neighbour_that_varies_too_is_not_offered(tmp_path: Path) -> None:
     """Moving the user's turn after the assistant's only puts the reply where the input was: the
-    reply varies too, and the input, now last, is still ahead of the closing sentence; the reply
-    stops the count at the input (an input judged alike), so the same finding stays: not offered
-    (ChatDev's reflection prompt)."""
+    reply varies too, and now parts the requests first, ahead of most of the closing sentence (the
+    input behind it adds nothing of its own): not offered (ChatDev's reflection prompt)."""
     fix, reasons = _first(tmp_path, REFLECTION, "PFX105")
     assert fix is None
     assert any(
-        "move `user_input`" in r and "did not hold" in r and "line 11 is still there" in r for r in reasons
+        "move `user_input`" in r and "did not hold" in r and "`generated`, which varies too" in r
+        for r in reasons
     )
 
 

@@ -3,12 +3,14 @@ and what that leaves of the findings: a later value costs only what an earlier o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 
 from prefixlint.api import Options
-from prefixlint.core.findings import Severity
+from prefixlint.core.findings import Diagnostic, Severity
 from prefixlint.python import analyze_python
 from prefixlint.python.frequency import (
     COVERS,
@@ -114,8 +116,21 @@ def test_a_per_request_input_then_a_clock_is_one_finding_at_the_input(tmp_path: 
 
 
 def test_a_clock_then_an_id_is_one_finding_at_the_clock(tmp_path: Path) -> None:
-    found = findings(tmp_path, module("datetime.datetime.now()", "uuid.uuid4()"))
+    """The id, a block and more on, varies as often as the clock: the requests the clock parts lose
+    both texts (the evidence counts them), but what follows the id is lost to it too, so the
+    clock's own loss, on which it is judged, ends at the id, and the message names the id; the id
+    has no finding of its own."""
+    source = module("datetime.datetime.now()", "uuid.uuid4()")
+    found = findings(tmp_path, source)
     assert [(code, line, severity) for code, line, severity, _ in found] == [("PFX101", 11, Severity.ERROR)]
+    own = re.search(
+        r"; (\d+) static tokens of them are its own: `uuid.uuid4\(\)` \(line 13, per request\)", found[0][3]
+    )
+    assert own is not None and "after it parts these requests again" in found[0][3]
+    (clock,) = analyze_python(str(tmp_path / "m.py"), source, Options()).diagnostics
+    assert (
+        clock.static_tokens is not None and 1.8 * int(own.group(1)) < clock.static_tokens
+    )  # one FILLER of two
 
 
 def test_a_clock_then_an_import_time_value_is_a_co_cause_at_info(tmp_path: Path) -> None:
@@ -238,3 +253,62 @@ def test_the_most_frequent_of_a_group_is_the_one_nothing_else_varies_more_often_
     assert most_frequent([hole(Provenance.UNKNOWN)]) is None
     assert varies_more_often(pid, setting) and not varies_more_often(setting, pid)
     assert not varies_more_often(clock, hole(Provenance.ID))  # as often: not more
+
+
+# --- the first varying field carries the loss (fixtures/python/first_varying_field.py) -------------
+FIRST_FIELD = FIXTURES / "python" / "first_varying_field.py"
+
+
+def first_field_findings() -> list[Diagnostic]:
+    source = FIRST_FIELD.read_text(encoding="utf-8")
+    return analyze_python(str(FIRST_FIELD), source, Options()).diagnostics
+
+
+def test_a_query_after_the_snippets_searched_for_it_is_no_finding_of_its_own() -> None:
+    """SuperAGI's shape: the snippets, then the query, then a short tail. The requests part at the
+    snippets, which carry the loss up to the query; the query adds nothing (no finding at line 32)."""
+    found = {(d.span.line, d.code): d for d in first_field_findings()}
+    snippets = found[(30, "PFX105")]
+    assert snippets.severity is Severity.INFO  # a parameter whose name says nothing: a guess
+    assert (32, "PFX105") not in found
+
+
+def test_an_id_after_a_date_is_reported_with_the_tail_up_to_the_end() -> None:
+    """The id varies more often than the date: the date loses the text up to the id (a warning, per
+    day), the id loses CLOSING after it, a finding of its own at its rule's severity."""
+    found = {(d.span.line, d.code): d for d in first_field_findings()}
+    date, request = found[(40, "PFX101")], found[(41, "PFX102")]
+    assert (date.severity, request.severity) == (Severity.WARNING, Severity.ERROR)
+    assert "may already part" not in request.message and "co-cause" not in request.message
+    assert date.static_tokens > request.static_tokens > 16
+
+
+def test_two_close_parameters_are_one_group_named_at_the_first() -> None:
+    found = [d for d in first_field_findings() if d.span.line == 48]
+    assert [(d.code, d.span.column, d.severity) for d in found] == [("PFX105", 23, Severity.INFO)]
+    assert found[0].group == (("query", 48, 42),)
+    assert "`query` is known only as a parameter" not in found[0].message  # both are guesses
+
+
+def test_the_fixture_has_exactly_its_marked_findings() -> None:
+    assert sorted((d.span.line, d.code) for d in first_field_findings()) == [
+        (30, "PFX105"),
+        (40, "PFX101"),
+        (41, "PFX102"),
+        (48, "PFX105"),
+    ]
+
+
+# --- what is not prompt text at the call (fixtures/python/orm_columns.py) --------------------------
+ORM = FIXTURES / "python" / "orm_columns.py"
+
+
+def test_orm_column_defaults_and_sort_keys_are_silent_and_a_real_clock_beside_them_is_not() -> None:
+    """`Column(DateTime, default=datetime.utcnow, onupdate=...)` is the time a row is written, and
+    `order_by(Note.created_at.desc())` / `max(..., key=...)` only order: no finding in `answer()`
+    or `freshest()`. `stamped()` writes `datetime.utcnow()` into its system prompt: an error at
+    that line, whose loss is not cut short by the column read beside it."""
+    source = ORM.read_text(encoding="utf-8")
+    found = analyze_python(str(ORM), source, Options()).diagnostics
+    assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX101", 54, Severity.ERROR)]
+    assert "`datetime.utcnow()`" in found[0].message and not found[0].group

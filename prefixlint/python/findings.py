@@ -2,34 +2,40 @@
 
 A request-dependent value (a clock, an id, randomness, a machine value, unordered data, a
 per-request input) parts the requests where it stands. What it costs is the static text after it
-that those requests would otherwise share: literal text, text made from constants by code we
-cannot read (of unseen length: "at least"), the later static messages and tools of the same
-request, up to the next per-request input (after which nothing is shared anyway). Where the
-request carries the conversation so far and the value changes on every turn, the history after
-it is recomputed on every turn too. Values less than a cache block apart, neighbour to neighbour,
-part the requests as one group: one finding at the first (where requests part) names every member,
-its line and how often it varies; the loss is the static text after the last member, and a fix
-must move them all. A parameter whose name says nothing is a member beside a value seen at its
-source (the clock is real, so the loss after the group is too), and the group varies as often as
-its most frequent member: the message says so when that is a parameter beside a date. A value seen
-at its source that changes more often than the one before it (a clock after a setting) is no member:
+that those requests would otherwise share: literal text, text made from constants by code we cannot
+read (of unseen length: "at least"), the later static messages and tools of the same request, up to
+the next per-request input (after which nothing is shared anyway). A value seen at its source
+further on that parts the same requests (an id after a clock) does not end that count, but the
+value's own loss ends there (what follows is lost to that one too, across the requests that share
+this one): the severity is judged on the own loss, and the message names the later value. Where the
+request carries the conversation so far and the value changes on every turn, the history after it is
+recomputed on every turn too. Values less than a cache block apart, neighbour to neighbour, part the
+requests as one group: one finding at the first (where requests part) names every member, its line
+and how often it varies; the loss is the static text after the last member, and a fix must move them
+all; a member that is first in another form of the prompt (after a value with a literal fallback)
+gives way to it there. A parameter whose name says nothing is a member beside a value seen at its
+source (the clock is real, so the loss after the group is too), and the group varies as often as its
+most frequent member: the message says so when that is a parameter beside a date. A value seen at
+its source that changes more often than the one before it (a clock after a setting) is no member:
 the requests the earlier one parts differ there anyway, so its loss ends there, and the later one
 gets its own finding.
 
 A value costs only over the requests that agree on everything before it (the engine loses all from
 the first token where two requests differ): when an earlier value of the same request varies at
 least as often (prefixlint/python/frequency.py), the later one adds nothing and gets no finding of
-its own, unless it varies less often (a date behind a per-request question): a co-cause, reported at
-info with the earlier value named, that costs its own loss once the earlier one moves; when the
-earlier one is known only by its name, the later one is kept at info and the message names it.
+its own (nor does a per-request input, a date or an id known by its name behind a parameter: a
+`query` after the `snippets` searched for it), unless it varies less often (a date behind a
+per-request question): a co-cause, reported at info with the earlier value named, that costs its own
+loss once the earlier one moves; when the earlier one is known only by its name, the later one is
+kept at info and the message names it.
 
-The severity follows that loss in the chosen engine's aligned blocks (less than one is info),
-how sure we are that the text reaches a model (a candidate no modelled sink sends is at most
-info; a value known only by its name is at most `guess_severity`), and when the value is made
-(once at import or construction: it splits the cache per process, a lower kind of loss). A setting
-of the deployment (an environment variable) is the same on every request of one deployment: it
-splits the cache between deployments, never within one, so it is at most info, and costs no
-history across turns.
+The severity follows that loss in the chosen engine's aligned blocks (less than one is info), how
+sure we are that the text reaches a model (a candidate no modelled sink sends is at most info; a
+value known only by its name is at most `guess_severity`), and when the value is made (once at
+import or construction: it splits the cache per process, a lower kind of loss). A setting of the
+deployment (an environment variable) is the same on every request of one deployment: it splits the
+cache between deployments, never within one, so it is at most info, and costs no history across
+turns.
 """
 
 from __future__ import annotations
@@ -127,6 +133,8 @@ class _Evidence:
     parted: Hole | None = None  # an earlier value, known by its name, that may part the requests first
     covered: bool = False  # an earlier value seen at its source parts every request this one parts
     cause: Hole | None = None  # that earlier value, when it varies more often than this one (a co-cause)
+    ends: Hole | None = None  # a later value, varying at least as often: what follows it is its loss too
+    own: str = ""  # the static text up to it: this value's own loss (all of `after` without one)
 
 
 def _is_strong_input(seg: Segment) -> bool:
@@ -144,11 +152,14 @@ def _turn_role(before: tuple[Segment, ...]) -> str | None:
 
 def parted_before(before: tuple[Segment, ...], hole: Hole) -> tuple[bool, Hole | None]:
     """Whether an earlier value of the request already parts every request that `hole` parts (a
-    per-request input known as one, or, for a value that is itself only a guess from its name, any
-    parameter of the prompt builder; or a value seen at its source that varies at least as often),
-    and else the first earlier value known only by its name (or a parameter whose name says nothing)
-    that may (then `hole` is kept, at info)."""
-    guessed = hole.by_name and hole.provenance in _RECORD_KINDS
+    per-request input known as one, or, for a per-request input, a date or an id that is itself only
+    a guess from its name, any parameter of the prompt builder; or a value seen at its source that
+    varies at least as often), and else the first earlier value known only by its name (or a
+    parameter whose name says nothing) that may (then `hole` is kept, at info)."""
+    # A per-request input, a date or an id known by its name behind a per-request input: the
+    # requests part at the earlier one as surely as at this one (a `query` after the `snippets`
+    # searched for it), so this one adds nothing of its own.
+    guessed = hole.by_name and (hole.provenance in _RECORD_KINDS or hole.provenance is Provenance.REQUEST)
     guess: Hole | None = None
     for s in before:
         if not isinstance(s, Hole):
@@ -237,6 +248,8 @@ def _follows(
     least = 0
     added: list[str] = []
     history: Hole | None = None
+    ends: Hole | None = None  # the later value, varying at least as often, where its own loss ends
+    own_end = 0  # pieces of `after` up to it
     input_follows = False
     crossed = False  # a message boundary lies between the value and the segment at hand
     # A candidate's date or id written into a conversation turn records that turn: it costs the
@@ -261,12 +274,6 @@ def _follows(
                 history = history or Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
         elif seg.history:
             history = history or seg
-        elif guess and seg.provenance is Provenance.REQUEST:
-            # A per-request input judged as one (a parameter, a loop item) is followed by another
-            # judged alike: the text after that one is not shared either (a label between two
-            # inputs is no loss).
-            input_follows = True
-            break
         elif seg.provenance.volatile:
             if not (seg.by_name or seg.weak) and varies_more_often(seg, hole):
                 # a value seen at its source that changes more often (a clock behind a setting):
@@ -275,13 +282,29 @@ def _follows(
                 input_follows = True
                 break
             close = _tokens("".join(since_last), count) < block
-            if seg.weak and not (close and not hole.by_name and not crossed):
+            other = seg.label != hole.label
+            if guess and seg.provenance is Provenance.REQUEST and not (close and other and not crossed):
+                # A per-request input judged as one (a parameter, a loop item) is followed, a block
+                # or more on, by another judged alike (or by itself again): the text after that one
+                # is not shared either (closer, two of them are one group, named here at the first).
+                input_follows = True
+                break
+            if seg.weak and not (close and (guess or not hole.by_name) and not crossed):
                 # a parameter whose name says nothing (per request only if callers pass one), or one
                 # in a later message (a replayed turn, the same across a conversation): crossed
                 continue
             if _is_strong_input(seg) and (crossed or not close):
                 input_follows = True  # nothing after a per-request input (the user's turn) is shared
                 break
+            surer = not (seg.weak or seg.by_name and not hole.by_name)  # a guess ends no value seen
+            if not close and surer and seg.site != hole.site and varies_at_least_as_often(seg, hole):
+                # A block or more on, a value that parts every request `hole` parts: what follows it
+                # is lost to it too, across the requests that share this one, so this value's own
+                # loss ends here. The requests it parts still lose it all (and the history after
+                # it), so the count goes on; the severity is judged on its own loss.
+                if ends is None:
+                    ends, own_end = seg, len(after)
+                continue
             # Less than a block apart, the requests part at the first and all must move: one group,
             # whose loss is the text after its last member (a guess does not stand for a value seen
             # at its source, which gets a finding of its own; a parameter beside a real source
@@ -309,7 +332,21 @@ def _follows(
         )
         if not (unseen or history or elsewhere):
             return None, merged
-    evidence = _Evidence(hole, prompt, before, static, unseen, least, tuple(added), history, more, companions)
+    own = "".join(after[group_end:own_end]) if ends is not None else static
+    evidence = _Evidence(
+        hole,
+        prompt,
+        before,
+        static,
+        unseen,
+        least,
+        tuple(added),
+        history,
+        more,
+        companions,
+        ends=ends,
+        own=own,
+    )
     return evidence, merged
 
 
@@ -420,7 +457,27 @@ def diagnostics(
             )
             if alone is not None:
                 covered.append(replace(diagnostic, message=alone[0], severity=alone[1], cache_lost=alone[2]))
-    return out
+    return _named_elsewhere(out)
+
+
+def _named_elsewhere(found: list[Diagnostic]) -> list[Diagnostic]:
+    """The findings less those of values another finding of the same rule names as a member of its
+    group: in one form of the prompt the value is first (`location` may be a literal fallback, then
+    the next value is), in another it is beside the group's first, and a move of the group moves it
+    too. One finding, at the first, unless the value alone is reported above the group; of two that
+    name each other (each first in a form of its own), the one written first."""
+
+    def place(d: Diagnostic) -> tuple[str, int, int]:
+        return (d.span.path, d.span.line, d.span.column)
+
+    members = {id(d): {(d.span.path, line, column) for _, line, column in d.group} for d in found}
+
+    def named_by(d: Diagnostic, e: Diagnostic) -> bool:
+        if e is d or e.code != d.code or e.severity < d.severity or place(d) not in members[id(e)]:
+            return False
+        return place(e) not in members[id(d)] or place(e) < place(d)
+
+    return [d for d in found if not any(named_by(d, e) for e in found)]
 
 
 def _diagnostic(
@@ -462,10 +519,12 @@ def _diagnostic(
             f"{'it cannot' if tokens == 1 and not least else 'they cannot'} be served from the prefix cache"
         )
         before = _tokens(ev.before, count)
-        aligned = aligned_loss(before, tokens, engine if engine is not None else EVERY_TOKEN)
+        # judged on its own loss: what a later value that varies as often loses too is not its
+        judged = _tokens(ev.own, count) + ev.least if ev.ends is not None else tokens
+        aligned = aligned_loss(before, judged, engine if engine is not None else EVERY_TOKEN)
         lost = aligned > 0  # the shared rule (loss_severity) at the measured alignment
         cache_lost = aligned
-        if stand_in and lost and not per_turn and not _costs_a_block_anywhere(before, tokens, engine):
+        if stand_in and lost and not per_turn and not _costs_a_block_anywhere(before, judged, engine):
             # the stand-in's block boundaries are not the model's: never more than info on them
             lost = False
             message += "; " + TOKENIZER_DEPENDS_NOTE.format(measured=RULES[code].default_severity.label)
@@ -489,6 +548,12 @@ def _diagnostic(
         message += f", nor can the conversation history after it (`{ev.history.label}`)" + _every_turn(hole)
     if ev.companions:
         message += _group(hole, ev.companions)
+    if ev.ends is not None:
+        message += (
+            f"; {counted(_tokens(ev.own, count), 'static token')} of them are its own: "
+            f"`{ev.ends.label}` (line {ev.ends.line}, {_how_often(ev.ends)}) after it parts these "
+            "requests again, so what follows that is recovered only once both move"
+        )
     # The group varies as often as its most frequent member; one seen at its source that varies
     # more often than `hole` ends its loss (`_follows`), so a more frequent member is a guess: the
     # message says so, the severity stays that of the values seen at their source.
@@ -588,7 +653,7 @@ def _group(hole: Hole, members: list[Hole]) -> str:
         f"{'both' if len(members) == 1 else 'all of them'} must move (moving one recovers nothing)"
     )
     weak = [f"`{h.label}`" for h in members if h.weak or h.by_name]
-    if weak:
+    if weak and not hole.by_name:  # (a group of guesses is a guess: its severity says so)
         said += (
             f"; {', '.join(weak)} {'is' if len(weak) == 1 else 'are'} known only as "
             f"{'a parameter' if len(weak) == 1 else 'parameters'}, but `{hole.label}` is "

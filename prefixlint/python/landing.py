@@ -75,11 +75,7 @@ def _parted_where_landed(requests: list[Prompt], needles: set[str], hole: Hole) 
 def _already_before(before: tuple[Segment, ...], filled: Segment | None, hole: Hole) -> bool:
     """Whether the requests already differ before the filled value: the same value written earlier,
     or an earlier value that parts them at least as often as the placeholder's would."""
-    if isinstance(filled, Hole) and any(
-        isinstance(s, Hole)
-        and (s.path, s.line, s.column, s.label) == (filled.path, filled.line, filled.column, filled.label)
-        for s in before
-    ):
+    if isinstance(filled, Hole) and any(isinstance(s, Hole) and s.site == filled.site for s in before):
         return True  # `query` written into the first message, then into the template at the end
     parted, _ = parted_before(before, hole)
     return parted

@@ -75,6 +75,11 @@ class Hole:
     # line, column, label, via) as they were (prefixlint/python/consumers.py puts it back).
     origin: tuple[str, int, int, str, str] | None = None
 
+    @property
+    def site(self) -> tuple[str, str, int, int]:
+        """Where the value is written, and as what: two holes of one site are one value read again."""
+        return (self.path, self.label, self.line, self.column)
+
 
 @dataclass(frozen=True)
 class Break:

@@ -208,9 +208,10 @@ class Calls(EvaluatorBase):
 
     def text_arguments(self, call: cst.Call) -> list[cst.Arg]:
         """The arguments of a call that may end up in its result's text: not the ones that only
-        configure it (`api_key=`, `headers=`, `timeout=`: the table's `not_prompt` keywords)."""
-        config = self.project.frameworks.not_prompt
-        return [a for a in call.args if a.keyword is None or a.keyword.value not in config]
+        configure it (`api_key=`, `headers=`, `timeout=`: the table's `not_prompt` keywords) nor
+        those that only order or pick what it gives (`key=` of `max`: its `[[ordering]]` rows)."""
+        skip = self.project.frameworks.unwritten_keywords
+        return [a for a in call.args if a.keyword is None or a.keyword.value not in skip]
 
     def text_parts(self, call: cst.Call, name: str, env: Env) -> list[Value]:
         """The values of a call's text arguments. A setting read from the environment and handed to

@@ -132,6 +132,9 @@ class Strings(EvaluatorBase):
                 return self.template_call(node, value, env)
         if method in _FILE_READS:  # `Path(p).read_text()`: the file's text, not its path's
             return file_content(self._opaque(node, name, [receiver, *self.text_parts(node, name, deeper)]))
+        if method in self.project.frameworks.order_methods:
+            # `.order_by(Model.created_at.desc())`: the arguments order the rows, they are not written
+            return self.propagate(node, [receiver])
         if method in _LOOKUPS:  # `d.get(key)`: the key picks, it is not written
             written = args[0].value if method == "get" and args else None
             key = string_value(written) if isinstance(written, cst.SimpleString) else None

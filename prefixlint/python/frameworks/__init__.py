@@ -14,8 +14,9 @@ of the same table. `[[fields]]` rows name the inputs a component framework decla
 `inputs = [MessageTextInput(name=...)]`), read as `self.<name>`: per request or a constant of the app, by
 the class each is declared with. `[[getter]]` rows are the shapes of a config read with a default
 (`get(key, default)`, `getattr(obj, key, default)`): a default naming a prompt file is that file
-(evaluate/config_reads.py). Every row carries a valid and an invalid example that the tests run
-(`tests/test_frameworks.py`), as Fixit runs its rules' examples.
+(evaluate/config_reads.py). `[[ordering]]` rows name the arguments that only order or pick what a
+call gives (a sort key, an ORDER BY): never its text. Every row carries a valid and an invalid
+example that the tests run (`tests/test_frameworks.py`), as Fixit runs its rules' examples.
 
 The package: rows.py (the row types), names.py (how a call is written, the patterns), lookup.py
 (`Frameworks`, the table indexed for matching), table.py (the TOML reader and the row checks).
@@ -32,6 +33,7 @@ from prefixlint.python.frameworks.rows import (
     FieldsModel,
     GetterModel,
     MemoryModel,
+    OrderModel,
     RequestModel,
     SchemaModel,
     SinkModel,
@@ -55,6 +57,7 @@ __all__ = [
     "Frameworks",
     "GetterModel",
     "MemoryModel",
+    "OrderModel",
     "RequestModel",
     "SchemaModel",
     "SinkModel",

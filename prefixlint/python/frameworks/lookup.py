@@ -26,6 +26,7 @@ from prefixlint.python.frameworks.rows import (
     FieldsModel,
     GetterModel,
     MemoryModel,
+    OrderModel,
     RequestModel,
     SchemaModel,
     SinkModel,
@@ -67,11 +68,17 @@ class Frameworks:
         schemas: list[SchemaModel] | None = None,
         requests: list[RequestModel] | None = None,
         getters: list[GetterModel] | None = None,
+        orders: list[OrderModel] | None = None,
     ) -> None:
         self.sinks = sinks
         self.sources = sources or []
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
+        self.orders = orders or []
+        # methods whose arguments only order their receiver, keywords that only order or pick
+        self.order_methods = frozenset(m for row in self.orders for m in row.methods)
+        self.order_keywords = frozenset(k for row in self.orders for k in row.keywords)
+        self.unwritten_keywords = not_prompt | self.order_keywords  # a call's arguments never its text
         self.entries = entries or []
         self.memories = memories or []
         self._memories: dict[str, list[tuple[Pattern, MemoryModel]]] = {}
@@ -168,6 +175,7 @@ class Frameworks:
             self.schemas,
             self.requests,
             self.getters,
+            self.orders,
         )
 
     def match_field(self, index: ModuleIndex, call: cst.Call) -> Declared | None:

@@ -8,7 +8,8 @@ brings), `MemoryModel` (a framework memory and how it rewrites
 the history), `AppendedModel` (text a library adds beside what a call is given), `SourceModel` (a
 call whose result is made per request), `FieldsModel` (the inputs a component framework declares as
 data and its code reads as attributes), `SchemaModel` (a construct whose arguments become the
-choices of a generated schema). Reading them from TOML is table.py's job; finding them at
+choices of a generated schema), `OrderModel` (arguments that only order or pick what a call gives:
+a sort key, an ORDER BY). Reading them from TOML is table.py's job; finding them at
 a call is lookup.py's.
 """
 
@@ -309,3 +310,17 @@ class GetterModel:
             elif where in keywords:
                 return keywords[where]
         return None
+
+
+@dataclass(frozen=True)
+class OrderModel:
+    """Arguments that only order or pick what a call gives, never written into it (`[[ordering]]`):
+    a sort key (`key=` of `sorted`, `max`, `list.sort`), an ORDER BY (`.order_by(Model.created_at)`).
+    What the call gives is the text of what it orders (the receiver of a method in `methods`, the
+    other arguments of a call given a keyword in `keywords`): a clock used as a sort key is no
+    prompt text."""
+
+    name: str
+    methods: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+    examples: dict[str, Any] = field(default_factory=dict)

@@ -29,6 +29,7 @@ from prefixlint.python.frameworks.rows import (
     FieldsModel,
     GetterModel,
     MemoryModel,
+    OrderModel,
     RequestModel,
     SchemaModel,
     SinkModel,
@@ -343,6 +344,18 @@ def getter_from_row(row: dict[str, Any], where: str) -> GetterModel:
     return GetterModel(name, key, default, _strings(row, "functions", where), dict(row.get("examples", {})))
 
 
+def order_from_row(row: dict[str, Any], where: str) -> OrderModel:
+    """An `[[ordering]]` row as an OrderModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, OrderModel, where)
+    methods = _strings(row, "methods", where)
+    keywords = _strings(row, "keywords", where)
+    if not methods and not keywords:
+        raise TableError(f"{where}: an ordering row needs `methods` or `keywords`")
+    if not all(m.isidentifier() for m in (*methods, *keywords)):
+        raise TableError(f"{where}: `methods` and `keywords` are bare names (`order_by`, `key`)")
+    return OrderModel(name, methods, keywords, dict(row.get("examples", {})))
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
@@ -361,6 +374,7 @@ def parse_table(text: str, where: str) -> Frameworks:
     ]
     schemas = [schema_from_row(r, f"{where}: schema {i + 1}") for i, r in enumerate(data.get("schema", []))]
     getters = [getter_from_row(r, f"{where}: getter {i + 1}") for i, r in enumerate(data.get("getter", []))]
+    orders = [order_from_row(r, f"{where}: ordering {i + 1}") for i, r in enumerate(data.get("ordering", []))]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
     return Frameworks(
         sinks,
@@ -374,6 +388,7 @@ def parse_table(text: str, where: str) -> Frameworks:
         schemas,
         requests,
         getters,
+        orders,
     )
 
 
