@@ -413,6 +413,9 @@ class Calls(EvaluatorBase):
         for arg in call.args:
             if arg.keyword is not None:
                 bound[arg.keyword.value] = self.value(arg.value, env.deeper())
+            elif arg.star == "**":  # `self.send(**kwargs)` with `kwargs` a dict built here
+                for key, value in (self.mapping_entries(arg.value, env) or {}).items():
+                    bound.setdefault(key, value)
         return bound
 
     def calls_filling(self, constant: str) -> list[cst.Call]:
