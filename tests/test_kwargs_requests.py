@@ -114,3 +114,20 @@ def test_an_unresolvable_mapping_keeps_todays_behaviour() -> None:
     diag = _one(text)
     assert (diag.code, diag.span.line, diag.severity) == ("PFX101", 16, Severity.INFO)
     assert "of the message list" in diag.message and "litellm.completion" not in diag.message
+
+
+def test_an_entry_set_in_another_arm_or_before_the_dict_is_built_is_not_sent() -> None:
+    text = (
+        f"import litellm\nfrom datetime import datetime\n\n{_GUIDE}\n\n"
+        "def send(question, anthropic):\n"
+        "    if anthropic:\n"
+        '        kwargs = {"model": "a"}\n'
+        '        kwargs["messages"] = [{"role": "system", "content": f"{datetime.now()}" + GUIDE}]\n'
+        "        return litellm.completion(**kwargs)\n"
+        "    else:\n"
+        f'        kwargs = {{"model": "b", "messages": {_MESSAGES % "GUIDE"}}}\n'
+        "        return litellm.completion(**kwargs)\n"
+    )
+    [diag] = _diagnostics("app.py", text)
+    assert (diag.code, diag.span.line) == ("PFX101", 12)
+    assert "(line 13)" in diag.message  # the first arm's request only
