@@ -201,7 +201,9 @@ class EvaluatorBase:
         it is, named by what is iterated (where a fix sorts it); its timing stays its own."""
         if not any(bare_set(h) for h in holes(value)):
             return value
-        while isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp)):
+        while isinstance(
+            node, (cst.ListComp, cst.GeneratorExp, cst.DictComp)
+        ):  # a set display is its own order
             node = node.for_in.iter  # `", ".join(f"- {t}" for t in tools)`: `tools` is iterated
         line, column = self.index.pos(node)
         label = self.label(node)
