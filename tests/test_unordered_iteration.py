@@ -74,3 +74,12 @@ def test_a_set_made_and_only_tested_on_an_object_is_silent() -> None:
     found = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
     assert [(d.code, d.span.line) for d in found] == [("PFX201", 26)]
     assert "`self.fnames`" in found[0].message and "self.root" not in found[0].message
+
+
+def test_a_set_comprehension_joined_is_reported_where_it_is_written_not_at_its_iterable() -> None:
+    # the list it walks is ordered; the set it builds is what loses the order
+    [diag] = _diagnostics(
+        "    system = '\\n'.join(\n        {f'- {t}' for t in question.split()}\n    ) + GUIDE\n"
+    )
+    assert (diag.code, diag.span.line, diag.span.column) == ("PFX201", 12, 9)
+    assert "an unordered iteration (`a set built and iterated here`)" in diag.message

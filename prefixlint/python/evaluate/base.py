@@ -206,7 +206,10 @@ class EvaluatorBase:
         ):  # a set display is its own order
             node = node.for_in.iter  # `", ".join(f"- {t}" for t in tools)`: `tools` is iterated
         line, column = self.index.pos(node)
-        label = self.label(node)
+        # a set display iterated where it is written: its code may span lines, its first is no name
+        label = (
+            "a set built and iterated here" if isinstance(node, (cst.Set, cst.SetComp)) else self.label(node)
+        )
 
         def at_iteration(h: Hole) -> Hole:
             if not bare_set(h):
