@@ -796,11 +796,31 @@ class Writer:
             main.add(s, m, depth=depth + 1)
         if row.decorators:
             main.add("return text", depth=depth + 1)
+        elif self._as_keyword_dict():
+            # `kwargs = dict(...)`, the last entry set afterwards, `called(**kwargs)`: the request
+            # as a dict of keywords built where it is sent (a way a call receives its arguments)
+            *first, last = self.arguments()
+            main.add("kwargs = dict(", depth=depth + 1)
+            for argument in first:
+                main.add(argument + ",", depth=depth + 2)
+            main.add(")", depth=depth + 1)
+            key, _, value = last.partition("=")
+            main.add(f'kwargs["{key}"] = {value}', depth=depth + 1)
+            main.add(f"return {called}(**kwargs)", depth=depth + 1)
         else:
             main.add(f"return {called}(", depth=depth + 1)
             for argument in self.arguments():
                 main.add(argument + ",", depth=depth + 2)
             main.add(")", depth=depth + 1)
+
+    def _as_keyword_dict(self) -> bool:
+        """Every fourth case of a row whose arguments here are all keywords, the text not a template
+        the call fills with its own keywords."""
+        row = self.row
+        if self.turn % 4 != 3 or row.templates or row.fills:
+            return False
+        arguments = self.arguments()
+        return bool(arguments) and all(re.match(r"[A-Za-z_]\w*=", a) for a in arguments)
 
     def expected(self) -> dict[tuple[str, int], str]:
         """The finding the loss rule gives this case: at the first value that parts the requests."""

@@ -822,8 +822,12 @@ FIRST_THAT_HOLDS = {
     "request_inputs.py:15 PFX102": "move `session_id`, with `date` and `uuid.uuid4()` beside it, to the "
     "end of the last user message",
     "request_inputs.py:31 PFX105": "move `query` to the end of the text it is in",
-    "set_tools.py:5 PFX201": "sort `TOOL_NAMES` where it is iterated",
-    "set_tools.py:15 PFX201": "sort `enabled` where it is iterated",
+    "set_tools.py:11 PFX201": "sort `TOOL_NAMES` where it is iterated",
+    "set_tools.py:17 PFX201": "sort `enabled` where it is iterated",
+    "set_iterations.py:26 PFX201": "sort `self.fnames` where it is iterated",
+    "kwargs_requests.py:44 PFX101": "move `datetime.now()` to the end of the last user message",
+    "kwargs_requests.py:54 PFX103": "move `random.random()` to the end of the last user message",
+    "kwargs_requests.py:63 PFX101": "move `datetime.now()` to the end of the last user message",
     # The clock is read in assistant/clock.py: the fix belongs there.
     "agent.py:24 PFX101": None,
     "agent.py:35 PFX104": "move `os.getcwd()` to the end of the text it is in",

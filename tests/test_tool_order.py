@@ -295,11 +295,14 @@ def test_one_mcp_servers_list_tools_is_silent(tmp_path: Path) -> None:
     ],
 )
 def test_a_set_operation_is_a_new_set(params: str, operation: str, tmp_path: Path) -> None:
-    # the finding is where the set is made, its fix where it is iterated
+    # the finding and its fix are where the set is iterated into the tools (its order reaches
+    # the request there, not where it is made)
     tool = TOOL.replace("NAME", "n")
     body = f"    names = {operation}\n    tools = [{tool} for n in names]\n"
     text = f"{HEADER}def run(question: str{params}):\n{body}{SEND}"
-    assert_fixed_and_silent(tmp_path, text, "names", "sorted(names)", fixed_line=ITERATED_LINE + 1)
+    assert_fixed_and_silent(
+        tmp_path, text, "names", "sorted(names)", line=ITERATED_LINE + 1, fixed_line=ITERATED_LINE + 1
+    )
 
 
 def test_a_set_kept_by_a_constructor_is_found_at_its_parameter(tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import libcst as cst
 
 from prefixlint.python.evaluate import Env, Evaluator, _message_role, _role_of, func_name
+from prefixlint.python.evaluate.base import bare_set
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import ModuleIndex, string_value
-from prefixlint.python.segments import Value, concat, static_text
+from prefixlint.python.segments import Hole, Value, concat, static_text
 from prefixlint.python.volatile import says_prompt, says_prompt_attribute
 
 # Keyword arguments that carry prompt text or messages, in the order the request puts them.
@@ -65,7 +66,9 @@ class _CandidateFinder:
         self.classes: list[cst.ClassDef] = []
 
     def add(self, node: cst.CSTNode, value: Value | None, what: str, open_tail: bool = False) -> None:
-        if value is not None:
+        # a set itself (`self.never_prompts = set()`) is a collection, not text: its order reaches
+        # a prompt only where it is iterated into one (Evaluator.iterated)
+        if value is not None and not (value and all(isinstance(s, Hole) and bare_set(s) for s in value)):
             self.prompts.append(Prompt(value, self.index.pos(node)[0], what, open_tail))
 
     def value(self, node: cst.BaseExpression, template: bool = False) -> Value | None:

@@ -19,6 +19,7 @@ from typing import Any
 import libcst as cst
 
 from prefixlint.python.frameworks import Frameworks, builtin
+from prefixlint.python.proxies import add_proxied_imports
 from prefixlint.python.scopes import ModuleIndex, index_module, parse_module
 
 # Text files a prompt may be kept in.
@@ -218,6 +219,8 @@ class Project:
                     with contextlib.suppress(cst.ParserSyntaxError, RecursionError, ValueError):
                         self.modules[path] = index_module(parse_module(text), path)
                     remember(path, text, self.modules[path])
+                if self.modules[path] is not None:
+                    add_proxied_imports(self, path, self.modules[path])
         return self.modules[path]
 
     def _source(self, path: str) -> str | None:
@@ -257,6 +260,7 @@ class Project:
         self.modules[path] = index
         if text is not None:
             self.texts[path] = text
+        add_proxied_imports(self, path, index)
 
 
 _DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)

@@ -124,26 +124,15 @@ def _mapping(
     hops: int = 0,
     nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
 ) -> dict[str, Value]:
-    """The entries of a dict passed as `**mapping`: a dict display, or a name bound to one here
-    (and its entries set afterwards, `kwargs["tools"] = tools`), each entry's value evaluated; or
+    """The entries of a dict passed as `**mapping`: a dict built here (`Evaluator.mapping_entries`:
+    a display or `dict(...)`, and its entries set afterwards, `kwargs["tools"] = tools`); or
     what a project helper called for it returns (`**self._build_request(messages)`), read the same
     way in the helper with what the call passes. `nodes` gets each displayed entry's expression
     (where its evaluator reads it), for the fields a row names inside one."""
     shown = ev.last_assignment(node) if isinstance(node, cst.Name) else node
-    if isinstance(shown, cst.Call) and hops < 2:
+    if isinstance(shown, cst.Call) and hops < 2 and not ev.is_dict_call(shown):
         return _returned_mapping(ev, shown, env, hops, nodes)
-    out: dict[str, Value] = {}
-    if isinstance(shown, cst.Dict):
-        for el in shown.elements:
-            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
-                key = string_value(el.key)
-                if isinstance(key, str):
-                    out[key] = ev.value(el.value, env.deeper())
-                    if nodes is not None:
-                        nodes[key] = (ev, el.value, env.deeper())
-    if isinstance(node, cst.Name):
-        out.update({k: v for k, v in ev.entries_set_after(node, env).items() if isinstance(v, tuple)})
-    return out
+    return ev.mapping_entries(node, env, nodes) or {}
 
 
 def _returned_mapping(

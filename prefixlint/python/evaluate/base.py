@@ -21,7 +21,7 @@ from prefixlint.python.evaluate.env import MAX_DEPTH, STEP_BUDGET, Env
 from prefixlint.python.frameworks import RequestModel, SinkModel, SourceModel
 from prefixlint.python.project import Project
 from prefixlint.python.scopes import ModuleIndex
-from prefixlint.python.segments import Hole, Provenance, Value, first_volatile, map_holes
+from prefixlint.python.segments import Hole, Provenance, Value, holes, map_holes
 
 # Methods that run once per object: what they compute is made at construction (`timing`).
 _CONSTRUCTORS = {"__init__", "__post_init__", "model_post_init", "__attrs_post_init__"}
@@ -36,6 +36,9 @@ _SOURCE_WHAT = {
     "model_output": "what a model wrote in reply, different on every run of the chain",
 }
 _UNSEEN = object()  # a name not looked up yet (resolve)
+# The label of a set as it is made (`set(...)`, `{a, b}`, `a | b`): a collection, not text, until
+# its order reaches text (Evaluator.iterated); membership and size never do.
+SET = "a set"
 # Nodes whose value costs less to work out again than to look up (Evaluator.value).
 _LITERAL_NODES = frozenset({cst.SimpleString, cst.Integer, cst.Float})
 
@@ -183,11 +186,37 @@ class EvaluatorBase:
         return self.hole(Provenance.UNKNOWN, node)
 
     def propagate(self, node: cst.CSTNode, parts: list[Value]) -> Value:
-        """An opaque result that still depends on its inputs: volatile if any input is."""
+        """An opaque result that still depends on its inputs: volatile if any input is. A set passed
+        whole is not: no iteration of it into text is seen (`os.path.commonpath(list(paths))`,
+        `len(tools)`), so its order is not what the result says."""
         for part in parts:
-            if (h := first_volatile(part)) is not None:
-                return (h,)
+            found = next((h for h in holes(part) if h.provenance.volatile and not bare_set(h)), None)
+            if found is not None:
+                return (found,)
         return self.unknown(node)
+
+    def iterated(self, value: Value, node: cst.BaseExpression) -> Value:
+        """`value` iterated at `node` in an order that reaches text (a join, a loop adding text,
+        `str()`, an f-string field, `json.dumps`): a set in it is reported there, as the iteration
+        it is, named by what is iterated (where a fix sorts it); its timing stays its own."""
+        if not any(bare_set(h) for h in holes(value)):
+            return value
+        while isinstance(
+            node, (cst.ListComp, cst.GeneratorExp, cst.DictComp)
+        ):  # a set display is its own order
+            node = node.for_in.iter  # `", ".join(f"- {t}" for t in tools)`: `tools` is iterated
+        line, column = self.index.pos(node)
+        # a set display iterated where it is written: its code may span lines, its first is no name
+        label = (
+            "a set built and iterated here" if isinstance(node, (cst.Set, cst.SetComp)) else self.label(node)
+        )
+
+        def at_iteration(h: Hole) -> Hole:
+            if not bare_set(h):
+                return h
+            return replace(h, line=line, column=column, path=self.path, label=label, via="", origin=None)
+
+        return map_holes(value, at_iteration)
 
     def value(self, node: cst.BaseExpression, env: Env) -> Value:
         """The value of `node` in `env`. Worked out once per checked file for each node and context:
@@ -249,3 +278,10 @@ class _FirstLine(CodegenState):
         shown = "".join(self.tokens).lstrip()
         if "\n" in shown or "\r" in shown or len(shown) > 60:
             raise _Enough
+
+
+def bare_set(hole: Hole) -> bool:
+    """A set as it was made, its order not yet in any text (`SET`), here or in another module."""
+    if hole.provenance is not Provenance.UNORDERED:
+        return False
+    return hole.label == SET or (hole.origin is not None and hole.origin[3] == SET)

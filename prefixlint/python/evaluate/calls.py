@@ -15,7 +15,7 @@ from typing import Self
 
 import libcst as cst
 
-from prefixlint.python.evaluate.base import EvaluatorBase
+from prefixlint.python.evaluate.base import SET, EvaluatorBase, bare_set
 from prefixlint.python.evaluate.env import (
     _PASS_THROUGH,
     MAX_CALLS,
@@ -145,18 +145,20 @@ class Calls(EvaluatorBase):
             sort_keys = kwargs.get("sort_keys")
             if sort_keys is not None and not (isinstance(sort_keys, cst.Name) and sort_keys.value == "False"):
                 first = without(first, Provenance.UNORDERED)
-            return self.propagate(node, [first])
+            return self.propagate(node, [self.iterated(first, args[0].value)])  # its items, in order
         if (
             isinstance(node.func, cst.Attribute)
             and node.func.attr.value in SET_METHODS
             and _unordered(self.value(node.func.value, deeper))
         ):
-            return self.hole(Provenance.UNORDERED, node, "a set")  # `BASE.union(EXTRA)`: a new set
+            return self.hole(Provenance.UNORDERED, node, SET)  # `BASE.union(EXTRA)`: a new set
         if isinstance(node.func, cst.Name) and not self._is_local_function(node.func):
             if name == "sorted" and first is not None:
                 return without(self.propagate(node, [first]), Provenance.UNORDERED)
             if name in ("set", "frozenset"):
-                return self.hole(Provenance.UNORDERED, node, "a set")
+                return self.hole(Provenance.UNORDERED, node, SET)
+            if name in ("str", "repr", "format") and first is not None:
+                return self.iterated(first, args[0].value)  # `str(tools)`: the set's items, in its order
             if (name in _PASS_THROUGH or qnames & {"pathlib.Path", "pathlib.PurePath"}) and first is not None:
                 return first
             if name == "getattr" and (read := self.own_attribute(node, env)) is not None:
@@ -235,11 +237,12 @@ class Calls(EvaluatorBase):
 
     def _opaque(self, node: cst.Call, name: str, parts: list[Value]) -> Value:
         """A call we cannot follow: volatile if an input is volatile by its source (a name is only a
-        guess, and a looked-up key is not written); static-but-unknown text when every input is
-        static, or when its name says it builds a prompt."""
+        guess, and a looked-up key is not written, and a set passed whole is iterated into no text
+        we see); static-but-unknown text when every input is static, or when its name says it
+        builds a prompt."""
         for part in parts:
             for h in holes(part):
-                if h.provenance.volatile and not h.by_name:
+                if h.provenance.volatile and not h.by_name and not bare_set(h):
                     return (h,)
         if parts and all(is_constant(p) for p in parts) or says_prompt(name):
             return (Open(self.index.pos(node)[0]),)
@@ -414,6 +417,9 @@ class Calls(EvaluatorBase):
         for arg in call.args:
             if arg.keyword is not None:
                 bound[arg.keyword.value] = self.value(arg.value, env.deeper())
+            elif arg.star == "**":  # `self.send(**kwargs)` with `kwargs` a dict built here
+                for key, value in (self.mapping_entries(arg.value, env) or {}).items():
+                    bound.setdefault(key, value)
         return bound
 
     def calls_filling(self, constant: str) -> list[cst.Call]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from prefixlint.python.evaluate.base import EvaluatorBase
+from prefixlint.python.evaluate.base import SET, EvaluatorBase
 from prefixlint.python.evaluate.env import (
     _PASS_THROUGH,
     UNDECIDED,
@@ -74,7 +74,7 @@ class Containers(EvaluatorBase):
             ):
                 return text(static_text(repeated) * times)
         if type(node.operator).__name__ in SET_OPERATORS and _unordered(left, right):
-            return self.hole(Provenance.UNORDERED, node, "a set")  # `BASE | EXTRA`: a new set
+            return self.hole(Provenance.UNORDERED, node, SET)  # `BASE | EXTRA`: a new set
         return self.propagate(node, [left, right])
 
     def _v_BooleanOperation(self, node: cst.BooleanOperation, env: Env) -> Value:
@@ -110,10 +110,10 @@ class Containers(EvaluatorBase):
     def _v_Set(self, node: cst.Set, env: Env) -> Value:
         if len(node.elements) == 1 and not isinstance(node.elements[0], cst.StarredElement):
             return self.value(node.elements[0].value, env.deeper())  # one element has one order
-        return self.hole(Provenance.UNORDERED, node, "a set")
+        return self.hole(Provenance.UNORDERED, node, SET)
 
     def _v_SetComp(self, node: cst.SetComp, env: Env) -> Value:
-        return self.hole(Provenance.UNORDERED, node, "a set")
+        return self.hole(Provenance.UNORDERED, node, SET)
 
     def _v_List(self, node: cst.CSTNode, env: Env) -> Value:
         items = self.items(node, env)
@@ -223,7 +223,7 @@ class Containers(EvaluatorBase):
             order: Hole | None = None
             comp: cst.CompFor | None = node.for_in
             while comp is not None:
-                iterable = self.value(comp.iter, env.deeper())
+                iterable = self.iterated(self.value(comp.iter, env.deeper()), comp.iter)  # items in its order
                 order = order or first_volatile(iterable)
                 for target in _target_names(comp.target):
                     shadow[target] = (order,) if order else self.hole(Provenance.UNKNOWN, comp.target, target)

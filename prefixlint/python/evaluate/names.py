@@ -244,7 +244,7 @@ class Names(EvaluatorBase):
         for iterable in reversed(binding.loops):
             order = first_volatile(self.value(iterable, env))
             if order is not None:
-                return (order,)
+                return self.iterated((order,), iterable)  # a set's order reaches the text here
         return value
 
     def may_run(self, branch: Branch, env: Env) -> bool:

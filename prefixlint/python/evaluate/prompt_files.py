@@ -18,8 +18,8 @@ import libcst as cst
 
 from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import Env
-from prefixlint.python.scopes import string_value
-from prefixlint.python.segments import Text, Value, is_static, static_text, text
+from prefixlint.python.scopes import Binding, Branch, string_value
+from prefixlint.python.segments import EMPTY, Text, Value, choice, is_static, static_text, text
 from prefixlint.python.volatile import PATH_METHODS, PATH_TYPES
 
 # Calls that read a whole text file, by qualified name or by method name.
@@ -188,16 +188,118 @@ class PromptFiles(EvaluatorBase):
                 return self._opened(expr, env)
         return self._path_of(node, env)
 
-    def entries_set_after(self, node: cst.Name, env: Env) -> dict[str, Any]:
-        """Entries set on a dict after it was built (`variables["date"] = value`), before `node`."""
-        out: dict[str, Any] = {}
-        scope = self.index.scope_for(node)
+    def entries_set_after(
+        self,
+        node: cst.Name,
+        env: Env,
+        before: dict[str, Any] | None = None,
+        built: cst.BaseExpression | None = None,
+        nodes: dict[str, tuple[Any, cst.BaseExpression, Env]] | None = None,
+    ) -> dict[str, Any]:
+        """The entries of a dict after those set on it once it was built (`variables["date"] = value`,
+        `d.update(k=v)`, `d.update({...})`, `d.setdefault("k", v)`), up to `node`: `before`'s, updated.
+        Only what is set after `built` (the expression that made the dict) and on a path that can
+        reach `node` counts (not in another arm of the same `if`): an entry set on every path to
+        `node` replaces the one before; one set on some paths only is either (an entry absent
+        before is then possibly absent: empty text). `nodes` gets the expression of each entry set
+        on every path (`d["config"] = {...}`: the fields a row names inside it)."""
+        out: dict[str, Any] = dict(before or {})
+        scope, here = self.index.scope_for(node), self.index.pos(node)
+        since = self.index.pos(built) if built is not None else (0, 0)
+        read_in = self.index.branch_of.get(node, ())
         for binding in scope.bindings.get(node.value, ()):
-            if binding.kind == "setitem" and binding.pos < self.index.pos(node) and binding.key is not None:
-                key = self.value(binding.key, env.deeper())
-                name = static_text(key) if is_static(key) else "\x00" + self.label(binding.key)
-                out[name] = self.value(binding.expr, env.deeper()) if binding.expr is not None else None
+            if binding.kind != "setitem" or not since < binding.pos < here:
+                continue
+            if not self.may_run(binding.branch, env) or self._other_arm(binding.branch, read_in):
+                continue
+            always = binding.branch == read_in[: len(binding.branch)]
+            for name, value, only_if_absent, expr in self._entries_set(binding, env):
+                if only_if_absent and name in out and always:
+                    continue  # `setdefault` of an entry the dict holds on every path
+                if not always or only_if_absent:
+                    old = out.get(name, EMPTY)
+                    if isinstance(old, tuple) and isinstance(value, tuple):
+                        value = choice([old, value])
+                elif nodes is not None and expr is not None:
+                    nodes[name] = (self, expr, env.deeper())
+                out[name] = value
         return out
+
+    def _other_arm(self, branch: Branch, read_in: Branch) -> bool:
+        """Whether code in `branch` runs only where `read_in` does not: another arm of an `if` or a
+        `match` both sit in."""
+        for (key, arm), (other, read_arm) in zip(branch, read_in, strict=False):
+            if key != other:
+                return False
+            if arm != read_arm:
+                return isinstance(self.index.branch_nodes.get(key), (cst.If, cst.Match))
+        return False
+
+    def _entries_set(
+        self, binding: Binding, env: Env
+    ) -> list[tuple[str, Any, bool, cst.BaseExpression | None]]:
+        """(entry, value, only if absent, its expression) for what one `setitem` binding sets."""
+        expr = binding.expr
+        if binding.key is not None:
+            key = self.value(binding.key, env.deeper())
+            name = static_text(key) if is_static(key) else "\x00" + self.label(binding.key)
+            return [(name, self.value(expr, env.deeper()) if expr is not None else None, False, expr)]
+        if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
+            return []
+        if expr.func.attr.value == "setdefault":
+            key = self.value(expr.args[0].value, env.deeper())
+            if not is_static(key):
+                return []
+            given = expr.args[1].value if len(expr.args) > 1 else None
+            value = self.value(given, env.deeper()) if given is not None else EMPTY
+            return [(static_text(key), value, True, given)]
+        out: list[tuple[str, Any, bool, cst.BaseExpression | None]] = []
+        for arg in expr.args:  # `update({...}, k=v)`: a mapping we can see, then keywords
+            if arg.keyword is not None:
+                out.append((arg.keyword.value, self.value(arg.value, env.deeper()), False, arg.value))
+            elif not arg.star or arg.star == "**":
+                entries = self.mapping_entries(arg.value, env)
+                out += [(k, v, False, None) for k, v in (entries or {}).items()]
+        return out
+
+    def mapping_entries(
+        self,
+        node: cst.BaseExpression,
+        env: Env,
+        nodes: dict[str, tuple[Any, cst.BaseExpression, Env]] | None = None,
+    ) -> dict[str, Value] | None:
+        """The entries of a dict built here, as `**node` passes them: a display (`{"k": v}`),
+        `dict(k=v, ...)`, or a name bound to one on every path, with the entries set on it afterwards
+        (entries_set_after); None when it is none of these (a helper's result, a parameter).
+        `nodes` gets each displayed entry's expression (where this evaluator reads it)."""
+        shown = self.last_assignment(node) if isinstance(node, cst.Name) else node
+        out: dict[str, Value] = {}
+        if isinstance(shown, cst.Dict):
+            for el in shown.elements:
+                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                    key = string_value(el.key)
+                    if isinstance(key, str):
+                        out[key] = self.value(el.value, env.deeper())
+                        if nodes is not None:
+                            nodes[key] = (self, el.value, env.deeper())
+        elif isinstance(shown, cst.Call) and self.is_dict_call(shown):
+            for arg in shown.args:
+                if arg.keyword is not None:
+                    out[arg.keyword.value] = self.value(arg.value, env.deeper())
+                    if nodes is not None:
+                        nodes[arg.keyword.value] = (self, arg.value, env.deeper())
+                elif not arg.star or arg.star == "**":  # `dict(base, k=v)`, `dict(**base)`
+                    out.update(self.mapping_entries(arg.value, env.deeper(), nodes) or {})
+        elif shown is not None or not isinstance(node, cst.Name):
+            return None  # (a name assigned in several arms: only the entries set after them are seen)
+        if isinstance(node, cst.Name):
+            entries = self.entries_set_after(node, env, out, shown, nodes)
+            out = {k: v for k, v in entries.items() if isinstance(v, tuple)}
+        return out
+
+    def is_dict_call(self, call: cst.Call) -> bool:
+        """`dict(...)` of the builtin (not a project's `dict`)."""
+        return isinstance(call.func, cst.Name) and self._call_names(call.func) == {"dict"}
 
     def _call_names(self, func: cst.BaseExpression) -> set[str]:
         """Qualified names of a callee; a builtin (`open`) that nothing in the module rebinds is itself."""
@@ -242,7 +344,7 @@ class PromptFiles(EvaluatorBase):
             if expr is not None:
                 found = self.data(expr, env, depth + 1)
                 if isinstance(found, dict):
-                    found = {**found, **self.entries_set_after(node, env)}
+                    found = self.entries_set_after(node, env, found, expr)
                 return found
             for qualified in sorted(self.index.imported_as(node.value)):  # a constant of another module
                 found = self.resolve(qualified)

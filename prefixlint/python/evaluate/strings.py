@@ -77,7 +77,7 @@ class Strings(EvaluatorBase):
             if isinstance(part, cst.FormattedStringText):
                 parts.append(text(_fstring_text(part.value, node.prefix)))
             else:
-                value = self.value(part.expression, env)
+                value = self.iterated(self.value(part.expression, env), part.expression)  # `{tools}`
                 spec = part.format_spec
                 literal = spec is not None and all(isinstance(p, cst.FormattedStringText) for p in spec)
                 if literal and not _TIME_DIRECTIVES.search("".join(p.value for p in spec)):
@@ -114,7 +114,10 @@ class Strings(EvaluatorBase):
         if method == "join":
             items = self.items(args[0].value, deeper) if args else None
             if items is None:
-                return self.propagate(node, [first] if first is not None else [])
+                return self.propagate(
+                    node, [self.iterated(first, args[0].value)] if first is not None else []
+                )
+            items = [self.iterated(item, args[0].value) for item in items]  # a set's order is the text's
             return per_option(receiver, lambda sep: join(sep, items))
         if method in ("strip", "lstrip", "rstrip"):
             chars = static_text(first) if first is not None and is_static(first) else None

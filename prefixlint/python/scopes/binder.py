@@ -57,6 +57,7 @@ _EVENT_TYPES = (
     cst.Assign, cst.AnnAssign, cst.AugAssign,
 )  # fmt: skip
 _SHUFFLES = {"random.shuffle", "numpy.random.shuffle"}
+_ENTRY_SETTERS = ("update", "setdefault")
 _IN_LAMBDA = (cst.Call, cst.Name, cst.Attribute)  # where a volatile value can be read
 
 
@@ -309,6 +310,14 @@ class Indexer:
             if func.attr.value == "insert" and _is_zero(call.args[0].value):
                 kind = "prepend"  # `messages.insert(0, system_message)`: ahead of all the rest
             self._bind(func.value.value, kind, node, call.args[-1].value)
+        elif (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.attr.value in _ENTRY_SETTERS
+        ):
+            # `kwargs.update(...)`, `kwargs.setdefault("k", v)`: entries of a dict built here, as
+            # `kwargs["k"] = v` is (the call itself is the binding's expression, its key None)
+            self._bind(func.value.value, "setitem", node, call)
         elif isinstance(call.args[0].value, cst.Name):
             # kept only if `func` is `random.shuffle` (known once all imports are: see finish)
             self._bind(call.args[0].value.value, "shuffle", node, call)

@@ -21,7 +21,8 @@ Pos = tuple[int, int]
 class Binding:
     """`kind`: assign (`x = e`), unpack (`a, x = e`: `element` is x's position), aug (`x += e`),
     append/extend (`x.append(e)`), prepend (`x.insert(0, e)`), head (`x[0] = e`, `x[0]["content"] = e`,
-    `x[0].content = e`: `key` is the target), shuffle (`random.shuffle(x)`),
+    `x[0].content = e`: `key` is the target), setitem (`x[k] = e`: `key` is k; `x.update(...)` and
+    `x.setdefault(k, e)`: `key` None, `expr` the call), shuffle (`random.shuffle(x)`),
     loop (`for x in e`: `expr` is the iterable), unknown (anything else that binds)."""
 
     kind: str

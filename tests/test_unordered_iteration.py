@@ -1,0 +1,85 @@
+"""A set is a cause only where its iteration order reaches prompt text (a join, a loop adding text,
+`str()` or an f-string field, `json.dumps`), reported at that iteration; membership, size and values
+merely computed from it (an attribute of the same object, a path) are silent."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES
+
+from prefixlint.api import Options
+from prefixlint.core.findings import Diagnostic, Severity
+from prefixlint.python import analyze_python
+
+_HEAD = (
+    "from openai import OpenAI\n\nclient = OpenAI()\n"
+    'GUIDE = ("You are a careful coding assistant. Keep every file name, function name and decision "\n'
+    '         "the user made, answer in plain prose without lists or headings, cite the file you rely "\n'
+    '         "on by its path, and never invent a function, a file or a decision nobody made.")\n'
+    "TOOLS = {'search', 'calculator', 'calendar'}\n\n\n"
+    "def ask(question):\n"
+)  # the function body starts at line 11
+_SEND = (
+    "    return client.chat.completions.create(model='m', messages=[\n"
+    "        {'role': 'system', 'content': system}, {'role': 'user', 'content': question}])\n"
+)
+
+
+def _diagnostics(body: str) -> list[Diagnostic]:
+    return analyze_python("app.py", _HEAD + body + _SEND, Options()).diagnostics
+
+
+@pytest.mark.parametrize(
+    ("body", "column"),
+    [
+        ("    system = 'Tools: ' + ', '.join(TOOLS) + '.\\n' + GUIDE\n", 36),
+        ("    system = f'Tools: {TOOLS}.\\n' + GUIDE\n", 24),
+        ("    system = 'Tools: ' + str(TOOLS) + '.\\n' + GUIDE\n", 30),
+        ("    system = ''.join(f'- {t}\\n' for t in TOOLS) + GUIDE\n", 42),
+    ],
+    ids=["join", "f-string", "str", "comprehension"],
+)
+def test_a_set_iterated_into_the_system_prompt_is_reported_at_the_iteration(body: str, column: int) -> None:
+    [diag] = _diagnostics(body)
+    assert (diag.code, diag.span.line, diag.span.column) == ("PFX201", 11, column)
+    assert "an unordered iteration (`TOOLS`)" in diag.message
+    assert diag.severity is Severity.INFO  # a module constant: made at import, it splits per process
+
+
+def test_a_loop_adding_text_is_reported_at_the_loop() -> None:
+    [diag] = _diagnostics(
+        "    system = ''\n    for t in TOOLS:\n        system += f'- {t}\\n'\n    system += GUIDE\n"
+    )
+    assert (diag.code, diag.span.line) == ("PFX201", 12)
+    assert "an unordered iteration (`TOOLS`)" in diag.message and diag.span.column == 14
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    system = f'{len(TOOLS)} tools.\\n' + GUIDE\n",
+        "    system = ('Search is on. ' if 'search' in TOOLS else '') + GUIDE\n",
+        "    system = 'Tools: ' + ', '.join(sorted(TOOLS)) + '.\\n' + GUIDE\n",
+        "    system = f'Tools: {sorted(TOOLS)}.\\n' + GUIDE\n",
+        "    system = f'Common: {os.path.commonpath(list(TOOLS))}.\\n' + GUIDE\n",
+    ],
+    ids=["size", "membership", "sorted-join", "sorted-str", "order-free-call"],
+)
+def test_membership_size_and_sorted_uses_are_silent(body: str) -> None:
+    assert [d for d in _diagnostics(body) if d.code == "PFX201"] == []
+
+
+def test_a_set_made_and_only_tested_on_an_object_is_silent() -> None:
+    path = FIXTURES / "python" / "set_iterations.py"
+    found = analyze_python(str(path), path.read_text(encoding="utf-8"), Options()).diagnostics
+    assert [(d.code, d.span.line) for d in found] == [("PFX201", 26)]
+    assert "`self.fnames`" in found[0].message and "self.root" not in found[0].message
+
+
+def test_a_set_comprehension_joined_is_reported_where_it_is_written_not_at_its_iterable() -> None:
+    # the list it walks is ordered; the set it builds is what loses the order
+    [diag] = _diagnostics(
+        "    system = '\\n'.join(\n        {f'- {t}' for t in question.split()}\n    ) + GUIDE\n"
+    )
+    assert (diag.code, diag.span.line, diag.span.column) == ("PFX201", 12, 9)
+    assert "an unordered iteration (`a set built and iterated here`)" in diag.message
