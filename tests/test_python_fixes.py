@@ -1133,3 +1133,49 @@ def test_a_move_that_puts_its_own_static_text_behind_the_user_input_does_not_hol
         '    messages = [{"role": "system", "content": system}, {"role": "user", "content": f"The assistant '
         'answering you runs as one of several replicas, here on {socket.gethostname()}.\\n\\n" + question}]'
     )
+
+
+# --- the fixers' read-only visits -------------------------------------------------------------------
+def _scopes_as_written(src: fixes.Source, scopes: object) -> list[tuple[object, ...]]:
+    """Every node's scope, each scope's assignments and accesses, named by node positions: what the
+    fixers read of libcst's scope analysis, comparable between two runs of it on one tree."""
+    at = {node: src.positions[node] for node in src.positions}
+    out: list[tuple[object, ...]] = []
+    for node, scope in scopes.items():  # type: ignore[attr-defined]
+        if scope is None or node not in at:
+            continue
+        assigned = sorted(
+            (name, str(at.get(a.node)), sorted(str(at.get(r.node)) for r in a.references))
+            for name in {a.name for a in scope.assignments}
+            for a in scope.assignments[name]
+        )
+        read = sorted(
+            (name, str(at.get(a.node)), sorted(str(at.get(getattr(r, "node", None))) for r in a.referents))
+            for name in {a.node.value for a in scope.accesses if isinstance(a.node, cst.Name)}
+            for a in scope.accesses[name]
+        )
+        out.append((str(at[node]), type(scope).__name__, assigned, read))
+    return out
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(FIXTURES.rglob("*.py")) + sorted((CORPUS / "python").rglob("*.py")),
+    ids=lambda p: p.name,
+)
+def test_read_only_visits_give_libcsts_own_scopes(path: Path) -> None:
+    """The fixers' scope analysis walks each node's known children instead of libcst's rebuilding
+    visit: every node gets the same scope, with the same assignments, references and accesses."""
+    import libcst.metadata as meta
+
+    from prefixlint.python.fixes.source import load
+
+    text = path.read_text(encoding="utf-8")
+    src = load(str(path), text)
+    if src is None:
+        pytest.skip("libcst cannot read it")
+    fast = src.scopes
+    own = meta.MetadataWrapper(src.module, unsafe_skip_copy=True).resolve(meta.ScopeProvider)
+    # (a string annotation is parsed again by each run: its nodes are new ones each time)
+    assert {n for n in fast if n in src.positions} == {n for n in own if n in src.positions}
+    assert _scopes_as_written(src, fast) == _scopes_as_written(src, own)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from prefixlint.python.fixes import messages
-from prefixlint.python.fixes.source import Source, callee
+from prefixlint.python.fixes.source import Source, callee, read_only_visits
 from prefixlint.python.fixes.text import Piece, build, outermost
 from prefixlint.python.scopes import unchecked_nodes
 
@@ -202,7 +202,8 @@ def calls_of(src: Source, inside: cst.CSTNode) -> list[cst.Call]:
     owner = src.parent(src.parent(fn) or fn)
     if isinstance(owner, cst.ClassDef):
         out: list[cst.Call] = []
-        _MethodCalls(fn.name.value, out).visit_tree(owner)
+        with unchecked_nodes(), read_only_visits(src.children):  # a read-only visit
+            owner.visit(_MethodCalls(fn.name.value, out))
         return out
     return [
         call
@@ -214,10 +215,6 @@ def calls_of(src: Source, inside: cst.CSTNode) -> list[cst.Call]:
 class _MethodCalls(cst.CSTVisitor):
     def __init__(self, name: str, out: list[cst.Call]) -> None:
         self.name, self.out = name, out
-
-    def visit_tree(self, node: cst.CSTNode) -> None:
-        with unchecked_nodes():  # a read-only visit: its rebuilt copies are thrown away
-            node.visit(self)
 
     def visit_Call(self, node: cst.Call) -> None:
         f = node.func

@@ -14,7 +14,7 @@ import libcst as cst
 from prefixlint.python.fixes import messages
 from prefixlint.python.fixes.flows import InList, InStatements, InText, flows
 from prefixlint.python.fixes.messages import SYSTEM, USER, content, role
-from prefixlint.python.fixes.source import Source, callee
+from prefixlint.python.fixes.source import Source, callee, read_only_visits
 from prefixlint.python.fixes.strings import Atom, shown
 from prefixlint.python.fixes.text import (
     Change,
@@ -319,7 +319,8 @@ def _mentions(src: Source, node: cst.CSTNode, named: frozenset[str]) -> bool:
     if any(n in code for n in named):
         return True
     calls: list[cst.Name] = []
-    _CalledNames(calls).visit_tree(node)
+    with read_only_visits(src.children):
+        node.visit(_CalledNames(calls))
     for name in calls:
         for bound in src.bindings(name):
             if isinstance(bound, cst.FunctionDef) and any(n in src.code(bound) for n in named):
@@ -330,9 +331,6 @@ def _mentions(src: Source, node: cst.CSTNode, named: frozenset[str]) -> bool:
 class _CalledNames(cst.CSTVisitor):
     def __init__(self, out: list[cst.Name]) -> None:
         self.out = out
-
-    def visit_tree(self, node: cst.CSTNode) -> None:
-        node.visit(self)
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name):

@@ -4,6 +4,7 @@ and positions, and conversions between nodes, text offsets and `Edit` coordinate
 from __future__ import annotations
 
 import bisect
+import contextlib
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,11 +27,14 @@ class Source:
     module: cst.Module
     positions: Mapping[cst.CSTNode, meta.CodeRange]
     parents: Mapping[cst.CSTNode, cst.CSTNode]
-    # libcst's scope analysis (a whole visit that rebuilds every node, ~40% of a fix's cost): made on
-    # the first name look-up, as many findings' candidates never look one up.
+    # libcst's scope analysis: made on the first name look-up, as many findings' candidates never
+    # look one up; its visits walk `children` (`read_only_visits`) instead of rebuilding every node.
     wrapper: meta.MetadataWrapper
     line_starts: list[int]
+    # each node's children as libcst's `children` gives them (in the order a visit takes them)
+    children: Mapping[cst.CSTNode, Sequence[cst.CSTNode]] = field(default_factory=dict, repr=False)
     _starting: dict[tuple[int, int], list[cst.CSTNode]] | None = field(default=None, repr=False)
+    _sorted: set[tuple[int, int]] = field(default_factory=set, repr=False)  # places of _starting sorted
     _scopes: Mapping[cst.CSTNode, meta.Scope | None] | None = field(default=None, repr=False)
     _functions: list[tuple[cst.FunctionDef, int, int]] | None = field(default=None, repr=False)
 
@@ -38,7 +42,7 @@ class Source:
     def scopes(self) -> Mapping[cst.CSTNode, meta.Scope | None]:
         if self._scopes is None:
             try:
-                with unchecked_nodes():  # a read-only visit: its rebuilt copies are thrown away
+                with unchecked_nodes(), read_only_visits(self.children):
                     self._scopes = self.wrapper.resolve(meta.ScopeProvider)
             except Exception:  # libcst raises several kinds of error on input it cannot take
                 self._scopes = {}  # no name is known: the candidates that need one give nothing
@@ -121,9 +125,11 @@ class Source:
             self._starting = {}
             for node, (first, col) in _starts(self.positions):
                 self._starting.setdefault((first, col + 1), []).append(node)
-            for nodes in self._starting.values():
-                nodes.sort(key=lambda n: -self.inner(n)[1])
-        return self._starting.get((line, column), [])
+        nodes = self._starting.get((line, column), [])
+        if (line, column) not in self._sorted:  # only the places asked about are sorted
+            self._sorted.add((line, column))
+            nodes.sort(key=lambda n: -self.inner(n)[1])
+        return nodes
 
     def function_at(self, line: int) -> cst.FunctionDef | None:
         """The innermost function whose definition spans `line`."""
@@ -279,12 +285,13 @@ def load(path: str, text: str) -> Source | None:
         wrapper = meta.MetadataWrapper(module, unsafe_skip_copy=True)
         # the index's ranges are PositionProvider's, made by the same codegen when it was indexed
         positions = _Ranges(index.positions) if index is not None else wrapper.resolve(meta.PositionProvider)
+        children: dict[cst.CSTNode, Sequence[cst.CSTNode]] = {}
         with unchecked_nodes():  # `children` rebuilds each node it reads: the copies are thrown away
-            parents = _parents(module, {})
+            parents = _parents(module, {}, children)
     except Exception:  # libcst raises several kinds of error on input it cannot take
         return None
     starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
-    return Source(path, text, module, positions, parents, wrapper, starts)
+    return Source(path, text, module, positions, parents, wrapper, starts, children)
 
 
 def _starts(positions: Mapping[cst.CSTNode, meta.CodeRange]) -> Iterator[tuple[cst.CSTNode, Pos]]:
@@ -317,12 +324,45 @@ class _Ranges(Mapping[cst.CSTNode, meta.CodeRange]):
         return len(self._ranges)
 
 
-def _parents(node: cst.CSTNode, out: dict[cst.CSTNode, cst.CSTNode]) -> dict[cst.CSTNode, cst.CSTNode]:
+def _parents(
+    node: cst.CSTNode,
+    out: dict[cst.CSTNode, cst.CSTNode],
+    kids: dict[cst.CSTNode, Sequence[cst.CSTNode]],
+) -> dict[cst.CSTNode, cst.CSTNode]:
     """What libcst's `ParentNodeProvider` computes, in its order (each node's children mapped to it
-    once they are done), without its visit, which rebuilds every node of the tree."""
-    children = node.children
+    once they are done), without its visit, which rebuilds every node of the tree; each node's
+    children are kept in `kids` for the read-only visits."""
+    children = kids[node] = node.children
     for child in children:
-        _parents(child, out)
+        _parents(child, out, kids)
     for child in children:
         out[child] = node
     return out
+
+
+@contextlib.contextmanager
+def read_only_visits(children: Mapping[cst.CSTNode, Sequence[cst.CSTNode]]) -> Iterator[None]:
+    """Meanwhile a `CSTVisitor`'s visit of a node walks its `children` (known ones from `children`)
+    instead of rebuilding it from its visited children: libcst's own visit makes a copy of every node
+    and throws it away for a visitor, which changes nothing (its scope analysis: four such visits,
+    ~70% of their cost). The visitor sees the same nodes in the same order, its `visit_` and `leave_`
+    methods called as libcst calls them; what is skipped is the per-field `visit_<Type>_<field>`
+    hooks, which the scope and expression-context visitors do not reach (their one, ClassDef_bases,
+    sits under a `visit_ClassDef` that visits the children itself). A transformer's visit is libcst's."""
+    rebuilding = cst.CSTNode.visit
+
+    def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> cst.CSTNode:
+        if not isinstance(visitor, cst.CSTVisitor):
+            return rebuilding(node, visitor)  # type: ignore[arg-type]
+        if visitor.on_visit(node):
+            known = children.get(node)
+            for child in node.children if known is None else known:
+                child.visit(visitor)
+        visitor.on_leave(node)
+        return node
+
+    cst.CSTNode.visit = visit  # type: ignore[assignment,method-assign]
+    try:
+        yield
+    finally:
+        cst.CSTNode.visit = rebuilding  # type: ignore[method-assign]
