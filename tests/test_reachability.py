@@ -285,9 +285,9 @@ def test_a_constant_of_a_module_nothing_imports_is_an_entry(project: Path) -> No
 
 
 def test_an_arm_only_a_default_no_caller_overrides_decides_never_runs(project: Path) -> None:
-    # `use_input_language` (21) and `mode` (23, 25) hold their defaults on every call: their arms
-    # cannot run; `dated=True` leaves the clock of 37 live
-    assert _found(project, "shop/replies.py") == [("PFX101", 37, 26)]
+    # `use_input_language` (11) and `mode` (13, 15) hold their defaults on every call: their arms
+    # cannot run; `dated=True` leaves the clock of 27 live
+    assert _found(project, "shop/replies.py") == [("PFX101", 27, 26)]
     assert [(c, line) for c, line, _ in _found(project, "shop/replies.py")] == _expected("shop/replies.py")
 
 
@@ -300,21 +300,21 @@ def _calling(root: Path, call: str, extra: str = "") -> None:
 @pytest.mark.parametrize(
     ("call", "extra", "live"),
     [
-        ("translated_reply(question, use_input_language=True)", "", [21]),
-        ("translated_reply(question, True)", "", [21]),
-        ('translated_reply(question, mode="slow")', "", [23, 25]),
-        ("translated_reply(question, **options)", "\noptions: dict = {}\n", [21, 23, 25]),
-        ("translated_reply(*[question])", "", [21, 23, 25]),
-        ("HANDLERS['t'](question)", "\nHANDLERS = {'t': translated_reply}\n", [21, 23, 25]),
-        ("str(map(translated_reply, [question]))", "", [21, 23, 25]),
-        ("getattr(replies, 'translated_reply')(question)", "\nfrom shop import replies\n", [21, 23, 25]),
+        ("translated_reply(question, use_input_language=True)", "", [11]),
+        ("translated_reply(question, True)", "", [11]),
+        ('translated_reply(question, mode="slow")', "", [13, 15]),
+        ("translated_reply(question, **options)", "\noptions: dict = {}\n", [11, 13, 15]),
+        ("translated_reply(*[question])", "", [11, 13, 15]),
+        ("HANDLERS['t'](question)", "\nHANDLERS = {'t': translated_reply}\n", [11, 13, 15]),
+        ("str(map(translated_reply, [question]))", "", [11, 13, 15]),
+        ("getattr(replies, 'translated_reply')(question)", "\nfrom shop import replies\n", [11, 13, 15]),
     ],
 )
 def test_a_caller_that_may_pass_the_argument_keeps_the_arm(
     project: Path, call: str, extra: str, live: list[int]
 ) -> None:
     _calling(project, call, extra)
-    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [*live, 37]
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [*live, 27]
 
 
 def test_an_aliased_import_decides_nothing(project: Path) -> None:
@@ -322,7 +322,7 @@ def test_an_aliased_import_decides_nothing(project: Path) -> None:
     text = app.read_text(encoding="utf-8")
     text = text.replace("dated_reply, translated_reply", "dated_reply, translated_reply as reply_in")
     app.write_text(text.replace("translated_reply(question)", "reply_in(question)"), encoding="utf-8")
-    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [21, 23, 25, 37]
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [11, 13, 15, 27]
 
 
 def test_a_caller_passing_it_in_another_module_the_analysed_text_does_not(project: Path) -> None:
@@ -331,7 +331,7 @@ def test_a_caller_passing_it_in_another_module_the_analysed_text_does_not(projec
         "    translated_reply('x', use_input_language=True)\n",
         encoding="utf-8",
     )
-    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [21, 37]
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [11, 27]
 
 
 def test_a_test_passing_the_argument_sends_no_request(project: Path) -> None:
@@ -340,13 +340,13 @@ def test_a_test_passing_the_argument_sends_no_request(project: Path) -> None:
         "    assert translated_reply('x', use_input_language=True)\n",
         encoding="utf-8",
     )
-    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [37]
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [27]
 
 
 def test_a_default_is_judged_on_the_analysed_text(project: Path) -> None:
     path = project / "shop" / "replies.py"
     text = path.read_text(encoding="utf-8") + "\n\ntranslated_reply('warm up', mode='slow')\n"
-    assert [line for _, line, _ in _found(project, "shop/replies.py", text)] == [23, 25, 37]
+    assert [line for _, line, _ in _found(project, "shop/replies.py", text)] == [13, 15, 27]
 
 
 def test_a_method_whose_flag_no_call_passes(project: Path) -> None:
