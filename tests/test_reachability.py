@@ -394,11 +394,44 @@ def test_a_comment_above_a_definition_is_part_of_it(project: Path) -> None:
     assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 16]
 
 
-def test_a_constant_looked_up_by_a_name_made_at_run_time_is_kept(project: Path) -> None:
-    (project / "shop" / "registry.py").write_text(
-        "from shop import templates\n\n\ndef prompt_for(kind: str) -> str:\n"
-        "    return getattr(templates, kind.upper() + '_PROMPT')\n",
-        encoding="utf-8",
-    )
+@pytest.mark.parametrize(
+    ("module", "kept"),
+    [
+        (
+            "from shop import templates\n\n\ndef prompt_for(kind: str) -> str:\n"
+            "    return getattr(templates, kind.upper() + '_PROMPT')\n",
+            True,
+        ),
+        (
+            "import shop.templates as T\n\n\ndef prompt_for(kind: str) -> str:\n    return vars(T)[kind]\n",
+            True,
+        ),
+        (
+            "import importlib\n\n\ndef prompt_for(kind: str) -> str:\n"
+            "    return getattr(importlib.import_module('shop.templates'), kind)\n",
+            True,
+        ),
+        # another object's names read so say nothing of the module's
+        (
+            "from shop import templates\n\n\ndef field(config: object, name: str) -> object:\n"
+            "    return getattr(config, name), config.__dict__\n",
+            False,
+        ),
+    ],
+)
+def test_a_constant_looked_up_by_a_name_made_at_run_time_is_kept(
+    project: Path, module: str, kept: bool
+) -> None:
+    (project / "shop" / "registry.py").write_text(module, encoding="utf-8")
     # no word names such a use: no value of the module is judged (its functions still are)
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == ([14, 15, 16] if kept else [14])
+
+
+def test_a_module_reading_its_own_globals_keeps_its_constants(project: Path) -> None:
+    path = project / "shop" / "templates.py"
+    text = (
+        path.read_text(encoding="utf-8")
+        + "\n\ndef prompt_for(kind: str) -> str:\n    return globals()[kind]\n"
+    )
+    path.write_text(text, encoding="utf-8")
     assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15, 16]

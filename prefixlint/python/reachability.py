@@ -276,18 +276,25 @@ def _judged(
     return units
 
 
-# Reading a module's names by a name made at run time: `getattr(prompts, name)`, `globals()[key]`.
-_BY_NAME = re.compile(r"\bgetattr\(\s*[\w.]+\s*,\s*(?![\"'\s])|\b(?:globals|vars)\(|__dict__|def __getattr__")
-
-
+# Reading a module's names by a name made at run time, in the module itself (`globals()[key]`, a
+# module `__getattr__`) or on the module object (`getattr(prompts, kind)`, `vars(prompts)`).
+_SELF_BY_NAME = re.compile(r"\b(?:globals|vars)\(\s*\)|def __getattr__|sys\.modules\[__name__\]")
+_BY_NAME = re.compile(r"\bgetattr\([^,\n]*,\s*(?![\"'\s])|\bvars\(\s*[\w.]+\s*\)|\.__dict__\b")
 _DYNAMIC_IMPORT = re.compile(r"\bimport_module\(|\b__import__\(")
+# `import pkg.mod as m` (1, 2) or `from pkg import mod as m, other` (3)
+_MODULE_IMPORT = re.compile(
+    r"^[ \t]*(?:import[ \t]+([\w.]+)(?:[ \t]+as[ \t]+(\w+))?|from[ \t]+[\w.]+[ \t]+import[ \t]+([^\n]*))",
+    re.MULTILINE,
+)
+_ALIASED = re.compile(r"\b(\w+)\b(?:[ \t]+as[ \t]+(\w+))?")
 
 
 def _read_by_name(project: Project, path: str, text: str, words: _Words) -> bool:
-    """Whether the module, or a project module that imports it (by an import statement, or by
-    `importlib.import_module`/`__import__` with its name), may read its values by a name made at
-    run time (a registry of prompts looked up by kind): no word would name such a use."""
-    if _BY_NAME.search(text) is not None:
+    """Whether the module, or a project module that imports it, may read its values by a name made
+    at run time (a registry of prompts looked up by kind): no word would name such a use. A module
+    that imports modules by a computed name (`importlib.import_module`) and reads any object's
+    names so is taken to read this one's."""
+    if _SELF_BY_NAME.search(text) is not None:
         return True
     name = os.path.splitext(os.path.basename(path))[0]
     reading = [
@@ -300,7 +307,31 @@ def _read_by_name(project: Project, path: str, text: str, words: _Words) -> bool
     if not reading:
         return False
     importing = set(importers(project, path, api=False))
-    return any(other in importing or _DYNAMIC_IMPORT.search(found) is not None for other, found in reading)
+    for other, found in reading:
+        if _DYNAMIC_IMPORT.search(found) is not None:
+            return True
+        if other in importing:
+            held = "|".join(re.escape(a) for a in sorted(_module_names(found, name)))
+            on_module = (
+                rf"\bgetattr\(\s*(?:{held})\s*,\s*(?![\"'\s])"
+                rf"|\bvars\(\s*(?:{held})\s*\)|\b(?:{held})\.__dict__\b"
+            )
+            if re.search(on_module, found) is not None:
+                return True
+    return False
+
+
+def _module_names(text: str, name: str) -> set[str]:
+    """The names a module's text may hold the module `name` by: `name` itself, `pkg.name`, and the
+    `as` aliases of its imports."""
+    held = {name}
+    for m in _MODULE_IMPORT.finditer(text):
+        if m.group(1) and m.group(1).split(".")[-1] == name:
+            held.add(m.group(2) or m.group(1))
+        for item in _ALIASED.finditer(m.group(3) or ""):
+            if item.group(1) == name and item.group(2):
+                held.add(item.group(2))
+    return held
 
 
 def _constants(index: ModuleIndex) -> list[tuple[str, cst.SimpleStatementLine]]:
