@@ -64,7 +64,7 @@ from __future__ import annotations
 import bisect
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -355,13 +355,38 @@ def _constants(index: ModuleIndex) -> list[tuple[str, cst.SimpleStatementLine]]:
 @dataclass(frozen=True)
 class Unreachable:
     """The line ranges of a module that cannot run, and the files whose text decided that its dead
-    functions are dead (a cached result that drops a finding there depends on them)."""
+    functions are dead (a cached result that drops a finding there depends on them). The `if`
+    statements that defaults no caller overrides may decide (`pinned`: each with its lines) are
+    decided only for a line asked about: searching the project for the callers of every function
+    with a defaulted flag would cost more than the few findings asked about."""
 
     lines: list[range]
     deciding: list[str]
+    pinned: list[tuple[cst.If, range]] = field(default_factory=list)
+    evaluator: Evaluator | None = None
+
+    @property
+    def any(self) -> bool:
+        """Whether any line may be unreachable."""
+        return bool(self.lines or self.pinned)
 
     def holds(self, line: int) -> bool:
-        return any(line in r for r in self.lines)
+        if any(line in r for r in self.lines):
+            return True
+        return self.evaluator is not None and any(
+            line in lines and _in_arm_not_taken(node, line, self.evaluator) for node, lines in self.pinned
+        )
+
+
+def _in_arm_not_taken(node: cst.If, line: int, evaluator: Evaluator) -> bool:
+    test = evaluator.pinned_test(node)
+    if test is _UNKNOWN:
+        return False
+    arm = node.orelse if test else node.body
+    if arm is None or arm not in evaluator.index.positions:
+        return False
+    (first, _), (last, _) = evaluator.index.positions[arm]
+    return first <= line <= last
 
 
 def unreachable_code(
@@ -369,19 +394,24 @@ def unreachable_code(
 ) -> Unreachable:
     """What of the analysed module (`text`, at `path`) cannot run: its constant-false arms, and its
     dead functions when the project is seen."""
-    arms = _false_arms(index, evaluator, pinned=True)
+    arms = _false_arms(index, evaluator)
     path = os.path.abspath(path)
     if not (index.functions or index.classes or index.module_scope.bindings) or not _is_seen(project, path):
         return Unreachable(arms, [])
     if is_test_file(os.path.relpath(path, project.root)):
         return Unreachable(arms, [])
+    pinned = [
+        (node, range(index.positions[node][0][0], index.positions[node][1][0] + 1))
+        for node in index.branch_nodes.values()
+        if isinstance(node, cst.If) and node in index.positions and evaluator.literal_test(node) is _UNKNOWN
+    ]
     words = _project_words(project)
     imported = os.path.basename(path) != "__init__.py" and _imported(project, path)
     constants = not _read_by_name(project, path, text, words)
     dead = _dead(_judged(index, text, words, imported, constants), path, text, words, arms, project)
     if not dead:
-        return Unreachable(arms, [])
-    return Unreachable(arms + [range(u.first, u.last + 1) for u in dead], list(words.read))
+        return Unreachable(arms, [], pinned, evaluator)
+    return Unreachable(arms + [range(u.first, u.last + 1) for u in dead], list(words.read), pinned, evaluator)
 
 
 def _dead(
@@ -460,17 +490,11 @@ def _idle_lines(project: Project, words: _Words, path: str, text: str) -> list[r
     if cached is not None and cached[0] == text:
         return cached[1]
     _IDLE_LINES[path] = (text, None)  # too large, unparsable, or being worked out
-    if len(text) > MAX_IMPORTED_MODULE_BYTES:
+    index = _parsed(project, path, text, indexed=True)
+    if not isinstance(index, ModuleIndex):
         return None
     from prefixlint.python.evaluate import Evaluator
 
-    index = parsed_module(path, text)
-    if index is None:
-        try:
-            index = index_module(parse_module(text), path)
-        except (cst.ParserSyntaxError, RecursionError, ValueError):
-            return None
-        remember(path, text, index)  # a checked file later, most likely
     arms = _false_arms(index, Evaluator(index))
     imported = _imported(project, path)
     functions = _judged(index, text, words, imported)
@@ -516,16 +540,13 @@ def _resolves(project: Project, dotted: str, importer: str, path: str) -> bool:
     return found is not None and os.path.abspath(found) == path
 
 
-def _false_arms(index: ModuleIndex, evaluator: Evaluator, pinned: bool = False) -> list[range]:
-    """The lines of the arms of `if` statements that literals decide never run (`pinned`: or the
-    defaults no caller overrides, `pinned_defaults`)."""
+def _false_arms(index: ModuleIndex, evaluator: Evaluator) -> list[range]:
+    """The lines of the arms of `if` statements that literals decide never run."""
     found = []
     for node in index.branch_nodes.values():
         if not isinstance(node, cst.If):
             continue
         test = evaluator.literal_test(node)
-        if test is _UNKNOWN and pinned:
-            test = evaluator.pinned_test(node)
         if test is _UNKNOWN:
             continue
         arm = node.orelse if test else node.body
@@ -570,7 +591,7 @@ def _pinned(project: Project, index: ModuleIndex, fn: cst.FunctionDef) -> dict[s
     shapes: list[_Call] = []
     for other in sorted(files):
         text = project.texts[other] if other in project.texts else read_text(other)
-        if not other.endswith(".py") or text is None or len(text) > MAX_IMPORTED_MODULE_BYTES:
+        if not other.endswith(".py") or text is None:
             return {}
         uses = _name_uses(project, other, text).get(name, [])
         if len(uses) != len(re.findall(rf"\b{re.escape(name)}\b", text)):
@@ -627,16 +648,33 @@ class _Call:
 _USES: dict[str, tuple[str, dict[str, list[_Call | str | None]]]] = {}
 
 
+def _parsed(project: Project, path: str, text: str, indexed: bool) -> ModuleIndex | cst.Module | None:
+    """A project module's tree: the index this process holds for that text (the checked file, an
+    import, a module parsed ahead for the workers), else parsed here (`indexed`: and indexed, kept
+    for the checked files that import it) when it is small enough to parse cheaply; None if not."""
+    held = project.modules.get(path) if project.texts.get(path) == text else None
+    held = held or parsed_module(path, text)
+    if held is not None:
+        return held
+    if len(text) > MAX_IMPORTED_MODULE_BYTES:
+        return None
+    try:
+        module = parse_module(text)
+        if not indexed:
+            return module
+        index = index_module(module, path)
+    except (cst.ParserSyntaxError, RecursionError, ValueError):
+        return None
+    remember(path, text, index)  # a checked file later, most likely
+    return index
+
+
 def _name_uses(project: Project, path: str, text: str) -> dict[str, list[_Call | str | None]]:
     cached = _USES.get(path)
     if cached is not None and cached[0] == text:
         return cached[1]
-    index = project.modules.get(path) if project.texts.get(path) == text else None
-    index = index or parsed_module(path, text)
-    try:
-        module = index.module if index is not None else parse_module(text)
-    except (cst.ParserSyntaxError, RecursionError, ValueError):
-        module = None
+    parsed = _parsed(project, path, text, indexed=False)
+    module = parsed.module if isinstance(parsed, ModuleIndex) else parsed
     uses: dict[str, list[_Call | str | None]] = {}
     stack: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None]] = (
         [(module, None, None)] if module is not None else []
