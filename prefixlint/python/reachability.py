@@ -142,6 +142,7 @@ def forget() -> None:
     """A new run reads the project afresh (references may have been added or removed since)."""
     _WORDS.clear()
     _IDLE_LINES.clear()
+    _IMPORTED.clear()
 
 
 def _project_words(project: Project) -> _Words:
@@ -444,9 +445,10 @@ def _dead(
         if not unit.constant or project is None:
             return False
         # A constant another module imports is dead when that module, too, uses it only in dead
-        # code; asked only of one that no live line here uses (each asks for a parse).
+        # code; asked only of one that no live line here uses, and that few modules name (each
+        # asks for a parse: a name many modules write, `logger`, is taken as live).
         here = [line for line in uses[unit.name] if not unit.first <= line <= unit.last]
-        if not all(in_runnable(unit, line) for line in here):
+        if len(others) > _MAX_MODULES_ASKED or not all(in_runnable(unit, line) for line in here):
             return False
         return all(_used_only_in_dead_code(project, words, other, unit.name) for other in sorted(others))
 
@@ -468,6 +470,7 @@ def _dead(
     return dead
 
 
+_MAX_MODULES_ASKED = 4
 # Project module -> (its text, the lines of it that cannot run or only import), per run (`forget`).
 _IDLE_LINES: dict[str, tuple[str, list[range] | None]] = {}
 
@@ -478,10 +481,16 @@ def _used_only_in_dead_code(project: Project, words: _Words, path: str, name: st
     if not path.endswith(".py") or os.path.basename(path) == "__init__.py":
         return False  # docs or configuration name it; a package re-exports it
     text = read_text(path) or ""
+    found = list(re.finditer(rf"\b{re.escape(name)}\b", text))
+    # a line at the module's top level that is no import runs at import: no parse needed to say so
+    for m in found:
+        start = text.rfind("\n", 0, m.start()) + 1
+        if text[start] not in " \t" and not text.startswith(("from ", "import "), start):
+            return False
     idle = _idle_lines(project, words, path, text)
     if idle is None:
         return False
-    lines = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(rf"\b{re.escape(name)}\b", text)]
+    lines = [text.count("\n", 0, m.start()) + 1 for m in found]
     return all(any(line in r for r in idle) for line in lines)
 
 
@@ -514,7 +523,18 @@ def _imported(project: Project, path: str) -> bool:
     """Whether another module of the project that is no test imports the module at `path` (each
     import its text writes resolved as the evaluator resolves it: another module of the same name
     elsewhere is not this one), and none imports all of it (`from .m import *` in a package's
-    `__init__` makes each public name an export, which no word names)."""
+    `__init__` makes each public name an export, which no word names). Once per run and module:
+    only the other modules' files decide it."""
+    key = (project.root, path)
+    if key not in _IMPORTED:
+        _IMPORTED[key] = _imported_now(project, path)
+    return _IMPORTED[key]
+
+
+_IMPORTED: dict[tuple[str, str], bool] = {}  # (root, module) -> _imported, per run (`forget`)
+
+
+def _imported_now(project: Project, path: str) -> bool:
     used = False
     for other in importers(project, path, api=False):
         if is_test_file(os.path.relpath(other, project.root)):
