@@ -436,3 +436,14 @@ def test_a_module_reading_its_own_globals_keeps_its_constants(project: Path) -> 
     )
     path.write_text(text, encoding="utf-8")
     assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15, 16]
+
+
+def test_a_caller_module_too_large_to_search_decides_nothing(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # decided on the size alone, whether or not this process parsed the caller before
+    app = project / "shop" / "app.py"
+    app.write_text(app.read_text(encoding="utf-8") + "\n# padding\n" * 500, encoding="utf-8")
+    replies = len((project / "shop" / "replies.py").read_text(encoding="utf-8"))
+    monkeypatch.setattr(reachability, "MAX_SEARCHED_MODULE_BYTES", replies + 1)
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [11, 13, 15, 27]

@@ -41,8 +41,13 @@ Two kinds of unreachable code:
    nothing: a use inside another constant keeps a definition alive, only a dead function or class
    makes a use dead. Another module that writes its name does not keep it when, there too, every
    line writing it imports it or lies in a constant-false arm or a dead function of that module
-   (judged as its own are; a package `__init__` re-exports, and keeps it). A finding located in a
-   dead value is dropped (a legacy prompt constant only retired helpers return).
+   (judged as its own are; a package `__init__` re-exports, and keeps it; a name more than
+   `_MAX_MODULES_ASKED` modules write is taken as live, each would be parsed). No value of a
+   module is judged when it, or a module that imports it, reads the module's names by a name made
+   at run time (`getattr(prompts, kind)`, `vars(prompts)`, `globals()`, a module `__getattr__`,
+   `importlib.import_module`). The comment lines just above a definition, and its decorators,
+   belong to it. A finding located in a dead value is dropped (a legacy prompt constant only
+   retired helpers return).
 
 3. **An arm that the defaults decide**, where no caller passes the argument: a parameter with a
    literal default (`use_input_language=False`, `mode="fast"`, `x=None`) of a judged function
@@ -54,9 +59,11 @@ Two kinds of unreachable code:
    stored, a decorator, an `as` alias, a string or a comment naming it (`getattr`, a registry),
    docs or configuration. The evaluator decides such an `if` (`Evaluator.pinned_test`, under
    `may_run`) as it decides `if False:`, so text built only on the arm not taken is no prompt
-   text, and a finding in that arm is dropped here. Each module searched for calls is parsed once
-   per process (`_name_uses`); a function is searched only when one of its tests reads such a
-   parameter.
+   text, and a finding in that arm is dropped here (`Unreachable.holds`: decided only for the
+   lines asked about). Each module searched for calls is walked once per process (`_name_uses`,
+   from the tree this process holds when it has one); a function is searched only when one of its
+   tests reads such a parameter. Files the word index does not read (notebooks, `.mdx` docs) are
+   not seen, as for dead functions.
 """
 
 from __future__ import annotations
@@ -668,16 +675,23 @@ class _Call:
 _USES: dict[str, tuple[str, dict[str, list[_Call | str | None]]]] = {}
 
 
+# A module searched for the calls of a function or the uses of a constant is parsed up to this size
+# (mem0's memory/main.py, 168 KB, calls its prompt builders; ~1.5 s of libcst at the limit, once
+# per process).
+MAX_SEARCHED_MODULE_BYTES = 400_000
+
+
 def _parsed(project: Project, path: str, text: str, indexed: bool) -> ModuleIndex | cst.Module | None:
-    """A project module's tree: the index this process holds for that text (the checked file, an
-    import, a module parsed ahead for the workers), else parsed here (`indexed`: and indexed, kept
-    for the checked files that import it) when it is small enough to parse cheaply; None if not."""
+    """A project module's tree, when it is at most MAX_SEARCHED_MODULE_BYTES: the index this
+    process holds for that text (the checked file, an import, a module parsed ahead for the
+    workers), else parsed here (`indexed`: and indexed, kept for the checked files that import
+    it); None if it is larger or does not parse."""
+    if len(text) > MAX_SEARCHED_MODULE_BYTES:
+        return None  # decided on the size alone: the result never depends on what was parsed before
     held = project.modules.get(path) if project.texts.get(path) == text else None
     held = held or parsed_module(path, text)
     if held is not None:
         return held
-    if len(text) > MAX_IMPORTED_MODULE_BYTES:
-        return None
     try:
         module = parse_module(text)
         if not indexed:
