@@ -192,6 +192,7 @@ def test_an_import_of_another_module_of_the_same_name_leaves_it_an_entry(project
     assert _found(project, "shop/script.py") == [("PFX101", 21, 54)]
     # imported for real, its public builder that nothing calls is dead
     (project / "shop" / "cli.py").write_text("from shop import script\n\nscript.BRIEF\n", encoding="utf-8")
+    reachability.forget()  # as a new run does
     assert _found(project, "shop/script.py") == []
 
 
@@ -213,3 +214,236 @@ def test_a_call_in_another_modules_constant_false_arm_is_no_caller(project: Path
     jobs.write_text("import shop.prompts\n\nif 1:\n    shop.prompts._retired_reply('x')\n", encoding="utf-8")
     reachability.forget()  # as a new run does
     assert 68 in [line for _, line, _ in _found(project, "shop/prompts.py")]
+
+
+# --- module-level values only dead code uses (shop/templates.py, shop/legacy.py) ----------------
+
+
+def test_a_constant_only_dead_code_uses_gives_none(project: Path) -> None:
+    # LEGACY_PROMPT (15): only `legacy_messages` in shop/legacy.py, which nothing calls, returns it;
+    # _DRAFT_PROMPT (16): only the private `_draft_messages` nothing calls; ANSWER_PROMPT (14): a
+    # live builder of shop/legacy.py returns it
+    assert _found(project, "shop/templates.py") == [("PFX101", 14, 34)]
+    assert [(c, line) for c, line, _ in _found(project, "shop/templates.py")] == _expected(
+        "shop/templates.py"
+    )
+
+
+def test_a_live_use_of_a_constant_keeps_it(project: Path) -> None:
+    app = project / "shop" / "app.py"
+    app.write_text(
+        app.read_text(encoding="utf-8").replace(
+            "from shop.legacy import current_messages",
+            "from shop.legacy import current_messages, legacy_messages",
+        )
+        + "\n\ndef old_client(question: str) -> str:\n    return str(legacy_messages(question))\n",
+        encoding="utf-8",
+    )
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15]
+
+
+def test_a_constant_read_at_module_level_elsewhere_is_live(project: Path) -> None:
+    (project / "shop" / "banner.py").write_text(
+        "from shop.templates import _DRAFT_PROMPT, LEGACY_PROMPT\n\nBANNER = LEGACY_PROMPT[:10]\n",
+        encoding="utf-8",
+    )
+    # the value is read at import: LEGACY_PROMPT is live; _DRAFT_PROMPT is only imported there
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15]
+    (project / "shop" / "banner.py").write_text(
+        "from shop.templates import _DRAFT_PROMPT\n\n\ndef banner() -> str:\n    return _DRAFT_PROMPT\n",
+        encoding="utf-8",
+    )
+    reachability.forget()
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 16]
+
+
+def test_a_constant_named_in_all_of_a_star_imported_module_is_kept(project: Path) -> None:
+    templates = project / "shop" / "templates.py"
+    templates.write_text(
+        templates.read_text(encoding="utf-8") + '\n\n__all__ = ["LEGACY_PROMPT"]\n', encoding="utf-8"
+    )
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15]
+    (project / "shop" / "__init__.py").write_text("from shop.templates import *\n", encoding="utf-8")
+    reachability.forget()
+    # a package's star import makes every public name an export: only the private one is judged
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15]
+
+
+def test_a_constant_a_package_reexports_is_kept(project: Path) -> None:
+    (project / "shop" / "__init__.py").write_text(
+        "from shop.templates import LEGACY_PROMPT\n", encoding="utf-8"
+    )
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15]
+
+
+def test_a_constant_of_a_module_nothing_imports_is_an_entry(project: Path) -> None:
+    (project / "shop" / "legacy.py").unlink()
+    # templates.py is imported by no module now: its public constants are its API
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15]
+
+
+# --- arguments no caller passes (shop/replies.py, called by shop/app.py) -------------------------
+
+
+def test_an_arm_only_a_default_no_caller_overrides_decides_never_runs(project: Path) -> None:
+    # `use_input_language` (11) and `mode` (13, 15) hold their defaults on every call: their arms
+    # cannot run; `dated=True` leaves the clock of 27 live
+    assert _found(project, "shop/replies.py") == [("PFX101", 27, 26)]
+    assert [(c, line) for c, line, _ in _found(project, "shop/replies.py")] == _expected("shop/replies.py")
+
+
+def _calling(root: Path, call: str, extra: str = "") -> None:
+    app = root / "shop" / "app.py"
+    text = app.read_text(encoding="utf-8").replace("translated_reply(question)", call)
+    app.write_text(text + extra, encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("call", "extra", "live"),
+    [
+        ("translated_reply(question, use_input_language=True)", "", [11]),
+        ("translated_reply(question, True)", "", [11]),
+        ('translated_reply(question, mode="slow")', "", [13, 15]),
+        ("translated_reply(question, **options)", "\noptions: dict = {}\n", [11, 13, 15]),
+        ("translated_reply(*[question])", "", [11, 13, 15]),
+        ("HANDLERS['t'](question)", "\nHANDLERS = {'t': translated_reply}\n", [11, 13, 15]),
+        ("str(map(translated_reply, [question]))", "", [11, 13, 15]),
+        ("getattr(replies, 'translated_reply')(question)", "\nfrom shop import replies\n", [11, 13, 15]),
+    ],
+)
+def test_a_caller_that_may_pass_the_argument_keeps_the_arm(
+    project: Path, call: str, extra: str, live: list[int]
+) -> None:
+    _calling(project, call, extra)
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [*live, 27]
+
+
+def test_an_aliased_import_decides_nothing(project: Path) -> None:
+    app = project / "shop" / "app.py"
+    text = app.read_text(encoding="utf-8")
+    text = text.replace("dated_reply, translated_reply", "dated_reply, translated_reply as reply_in")
+    app.write_text(text.replace("translated_reply(question)", "reply_in(question)"), encoding="utf-8")
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [11, 13, 15, 27]
+
+
+def test_a_caller_passing_it_in_another_module_the_analysed_text_does_not(project: Path) -> None:
+    (project / "shop" / "jobs.py").write_text(
+        "from shop.replies import translated_reply\n\n\ndef nightly() -> None:\n"
+        "    translated_reply('x', use_input_language=True)\n",
+        encoding="utf-8",
+    )
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [11, 27]
+
+
+def test_a_test_passing_the_argument_sends_no_request(project: Path) -> None:
+    (project / "shop" / "tests" / "test_replies.py").write_text(
+        "from shop.replies import translated_reply\n\n\ndef test_it() -> None:\n"
+        "    assert translated_reply('x', use_input_language=True)\n",
+        encoding="utf-8",
+    )
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [27]
+
+
+def test_a_default_is_judged_on_the_analysed_text(project: Path) -> None:
+    path = project / "shop" / "replies.py"
+    text = path.read_text(encoding="utf-8") + "\n\ntranslated_reply('warm up', mode='slow')\n"
+    assert [line for _, line, _ in _found(project, "shop/replies.py", text)] == [13, 15, 27]
+
+
+def test_a_method_whose_flag_no_call_passes(project: Path) -> None:
+    (project / "shop" / "counter.py").write_text(
+        textwrap.dedent(
+            """\
+            from datetime import datetime
+
+            from openai import OpenAI
+
+            POLICY = "Answer from the records only, in plain English, one short paragraph. " * 20
+
+
+            class Counter:
+                def reply(self, q: str, stamped: bool = False) -> object:
+                    system = POLICY
+                    if stamped:
+                        system = f"{datetime.now()} {POLICY}"
+                    return OpenAI().chat.completions.create(
+                        model="gpt-4o",
+                        messages=[{"role": "system", "content": system}, {"role": "user", "content": q}],
+                    )
+            """
+        ),
+        encoding="utf-8",
+    )
+    jobs = project / "shop" / "jobs.py"
+    jobs.write_text("from shop.counter import Counter\n\nCounter().reply('x')\n", encoding="utf-8")
+    assert _found(project, "shop/counter.py") == []
+    # any call of a method of that name counts, whatever the object: the class is not pinned
+    jobs.write_text("from shop.counter import Counter\n\nCounter().reply('x')\nother.reply('y', True)\n")
+    reachability.forget()
+    assert [line for _, line, _ in _found(project, "shop/counter.py")] == [12]
+
+
+def test_a_comment_above_a_definition_is_part_of_it(project: Path) -> None:
+    path = project / "shop" / "templates.py"
+    text = path.read_text(encoding="utf-8").replace(
+        "LEGACY_PROMPT = f", "# LEGACY_PROMPT: kept for the old client only.\nLEGACY_PROMPT = f"
+    )
+    path.write_text(text, encoding="utf-8")
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14]
+    # a comment elsewhere naming it is a reference, as a docs page is
+    path.write_text(text + "\n# LEGACY_PROMPT is what the old client gets\n", encoding="utf-8")
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 16]
+
+
+@pytest.mark.parametrize(
+    ("module", "kept"),
+    [
+        (
+            "from shop import templates\n\n\ndef prompt_for(kind: str) -> str:\n"
+            "    return getattr(templates, kind.upper() + '_PROMPT')\n",
+            True,
+        ),
+        (
+            "import shop.templates as T\n\n\ndef prompt_for(kind: str) -> str:\n    return vars(T)[kind]\n",
+            True,
+        ),
+        (
+            "import importlib\n\n\ndef prompt_for(kind: str) -> str:\n"
+            "    return getattr(importlib.import_module('shop.templates'), kind)\n",
+            True,
+        ),
+        # another object's names read so say nothing of the module's
+        (
+            "from shop import templates\n\n\ndef field(config: object, name: str) -> object:\n"
+            "    return getattr(config, name), config.__dict__\n",
+            False,
+        ),
+    ],
+)
+def test_a_constant_looked_up_by_a_name_made_at_run_time_is_kept(
+    project: Path, module: str, kept: bool
+) -> None:
+    (project / "shop" / "registry.py").write_text(module, encoding="utf-8")
+    # no word names such a use: no value of the module is judged (its functions still are)
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == ([14, 15, 16] if kept else [14])
+
+
+def test_a_module_reading_its_own_globals_keeps_its_constants(project: Path) -> None:
+    path = project / "shop" / "templates.py"
+    text = (
+        path.read_text(encoding="utf-8")
+        + "\n\ndef prompt_for(kind: str) -> str:\n    return globals()[kind]\n"
+    )
+    path.write_text(text, encoding="utf-8")
+    assert [line for _, line, _ in _found(project, "shop/templates.py")] == [14, 15, 16]
+
+
+def test_a_caller_module_too_large_to_search_decides_nothing(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # decided on the size alone, whether or not this process parsed the caller before
+    app = project / "shop" / "app.py"
+    app.write_text(app.read_text(encoding="utf-8") + "\n# padding\n" * 500, encoding="utf-8")
+    replies = len((project / "shop" / "replies.py").read_text(encoding="utf-8"))
+    monkeypatch.setattr(reachability, "MAX_SEARCHED_MODULE_BYTES", replies + 1)
+    assert [line for _, line, _ in _found(project, "shop/replies.py")] == [11, 13, 15, 27]

@@ -166,7 +166,7 @@ def analyze_python(path: str, text: str, settings: PythonPart | Options) -> Sour
     from prefixlint.python.embedded import embedded_template_diagnostics
 
     found += embedded_template_diagnostics(path, index, evaluator, tokenizer.get, part.template)
-    if unreachable is not None and unreachable.lines:
+    if unreachable is not None and unreachable.any:
         kept = [d for d in found if d.span.path != path or not unreachable.holds(d.span.line)]
         if len(kept) < len(found) and unreachable.deciding:
             project.read += unreachable.deciding

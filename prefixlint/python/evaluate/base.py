@@ -56,6 +56,7 @@ class EvaluatorBase:
         self.project = project
         self.active = project.active
         self._calls: dict[str, list[cst.Call]] | None = None  # calls by callee name (calls_named)
+        self.pinned_tests: dict[cst.If, object] = {}  # Names.pinned_test's memo
 
     # --- the project's other modules -----------------------------------------------------------
     @classmethod

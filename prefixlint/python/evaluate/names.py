@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from prefixlint.python.cstwalk import nodes
 from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import (
     _COMPARE,
@@ -255,9 +256,27 @@ class Names(EvaluatorBase):
             node = self.index.branch_nodes.get(key)
             if isinstance(node, cst.If):
                 test = self.constant(node.test, env) if env.consts else self.literal_test(node)
+                if test is UNDECIDED and self.index.scope_for(node).node not in env.consts:
+                    test = self.pinned_test(node)  # the call being inlined, if any, passes nothing
                 if test is not UNDECIDED and bool(test) != (arm == 0):
                     return False
         return True
+
+    def pinned_test(self, node: cst.If) -> object:
+        """The value of an `if` test that the literal defaults of its function's parameters decide,
+        where no caller in the project passes them (`reachability.pinned_defaults`), else UNDECIDED;
+        once per test and checked file."""
+        tests = self.pinned_tests
+        if node not in tests:
+            tests[node] = UNDECIDED
+            fn = self.index.scope_for(node).node
+            if isinstance(fn, cst.FunctionDef) and _tests_a_default(fn, node.test):
+                from prefixlint.python.reachability import pinned_defaults
+
+                pinned = pinned_defaults(self.project, self.index, fn)
+                if pinned:
+                    tests[node] = self.constant(node.test, Env(consts={fn: pinned}))
+        return tests[node]
 
     def literal_test(self, node: cst.If) -> object:
         """The value of an `if` test that literals alone decide, else UNDECIDED (once per test: every
@@ -301,6 +320,16 @@ class Names(EvaluatorBase):
             compare = _COMPARE.get(op)
             return compare(left, right) if compare is not None else UNDECIDED
         return UNDECIDED
+
+
+def _tests_a_default(fn: cst.FunctionDef, test: cst.BaseExpression) -> bool:
+    """Whether a test reads a parameter of `fn` that has a literal default (only then may the
+    callers decide it: the project is searched for them)."""
+    p = fn.params
+    defaults = {
+        a.name.value for a in (*p.posonly_params, *p.params, *p.kwonly_params) if a.default is not None
+    }
+    return bool(defaults) and any(n.value in defaults for n in nodes(test, cst.Name))
 
 
 def _unknown(value: Value) -> bool:
