@@ -11,9 +11,11 @@ source counts: one guessed from a name says nothing about a schema's order.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
-from prefixlint.python.evaluate.base import EvaluatorBase
+from prefixlint.python.evaluate.base import EvaluatorBase, bare_set
 from prefixlint.python.evaluate.env import MAX_DEPTH, Env
 from prefixlint.python.frameworks import SchemaModel
 from prefixlint.python.segments import EMPTY, Hole, Provenance, Value, holes
@@ -38,7 +40,7 @@ class Schemas(EvaluatorBase):
         for expression in chosen:
             found = _unordered_hole(self.value(expression, env.deeper()))
             if found is not None:
-                return (found,)
+                return (_listed(found, self.label(expression)),)
         return self.unknown(node)
 
     def definition_order(self, definition: cst.ClassDef | cst.FunctionDef, env: Env) -> Value | None:
@@ -90,3 +92,13 @@ def _unordered_hole(value: Value) -> Hole | None:
 
 def _true(node: cst.BaseExpression | None) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _listed(hole: Hole, label: str) -> Hole:
+    """A set's hole once a schema lists its items: its order is now the schema's (no longer a bare
+    set, which an opaque call such as `pydantic_function_tool(GetTime)` would drop), still reported
+    where the set is made, where `sorted(...)` fixes it."""
+    if not bare_set(hole):
+        return hole
+    origin = hole.origin[:3] + (label,) + hole.origin[4:] if hole.origin is not None else None
+    return replace(hole, label=label, origin=origin)
