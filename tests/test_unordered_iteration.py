@@ -122,3 +122,11 @@ def test_order_free_reductions_of_a_set_carry_no_order_and_the_sorted_fix_holds(
     fix, _ = first_verified("python", source, _REDUCED, results, diag, fix_part(Options()), verifier)
     assert fix is not None and fix.verified
     assert "', '.join(sorted(OPEN))" in apply_edits(_REDUCED, fix.edits)
+
+
+def test_a_project_function_reducing_its_parameter_order_free_carries_no_order() -> None:
+    """`newest(TOOLS)` returns `max(...)` of its parameter's items: followed into the function,
+    the reduction gives the same text in any order (before the table's row: PFX201 at line 17)."""
+    helper = "\n\ndef newest(names):\n    return max(n.lower() for n in names)\n"
+    source = _HEAD + "    system = f'Newest: {newest(TOOLS)}.\\n' + GUIDE\n" + _SEND + helper
+    assert analyze_python("app.py", source, Options()).diagnostics == []
