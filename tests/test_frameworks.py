@@ -78,6 +78,14 @@ def test_valid_example_is_silent(row, tmp_path: Path) -> None:  # type: ignore[n
     ("text", "message"),
     [
         ('[[sink]]\ncalls = [".x"]\n', "sink 1: every row needs a `name`"),
+        (
+            '[[ordering]]\nname = "R"\n',
+            "ordering 1 (R): an ordering row needs `methods`, `keywords` or `calls`",
+        ),
+        (
+            '[[ordering]]\nname = "R"\ncalls = ["os.path.common path"]\n',
+            "`calls` are builtins or dotted names",
+        ),
         ('[[sink]]\nname = "X"\n', "sink 1 (X): a row needs `calls`, `decorators` or `bases`"),
         ('[[sink]]\nname = "X"\ncalls = [".x"]\narguments = { a = "body" }\n', "unknown part `body`"),
         ('[[sink]]\nname = "X"\ncalls = [".x"]\ncolour = 1\n', "sink 1: unknown key `colour`"),

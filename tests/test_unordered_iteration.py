@@ -83,3 +83,50 @@ def test_a_set_comprehension_joined_is_reported_where_it_is_written_not_at_its_i
     )
     assert (diag.code, diag.span.line, diag.span.column) == ("PFX201", 12, 9)
     assert "an unordered iteration (`a set built and iterated here`)" in diag.message
+
+
+_REDUCED = (
+    "import os\n\nfrom openai import OpenAI\n\nclient = OpenAI()\n"
+    'GUIDE = ("You are a careful coding assistant. Keep every file name, function name and decision "\n'
+    '         "the user made, answer in plain prose without lists or headings, cite the file you rely "\n'
+    '         "on by its path, and never invent a function, a file or a decision nobody made.")\n'
+    "OPEN = {'src/app.py', 'src/models.py', 'tests/test_app.py'}\n\n\n"
+    "def ask(question):\n"
+    "    root = os.path.commonpath(list(OPEN))\n"
+    "    system = (f\"Files: {', '.join(OPEN)}; root {root}; {len(OPEN)} files; \"\n"  # line 14
+    "              f'last {max(os.listdir(root))}, {min(OPEN)}\\n' + GUIDE)\n"
+    "    return client.chat.completions.create(model='m', messages=[\n"
+    "        {'role': 'system', 'content': system}, {'role': 'user', 'content': question}])\n"
+)
+
+
+def test_order_free_reductions_of_a_set_carry_no_order_and_the_sorted_fix_holds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`os.path.commonpath(list(s))`, `len(s)`, `max(os.listdir(d))`, `min(s)` give the same text
+    in any order (the table's order-free reductions): only the join is a cause, with no co-value
+    beside it, and sorting it is a fix that verifies."""
+    from prefixlint.api import lint_source
+    from prefixlint.core.edits import apply_edits
+    from prefixlint.fixes.verify import Verifier, first_verified
+    from prefixlint.plan import fix_part
+    from prefixlint.run.sources import Source
+
+    path = tmp_path / "reduced.py"
+    path.write_text(_REDUCED, encoding="utf-8")
+    source = Source(str(path), "python")
+    results = lint_source(source, Options())
+    [diag] = [d for r in results for d in r.diagnostics]
+    assert (diag.code, diag.span.line, diag.span.column) == ("PFX201", 14, 35)
+    assert "an unordered iteration (`OPEN`)" in diag.message
+    assert "both must move" not in diag.message and "commonpath" not in diag.message
+    verifier = Verifier(source, lambda fixed: lint_source(source, Options(), fixed))
+    fix, _ = first_verified("python", source, _REDUCED, results, diag, fix_part(Options()), verifier)
+    assert fix is not None and fix.verified
+    assert "', '.join(sorted(OPEN))" in apply_edits(_REDUCED, fix.edits)
+
+
+def test_a_project_function_reducing_its_parameter_order_free_carries_no_order() -> None:
+    """`newest(TOOLS)` returns `max(...)` of its parameter's items: followed into the function,
+    the reduction gives the same text in any order (before the table's row: PFX201 at line 17)."""
+    helper = "\n\ndef newest(names):\n    return max(n.lower() for n in names)\n"
+    source = _HEAD + "    system = f'Newest: {newest(TOOLS)}.\\n' + GUIDE\n" + _SEND + helper
+    assert analyze_python("app.py", source, Options()).diagnostics == []

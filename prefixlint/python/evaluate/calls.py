@@ -153,8 +153,6 @@ class Calls(EvaluatorBase):
         ):
             return self.hole(Provenance.UNORDERED, node, SET)  # `BASE.union(EXTRA)`: a new set
         if isinstance(node.func, cst.Name) and not self._is_local_function(node.func):
-            if name == "sorted" and first is not None:
-                return without(self.propagate(node, [first]), Provenance.UNORDERED)
             if name in ("set", "frozenset"):
                 return self.hole(Provenance.UNORDERED, node, SET)
             if name in ("str", "repr", "format") and first is not None:
@@ -167,6 +165,12 @@ class Calls(EvaluatorBase):
                 return self.unknown(node)
             if name in _CONVERSIONS and first is not None:
                 return self.propagate(node, [first])
+
+        if self._order_free(node.func, qnames):
+            # `max(os.listdir(d))`, `os.path.commonpath(list(paths))`, `sorted(tools)`: the same
+            # result in any order, so an order is no provenance of it; what else is given still is
+            parts = [without(p, Provenance.UNORDERED) for p in self.text_parts(node, name, deeper)]
+            return self.propagate(node, parts)
 
         called = self.call_output(node, env)
         if called is not None:
@@ -247,6 +251,14 @@ class Calls(EvaluatorBase):
         if parts and all(is_constant(p) for p in parts) or says_prompt(name):
             return (Open(self.index.pos(node)[0]),)
         return self.unknown(node)
+
+    def _order_free(self, func: cst.BaseExpression, qnames: set[str]) -> bool:
+        """Whether the callee is an order-free reduction of the table's `[[ordering]]` rows: a
+        builtin named bare (not one the module defines) or an imported function by its name."""
+        free = self.project.frameworks.order_free_calls
+        if isinstance(func, cst.Name) and not qnames and not self._is_local_function(func):
+            return func.value in free
+        return bool(qnames & free)
 
     def _is_local_function(self, func: cst.Name) -> bool:
         return func.value in self.index.functions

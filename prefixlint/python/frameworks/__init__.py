@@ -15,8 +15,10 @@ of the same table. `[[fields]]` rows name the inputs a component framework decla
 the class each is declared with. `[[getter]]` rows are the shapes of a config read with a default
 (`get(key, default)`, `getattr(obj, key, default)`): a default naming a prompt file is that file
 (evaluate/config_reads.py). `[[ordering]]` rows name the arguments that only order or pick what a
-call gives (a sort key, an ORDER BY): never its text. Every row carries a valid and an invalid
-example that the tests run (`tests/test_frameworks.py`), as Fixit runs its rules' examples.
+call gives (a sort key, an ORDER BY): never its text; and the calls whose result is the same in any
+order of what they are given (`max`, `os.path.commonpath`): no order reaches it. Every row carries
+a valid and an invalid example that the tests run (`tests/test_frameworks.py`), as Fixit runs its
+rules' examples.
 
 The package: rows.py (the row types), names.py (how a call is written, the patterns), lookup.py
 (`Frameworks`, the table indexed for matching), table.py (the TOML reader and the row checks).

@@ -79,6 +79,8 @@ class Frameworks:
         self.order_methods = frozenset(m for row in self.orders for m in row.methods)
         self.order_keywords = frozenset(k for row in self.orders for k in row.keywords)
         self.unwritten_keywords = not_prompt | self.order_keywords  # a call's arguments never its text
+        # calls whose result is the same in any order of their arguments' items
+        self.order_free_calls = frozenset(c for row in self.orders for c in row.calls)
         self.entries = entries or []
         self.memories = memories or []
         self._memories: dict[str, list[tuple[Pattern, MemoryModel]]] = {}

@@ -318,9 +318,12 @@ class OrderModel:
     a sort key (`key=` of `sorted`, `max`, `list.sort`), an ORDER BY (`.order_by(Model.created_at)`).
     What the call gives is the text of what it orders (the receiver of a method in `methods`, the
     other arguments of a call given a keyword in `keywords`): a clock used as a sort key is no
-    prompt text."""
+    prompt text. `calls` are reductions whose result does not depend on the order of what they
+    are given (`max`, `sorted`, `os.path.commonpath`): the order of unordered data (a set,
+    `os.listdir`) does not reach their result, what else their arguments carry does."""
 
     name: str
     methods: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()  # a bare name is the builtin; a dotted one the imported function
     examples: dict[str, Any] = field(default_factory=dict)

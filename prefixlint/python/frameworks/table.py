@@ -349,11 +349,14 @@ def order_from_row(row: dict[str, Any], where: str) -> OrderModel:
     name, where = _named(row, OrderModel, where)
     methods = _strings(row, "methods", where)
     keywords = _strings(row, "keywords", where)
-    if not methods and not keywords:
-        raise TableError(f"{where}: an ordering row needs `methods` or `keywords`")
+    calls = _strings(row, "calls", where)
+    if not methods and not keywords and not calls:
+        raise TableError(f"{where}: an ordering row needs `methods`, `keywords` or `calls`")
     if not all(m.isidentifier() for m in (*methods, *keywords)):
         raise TableError(f"{where}: `methods` and `keywords` are bare names (`order_by`, `key`)")
-    return OrderModel(name, methods, keywords, dict(row.get("examples", {})))
+    if not all(all(p.isidentifier() for p in c.split(".")) for c in calls):
+        raise TableError(f"{where}: `calls` are builtins or dotted names (`max`, `os.path.commonpath`)")
+    return OrderModel(name, methods, keywords, calls, dict(row.get("examples", {})))
 
 
 def parse_table(text: str, where: str) -> Frameworks:
