@@ -84,12 +84,24 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _run(corpus: Path, tmp: Path, env: dict[str, str], fake: int | None) -> str:
+# The corpus's sources are analysed by a pool of worker processes (run/schedule.py); the same run in
+# one process must give the same bytes: what one module's findings see of another must not depend
+# on which modules a process happened to parse first.
+ONE_PROCESS = """
+import prefixlint.run.schedule as _schedule
+_schedule.PARALLEL_MIN_SOURCES = 10**9
+"""
+
+
+def _run(corpus: Path, tmp: Path, env: dict[str, str], fake: int | None, one_process: bool = False) -> str:
     extra = {"PYTHONPATH": str(REPO)}
-    if fake is not None:
-        site = tmp / f"fake_{fake}"
+    if fake is not None or one_process:
+        site = tmp / f"site_{fake}_{one_process}"
         site.mkdir(exist_ok=True)
-        (site / "sitecustomize.py").write_text(FAKE_CLOCK.format(fake=float(fake)), encoding="utf-8")
+        code = (FAKE_CLOCK.format(fake=float(fake)) if fake is not None else "") + (
+            ONE_PROCESS if one_process else ""
+        )
+        (site / "sitecustomize.py").write_text(code, encoding="utf-8")
         extra["PYTHONPATH"] = f"{site}:{REPO}"
     proc = run_prefixlint("check", "--no-cache", "--format", "json", ".", cwd=corpus, env={**env, **extra})
     assert proc.returncode == 1 and proc.stderr == "", proc.stderr
@@ -102,6 +114,12 @@ def test_json_is_byte_identical_across_environments(corpus: Path, tmp_path: Path
     assert '"PFX101"' in baseline and "Date: 2025" in baseline  # the clock shows in the evidence
     for name, out in outputs.items():
         assert out == baseline, f"{name} differs from baseline"
+
+
+def test_json_is_byte_identical_in_one_process_and_in_the_pool(corpus: Path, tmp_path: Path) -> None:
+    env = VARIANTS[0][1]
+    assert len(list(corpus.rglob("*.py"))) >= 12  # enough sources for the pool (PARALLEL_MIN_SOURCES)
+    assert _run(corpus, tmp_path, env, None, one_process=True) == _run(corpus, tmp_path, env, None)
 
 
 def test_the_fake_clock_works(tmp_path: Path) -> None:
