@@ -447,3 +447,43 @@ def test_a_caller_module_too_large_to_search_decides_nothing(
     replies = len((project / "shop" / "replies.py").read_text(encoding="utf-8"))
     monkeypatch.setattr(reachability, "MAX_SEARCHED_MODULE_BYTES", replies + 1)
     assert [line for _, line, _ in _found(project, "shop/replies.py")] == [11, 13, 15, 27]
+
+
+# --- the screen before a project module is parsed for its constant-false arms -------------------
+
+SCREENED_TESTS = [
+    "False", "0", "None", '""', "not True", "flag and False", "False and flag", "True", "flag or True",
+    "1", "(False)", "not (0)", '"a" == "b"', "1 < 2", "x and y and 0", "flag", "DEBUG", "x is None",
+    "x is not None", "not flag", "flag and True", "a == b == 0", "-1", "f(False)", "x == None",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("test", SCREENED_TESTS)
+def test_the_screen_lets_through_every_test_literals_decide(test: str) -> None:
+    # the screen (CPython's parser) may let through a test the evaluator does not decide, never the
+    # other way round: a module it stops keeps every word, as one without such an arm does
+    from prefixlint.python.evaluate import Evaluator
+    from prefixlint.python.scopes import index_module, parse_module
+
+    text = f"def f(flag, x, y, a, b):\n    if {test}:\n        g()\n    else:\n        h()\n"
+    index = index_module(parse_module(text), "m.py")
+    decided = bool(reachability._false_arms(index, Evaluator(index)))
+    if decided:
+        assert reachability._may_have_false_arms("m.py", text)
+    if test in ("flag", "DEBUG", "x is None", "x is not None", "not flag", "f(False)", "x == None"):
+        assert not reachability._may_have_false_arms("m.py", text)
+
+
+def test_a_module_whose_tests_literals_cannot_decide_is_not_parsed(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs = project / "shop" / "jobs.py"
+    jobs.write_text("import shop.prompts\n\nif shop.prompts is None:\n    pass\n", encoding="utf-8")
+    parsed: list[str] = []
+    real = reachability.parse_module
+    monkeypatch.setattr(reachability, "parse_module", lambda text: parsed.append(text) or real(text))
+    words = reachability._words_that_may_run(str(jobs), jobs.read_text(encoding="utf-8"))
+    assert parsed == [] and {"shop", "prompts", "pass"} <= words
+    jobs.write_text("import shop.prompts\n\nif 0:\n    shop.prompts._retired_reply('x')\n", encoding="utf-8")
+    words = reachability._words_that_may_run(str(jobs), jobs.read_text(encoding="utf-8"))
+    assert len(parsed) == 1 and "_retired_reply" not in words

@@ -47,7 +47,8 @@ def may_hold_prompts(text: str, declared: tuple[str, ...] = (), rows: tuple[str,
     return for_project(declared, rows).needles.search(text) is not None
 
 
-def _tree(path: str, text: str) -> ast.Module | None:
+def cpython_tree(path: str, text: str) -> ast.Module | None:
+    """The module's tree by CPython's parser (None if it does not parse): a screen's, not libcst's."""
     try:
         return compile(text, path, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -82,7 +83,7 @@ def _has_shapes(path: str, text: str, part: PythonPart) -> bool:
 def _screen(path: str, text: str, part: PythonPart) -> bool:
     if not may_hold_prompts(text, part.sinks, part.sink_rows):
         return not _parses(path, text)
-    tree = _tree(path, text)
+    tree = cpython_tree(path, text)
     if tree is None:
         return True
     from prefixlint.python.frameworks import for_project
