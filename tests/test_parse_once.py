@@ -106,6 +106,20 @@ def test_the_modules_with_prompt_text_are_parsed_before_the_fork(tmp_path: Path,
     assert project.parsed_module(plain, PLAIN) is None  # no prompt text: never parsed
 
 
+@pytest.mark.parametrize(("files", "read"), [({"helpers.py": WRAPPER}, True), ({"plain.py": PLAIN}, False)])
+def test_the_projects_words_are_read_before_the_fork_when_a_module_has_prompt_text(
+    tmp_path: Path, fresh_cache: None, files: dict[str, str], read: bool
+) -> None:
+    from prefixlint.python import reachability
+
+    paths = _tree(tmp_path, {"pyproject.toml": "", **files})[1:]
+    reachability.forget()  # as a new run does
+    run = resolve(Options(project_root=str(tmp_path)))
+    schedule._parse_ahead([Source(p, "python") for p in paths], [Path(p).read_bytes() for p in paths], run)
+    # every worker that checks a module with prompts reads them, else none does
+    assert (str(tmp_path) in reachability._WORDS) is read
+
+
 def test_two_workers_report_what_one_does(tmp_path: Path, fresh_cache: None) -> None:
     files = {"pkg/__init__.py": "", "pkg/helpers.py": WRAPPER}
     files |= {f"app/run_{n}.py": CALLER.format(n=n) for n in range(12)}

@@ -153,6 +153,13 @@ def forget() -> None:
     _IMPORTED.clear()
 
 
+def read_words_ahead(root: str) -> None:
+    """The words of the project at `root`, read now if its modules can be judged (`_is_seen`)."""
+    project = Project(root)
+    if _is_seen(project, os.path.join(os.path.abspath(root), "")):
+        _project_words(project)
+
+
 def _project_words(project: Project) -> _Words:
     found = _WORDS.get(project.root)
     if found is None:

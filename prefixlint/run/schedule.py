@@ -161,9 +161,11 @@ def _lint_in_pool(
 
 def _parse_ahead(sources: list[Source], contents: list[bytes | None], run: RunPlan) -> None:
     """The Python modules with prompt text parsed before the workers fork, which then share them:
-    each module parsed once per run, whichever worker checks it and whichever imports it."""
-    from prefixlint.python import parse_ahead
+    each module parsed once per run, whichever worker checks it and whichever imports it; and,
+    when there is any, the project's words, which every worker checking one reads."""
+    from prefixlint.python import has_prompt_shapes, parse_ahead, read_project_ahead
 
+    full = prompts = False
     for source, data in zip(sources, contents, strict=True):
         if source.kind != "python" or data is None:
             continue
@@ -171,8 +173,12 @@ def _parse_ahead(sources: list[Source], contents: list[bytes | None], run: RunPl
             text = decode_source(data)
         except ValueError:
             continue
-        if not parse_ahead(source.path, text, run.python):
-            return
+        full = full or not parse_ahead(source.path, text, run.python)
+        prompts = prompts or has_prompt_shapes(source.path, text, run.python)  # the screen's memo
+        if full and prompts:
+            break
+    if prompts:
+        read_project_ahead(run.python)
 
 
 def _lint_batch(job: tuple[list[Source], RunPlan, Analyse]) -> list[list[SourceResult]]:
