@@ -333,25 +333,30 @@ def read_text(path: str) -> str | None:
     return text
 
 
-# (the models table's needles, path) -> (the text searched, whether it names a modelled API)
-_NAMES_API: dict[tuple[str, str], tuple[str | None, bool]] = {}
+# (a pattern, path) -> (the text searched, whether the pattern is found in it)
+_FOUND: dict[tuple[str, int, str], tuple[str | None, bool]] = {}
+
+
+def text_has(pattern: re.Pattern[str], path: str) -> bool:
+    """Whether the project file at `path` has a match of `pattern`, searched once per process while
+    its text is unchanged: the look-ups of every checked file ask it of the same modules, and a
+    pattern with no literal prefix (a long alternation) is tried at every character."""
+    text = read_text(path)
+    key = (pattern.pattern, pattern.flags, path)
+    cached = _FOUND.get(key)
+    if cached is not None and cached[0] is text:
+        return cached[1]
+    if len(_FOUND) >= MAX_SEARCHED_TEXTS:
+        _FOUND.clear()
+    found = pattern.search(text or "") is not None
+    _FOUND[key] = (text, found)
+    return found
 
 
 def names_api(project: Project, path: str) -> bool:
-    """Whether the project file at `path` names a modelled API (`Frameworks.needles`), searched once
-    per process while its text is unchanged: the override, registry and consumer look-ups ask it of
-    the same modules for every checked file, and the needles are a long alternation."""
-    text = read_text(path)
-    needles = project.frameworks.needles
-    key = (needles.pattern, path)
-    cached = _NAMES_API.get(key)
-    if cached is not None and cached[0] is text:
-        return cached[1]
-    if len(_NAMES_API) >= MAX_SEARCHED_TEXTS:
-        _NAMES_API.clear()
-    found = needles.search(text or "") is not None
-    _NAMES_API[key] = (text, found)
-    return found
+    """Whether the project file at `path` names a modelled API (`Frameworks.needles`): the
+    override, registry and consumer look-ups ask it of the same modules for every checked file."""
+    return text_has(project.frameworks.needles, path)
 
 
 def importers(project: Project, path: str, api: bool = True) -> list[str]:
@@ -363,13 +368,12 @@ def importers(project: Project, path: str, api: bool = True) -> list[str]:
         rf"^\s*(?:from\s+[\w.]*\b{re.escape(name)}\b|import\s+[\w.]*\b{re.escape(name)}\b|from\s+[\w.]+\s+import\s+.*\b{re.escape(name)}\b)",
         re.MULTILINE,
     )
-    needles = project.frameworks.needles
     found = []
     for other in _import_words(project).get(name, ()):
         if other == path:
             continue
         text = read_text(other)
-        if text and imports.search(text) and (not api or needles.search(text)):
+        if text and imports.search(text) and (not api or names_api(project, other)):
             found.append(other)
     return found
 

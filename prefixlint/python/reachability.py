@@ -88,6 +88,7 @@ from prefixlint.python.project import (
     parsed_module,
     read_text,
     remember,
+    text_has,
 )
 from prefixlint.python.scopes import ModuleIndex, index_module, parse_module
 
@@ -354,11 +355,9 @@ def _read_by_name(project: Project, path: str, text: str, words: _Words) -> bool
         return True
     name = os.path.splitext(os.path.basename(path))[0]
     reading = [
-        (other, found)
+        (other, read_text(other) or "")
         for other in sorted(words.files.get(name, frozenset()) - {path})
-        if other.endswith(".py")
-        for found in [read_text(other) or ""]
-        if _BY_NAME.search(found) is not None
+        if other.endswith(".py") and text_has(_BY_NAME, other)
     ]
     if not reading:
         return False
