@@ -198,6 +198,8 @@ DB-GPT was profiled (cProfile, one process) but its pair did not finish in time 
 | qodo-ai/pr-agent (115)      | 1 process, load ~4        | 12.4   | 10.3  | 11.2                |
 | qodo-ai/pr-agent (115)      | 2 workers, load ~25       | 25.1   | 17.4  | 6.6                 |
 | langroid (438)              | 2 workers, load ~25       | 91.3   | 75.0  | 5.8                 |
+| huggingface/smolagents (75) | 2 workers, load ~25       | 33.5   | 25.6  | 2.9                 |
+| OpenBMB/XAgent (148)        | 2 workers, load ~25       | 17.3   | 11.1  | 13.3                |
 | huggingface/smolagents (75) | 1 process, load ~10 (*)   | 16.8   | 15.0  | 5.0                 |
 | OpenBMB/XAgent (148)        | 1 process, load ~10 (*)   | 7.9    | 6.4   | 23.1                |
 | OpenBMB/ChatDev (191)       | 1 process, load ~10 (*)   | 20.8   | 17.2  | 11.1                |
