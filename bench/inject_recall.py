@@ -68,6 +68,7 @@ class Site:
     how: str = ""  # how the clock was put in ("" = not injected)
     note: str = ""  # why not
     shares: Site | None = None  # the site whose clock this one's text has (both sent the same dict)
+    named_in: str = ""  # the finding of an earlier value that names this clock (less than a block before it)
     clock_lines: list[int] = field(default_factory=list)  # in the injected file
     clocks: list[tuple[int, int]] = field(default_factory=list)  # (line, column) of each clock call
     reported: bool = False
@@ -587,21 +588,43 @@ def measure(repo: Path, env: dict[str, str], keep: bool) -> dict:
         if site is not None:
             site.reported = True
             expected.add(key(d))
+    # Less than a block after an earlier per-request value, a clock is named in that value's
+    # finding (`x` (line 9, per request), `_pfx_dt.datetime.now()` (line 12, per second): they part
+    # the requests as one): the requests part there, and the finding says both must move.
+    clocked = collections.defaultdict(list)  # path -> the findings naming a clock, with its site
+    for d in injected:
+        path = os.path.normpath(d["path"])
+        for s in sites:
+            if s.path == path and any(
+                f"`{ALIAS}.datetime.now()` (line {n}," in d["message"] for n in s.clock_lines
+            ):
+                clocked[path].append((d, s))
+                if not s.reported:
+                    s.reported, s.named_in = True, f"{d['code']} at line {d['line']}"
+                expected.add(key(d))
     for s in sites:
         if s.shares is not None:
-            s.reported = s.shares.reported
+            s.reported, s.named_in = s.shares.reported, s.shares.named_in
     old = collections.Counter()
     for d in original:
         path, line, code = key(d)
         old[(path, maps[path][line] if path in maps else line, code)] += 1
     new = collections.Counter(key(d) for d in injected if key(d) not in expected)
     added, lost = new - old, old - new
+    # a value the clock now precedes is named in the clock's finding instead of its own
+    subsumed = {
+        k: s
+        for k in lost
+        for d, s in clocked.get(k[0], ())
+        if f"(line {k[1]}," in d["message"] or d["line"] == k[1]
+    }
     return {
         "repo": repo,
         "files": len(files),
         "sites": sites,
         "added": added,
         "lost": lost,
+        "subsumed": subsumed,
         "original": len(original),
         "injected": len(injected),
     }
@@ -644,9 +667,19 @@ def report(results: list[dict]) -> None:
         for s in sites:
             if not s.how:
                 print(f"    not injected: {s.path}:{s.line} ({s.row}: {s.note})")
+        for s in sites:
+            if s.named_in:
+                print(f"    named with an earlier value: {s.path}:{s.line} ({s.row}; in the {s.named_in})")
         for label, diffs in (("added", r["added"]), ("lost", r["lost"])):
-            for (path, line, code), n in sorted(diffs.items()):
-                print(f"    {label}: {path}:{line} {code}" + (f" x{n}" if n > 1 else ""))
+            for k, n in sorted(diffs.items()):
+                path, line, code = k
+                by = r["subsumed"].get(k) if label == "lost" else None
+                why = (
+                    f" (named in the finding of site {by.number}'s clock, at {by.path}:{by.line})"
+                    if by
+                    else ""
+                )
+                print(f"    {label}: {path}:{line} {code}" + (f" x{n}" if n > 1 else "") + why)
         if not r["added"] and not r["lost"]:
             print("    nothing else changed")
     if len(results) > 1:
