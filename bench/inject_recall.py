@@ -13,22 +13,33 @@ For each repository:
    prefixlint's own models table and matcher (`frameworks.builtin()`, `Frameworks.match_call`,
    `match_decorator`) on a libcst parse of each file; the repository's code is never imported or run.
 3. At each call, put a clock and a fixed static paragraph (STATIC, ~55 tokens) at the head of the
-   text the row says is system text (a libcst codemod; formatting kept, no line added or removed
-   but the import):
+   text the row says is system text (a libcst codemod planned on the original tree; formatting
+   kept, no line added or removed but the import):
    - a system or instructions argument: `system=f"Now (7): {_pfx_dt.datetime.now()}. " + STATIC + (…)`,
      or that keyword added when the call passes none;
    - a messages-only API: a leading `{"role": "system", "content": …}` message (`("system", …)` for a
      template row), in the list literal or as `[…, *(messages)]`;
    - a whole prompt or template (`prompt=`, `PromptTemplate.from_template(…)`): a leading line;
    - a decorated function whose return value is system text: each `return` so prefixed;
-   with `import datetime as _pfx_dt` added to the module (AddImportsVisitor). Rows that carry no
+   - a call passed its text through `**mapping` (`completion(**kwargs)`): the entry of the dict
+     that holds it, where the frontend reads it (`written_entries`): a display or `dict(...)`
+     built in the module, the entries set on it afterwards (`kwargs["messages"] = m`, `update`),
+     a dict spread inside one (`**({"system": s} if s else {})`), what a helper of the module
+     returns (`params = self._base_params(x)`), for a `**kwargs` parameter what the module's
+     callers pass; an entry it lacks is added to its display, never beside it (a keyword the
+     dict also holds would fail the call); one built out of sight (another module's helper or
+     caller) is not injected, and listed so. Two sinks sent the same dict share its clock;
+   with `import datetime as _pfx_dt` inserted as one line after the docstring and `from
+   __future__` imports (every later line moves down by one: the line map). Rows that carry no
    text a clock could head (tools only) are counted as found, not injected.
 4. Run `python -m prefixlint check --format json --no-cache .` in the original and in the copy
    (prefixlint imported from `--source`, default this checkout), and count per row of the table:
-   call sites found, injected, reported (a PFX101 at the clock's line, any severity) and missed,
-   each miss listed as file:line; then every other change between the two runs (a finding added or
-   lost, compared by path, code and line, the lines of the original mapped through the import's
-   shift), attributed to the rows injected in that file.
+   call sites found, injected, reported (a PFX101 at the clock's line, any severity, or a finding
+   of an earlier value less than a block before it that names the clock: the requests part there,
+   and it says both must move) and missed, each miss listed as file:line; then every other change
+   between the two runs (a finding added or lost, compared by path, code and line, the lines of the
+   original mapped through the import's line), attributed to the rows injected in that file; a
+   lost one whose value the clock's finding now names (the clock precedes it) is said so.
 
 Nothing is written into the repositories; `--keep` leaves the injected copy and prints its path.
 """
