@@ -42,6 +42,36 @@ For each repository:
    lost one whose value the clock's finding now names (the clock precedes it) is said so.
 
 Nothing is written into the repositories; `--keep` leaves the injected copy and prints its path.
+
+Measured (tuned repositories of issue 28; found / injected / reported per row), 2026-12-03:
+
+    repository  row                               before (a8b74d9)   after (injectkw)
+    XAgent      OpenAI chat completions (std)     5 / 5 / 5          5 / 1 / 1 (4 out of sight)
+                llama-cpp-python chat             1 / 1 / 1          1 / 1 / 1
+                vLLM offline generate             1 / 1 / 1          1 / 1 / 1
+    pr-agent    LiteLLM completion                2 / 2 / 2          2 / 2 / 2 (in the callers' dict)
+                OpenAI chat completions (std)     1 / 1 / 1          1 / 1 / 1
+                LangChain system message (std)    1 / 1 / 1          1 / 1 / 1
+                LangChain human message           1 / 1 / 1          1 / 1 / 1
+                LangChain chat model calls        2 / 2 / 2          2 / 2 / 2
+    smolagents  smolagents agents                 104 / 104 / 102    not measured in time
+                smolagents run                    75 / 75 / 75
+                vLLM offline generate             3 / 3 / 3
+                OpenAI chat completions (std)     1 / 1 / 1
+                LangChain chat model calls        1 / 1 / 1
+    ChatDev     OpenAI chat completions (std)     2 / 2 / 2          not measured in time
+                OpenAI Responses                  1 / 1 / 1
+                Google GenAI generate_content     1 / 1 / 1
+    griptape    every row (10 kinds, 20 calls)    20 / 20 / 20       not measured in time
+
+"Before" is the tool as it was: its 100% on the `**kwargs` calls (XAgent's four, pr-agent's two,
+ChatDev's three, griptape's twelve) came from a keyword added beside the mapping, which the dict
+also holds at run time (a TypeError), so they tested no text that reaches a model. XAgent's four
+take their messages from another module's caller through `**kwargs` merged into a dict another
+module's helper returns: out of sight here, not injected. smolagents cli.py:248 ("missed" before)
+is named in the PFX105 of the command line's tools less than a block before it; cli.py:255 (the
+other arm's `ToolCallingAgent`) is not: the one finding at that value names the first request's
+clock only (checked on the file alone), a frontend miss left open.
 """
 
 from __future__ import annotations
