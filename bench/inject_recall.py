@@ -71,7 +71,11 @@ take their messages from another module's caller through `**kwargs` merged into 
 module's helper returns: out of sight here, not injected. smolagents cli.py:248 ("missed" before)
 is named in the PFX105 of the command line's tools less than a block before it; cli.py:255 (the
 other arm's `ToolCallingAgent`) is not: the one finding at that value names the first request's
-clock only (checked on the file alone), a frontend miss left open.
+clock only (checked on the file alone), a frontend miss left open. The `**mapping` calls checked
+file by file (the copy's injected files alone, not a whole-repository run): griptape's Anthropic,
+OpenAI chat, Cohere, Ollama and Bedrock Converse drivers (10 calls, 5 dicts), ChatDev's OpenAI
+provider (3), pr-agent's LiteLLM handler (2): all reported; pr-agent's only at info ("no call that
+sends it"): a `**kwargs` parameter passed on to the sink is not followed to its callers.
 """
 
 from __future__ import annotations
