@@ -54,11 +54,11 @@ Measured (tuned repositories of issue 28; found / injected / reported per row), 
                 LangChain system message (std)    1 / 1 / 1          1 / 1 / 1
                 LangChain human message           1 / 1 / 1          1 / 1 / 1
                 LangChain chat model calls        2 / 2 / 2          2 / 2 / 2
-    smolagents  smolagents agents                 104 / 104 / 102    not measured in time
-                smolagents run                    75 / 75 / 75
-                vLLM offline generate             3 / 3 / 3
-                OpenAI chat completions (std)     1 / 1 / 1
-                LangChain chat model calls        1 / 1 / 1
+    smolagents  smolagents agents                 104 / 104 / 102    104 / 104 / 103
+                smolagents run                    75 / 75 / 75       75 / 75 / 75
+                vLLM offline generate             3 / 3 / 3          3 / 2 / 2 (1 out of sight)
+                OpenAI chat completions (std)     1 / 1 / 1          1 / 1 / 1
+                LangChain chat model calls        1 / 1 / 1          1 / 1 / 1
     ChatDev     OpenAI chat completions (std)     2 / 2 / 2          not measured in time
                 OpenAI Responses                  1 / 1 / 1
                 Google GenAI generate_content     1 / 1 / 1
