@@ -13,33 +13,78 @@ For each repository:
    prefixlint's own models table and matcher (`frameworks.builtin()`, `Frameworks.match_call`,
    `match_decorator`) on a libcst parse of each file; the repository's code is never imported or run.
 3. At each call, put a clock and a fixed static paragraph (STATIC, ~55 tokens) at the head of the
-   text the row says is system text (a libcst codemod; formatting kept, no line added or removed
-   but the import):
+   text the row says is system text (a libcst codemod planned on the original tree; formatting
+   kept, no line added or removed but the import):
    - a system or instructions argument: `system=f"Now (7): {_pfx_dt.datetime.now()}. " + STATIC + (…)`,
      or that keyword added when the call passes none;
    - a messages-only API: a leading `{"role": "system", "content": …}` message (`("system", …)` for a
      template row), in the list literal or as `[…, *(messages)]`;
    - a whole prompt or template (`prompt=`, `PromptTemplate.from_template(…)`): a leading line;
    - a decorated function whose return value is system text: each `return` so prefixed;
-   with `import datetime as _pfx_dt` added to the module (AddImportsVisitor). Rows that carry no
+   - a call passed its text through `**mapping` (`completion(**kwargs)`): the entry of the dict
+     that holds it, where the frontend reads it (`written_entries`): a display or `dict(...)`
+     built in the module, the entries set on it afterwards (`kwargs["messages"] = m`, `update`),
+     a dict spread inside one (`**({"system": s} if s else {})`), what a helper of the module
+     returns (`params = self._base_params(x)`), for a `**kwargs` parameter what the module's
+     callers pass; an entry it lacks is added to its display, never beside it (a keyword the
+     dict also holds would fail the call); one built out of sight (another module's helper or
+     caller) is not injected, and listed so. Two sinks sent the same dict share its clock;
+   with `import datetime as _pfx_dt` inserted as one line after the docstring and `from
+   __future__` imports (every later line moves down by one: the line map). Rows that carry no
    text a clock could head (tools only) are counted as found, not injected.
 4. Run `python -m prefixlint check --format json --no-cache .` in the original and in the copy
    (prefixlint imported from `--source`, default this checkout), and count per row of the table:
-   call sites found, injected, reported (a PFX101 at the clock's line, any severity) and missed,
-   each miss listed as file:line; then every other change between the two runs (a finding added or
-   lost, compared by path, code and line, the lines of the original mapped through the import's
-   shift), attributed to the rows injected in that file.
+   call sites found, injected, reported (a PFX101 at the clock's line, any severity, or a finding
+   of an earlier value less than a block before it that names the clock: the requests part there,
+   and it says both must move) and missed, each miss listed as file:line; then every other change
+   between the two runs (a finding added or lost, compared by path, code and line, the lines of the
+   original mapped through the import's line), attributed to the rows injected in that file; a
+   lost one whose value the clock's finding now names (the clock precedes it) is said so.
 
 Nothing is written into the repositories; `--keep` leaves the injected copy and prints its path.
+
+Measured (tuned repositories of issue 28; found / injected / reported per row), 2026-12-03:
+
+    repository  row                               before (a8b74d9)   after (injectkw)
+    XAgent      OpenAI chat completions (std)     5 / 5 / 5          5 / 1 / 1 (4 out of sight)
+                llama-cpp-python chat             1 / 1 / 1          1 / 1 / 1
+                vLLM offline generate             1 / 1 / 1          1 / 1 / 1
+    pr-agent    LiteLLM completion                2 / 2 / 2          2 / 2 / 2 (in the callers' dict)
+                OpenAI chat completions (std)     1 / 1 / 1          1 / 1 / 1
+                LangChain system message (std)    1 / 1 / 1          1 / 1 / 1
+                LangChain human message           1 / 1 / 1          1 / 1 / 1
+                LangChain chat model calls        2 / 2 / 2          2 / 2 / 2
+    smolagents  smolagents agents                 104 / 104 / 102    104 / 104 / 103
+                smolagents run                    75 / 75 / 75       75 / 75 / 75
+                vLLM offline generate             3 / 3 / 3          3 / 2 / 2 (1 out of sight)
+                OpenAI chat completions (std)     1 / 1 / 1          1 / 1 / 1
+                LangChain chat model calls        1 / 1 / 1          1 / 1 / 1
+    ChatDev     OpenAI chat completions (std)     2 / 2 / 2          not measured in time
+                OpenAI Responses                  1 / 1 / 1
+                Google GenAI generate_content     1 / 1 / 1
+    griptape    every row (10 kinds, 20 calls)    20 / 20 / 20       not measured in time
+
+"Before" is the tool as it was: its 100% on the `**kwargs` calls (XAgent's four, pr-agent's two,
+ChatDev's three, griptape's twelve) came from a keyword added beside the mapping, which the dict
+also holds at run time (a TypeError), so they tested no text that reaches a model. XAgent's four
+take their messages from another module's caller through `**kwargs` merged into a dict another
+module's helper returns: out of sight here, not injected. smolagents cli.py:248 ("missed" before)
+is named in the PFX105 of the command line's tools less than a block before it; cli.py:255 (the
+other arm's `ToolCallingAgent`) is not: the one finding at that value names the first request's
+clock only (checked on the file alone), a frontend miss left open. The `**mapping` calls checked
+file by file (the copy's injected files alone, not a whole-repository run): griptape's Anthropic,
+OpenAI chat, Cohere, Ollama and Bedrock Converse drivers (10 calls, 5 dicts), ChatDev's OpenAI
+provider (3), pr-agent's LiteLLM handler (2): all reported; pr-agent's only at info ("no call that
+sends it"): a `**kwargs` parameter passed on to the sink is not followed to its callers.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-import difflib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +100,7 @@ STATIC = (
     "dates, keep every answer under two hundred words, and end with one line that lists your sources."
 )
 ALIAS = "_pfx_dt"
+IMPORT = f"import datetime as {ALIAS}"
 MARK = "Now ("  # each clock's text starts `Now (<site number>): `
 
 
@@ -65,6 +111,9 @@ class Site:
     line: int  # of the sink call (the original file)
     row: str  # the models table row
     how: str = ""  # how the clock was put in ("" = not injected)
+    note: str = ""  # why not
+    shares: Site | None = None  # the site whose clock this one's text has (both sent the same dict)
+    named_in: str = ""  # the finding of an earlier value that names this clock (less than a block before it)
     clock_lines: list[int] = field(default_factory=list)  # in the injected file
     clocks: list[tuple[int, int]] = field(default_factory=list)  # (line, column) of each clock call
     reported: bool = False
@@ -90,10 +139,141 @@ def _head(libcst, number: int, newline: bool = False):
     return libcst.parse_expression(clock_text(number, newline))
 
 
+@dataclass
+class Written:
+    """Where the entries of a `**mapping` passed to a sink are written in its module: each key's
+    expressions (displayed, or set afterwards), and the displays that build it (where an entry it
+    lacks is added)."""
+
+    entries: dict[str, list] = field(default_factory=dict)
+    displays: list = field(default_factory=list)
+
+
+def written_entries(libcst, index, node, hops: int = 0) -> Written | None:
+    """Where the entries of `**node` are written in this module, as prefixlint's frontend follows a
+    local `**kwargs` (evaluate/prompt_files.py `mapping_entries`, request.py `_mapping`): a dict
+    display or `dict(...)` (and a dict shown inside one: `**({"system": s} if s else {})`); a name,
+    by every assignment of it before the call (each arm's) and the entries set on it afterwards
+    (`kwargs["messages"] = m`, `kwargs.update(...)`); what a helper of this module returns
+    (`params = self._base_params(x)`); for a `**kwargs` parameter, what this module's callers of
+    the function pass it. None where it is built out of sight (another module's helper or caller):
+    no entry of it can be given a clock here."""
+    cst = libcst
+    from prefixlint.python.scopes import string_value
+
+    out = Written()
+
+    def key_of(node) -> str | None:
+        if not isinstance(node, cst.SimpleString):
+            return None
+        value = string_value(node)
+        return value if isinstance(value, str) else None
+
+    def entry(key: str | None, value) -> None:
+        if key is not None:
+            out.entries.setdefault(key, []).append(value)
+
+    def helper(func):
+        """The function of this module a call calls: `name(...)`, `self.name(...)`."""
+        if isinstance(func, cst.Name):
+            return index.functions.get(func.value)
+        if (
+            isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value in ("self", "cls")
+        ):
+            cls = index.scope_for(func).cls
+            return index.methods.get((cls.name.value, func.attr.value)) if cls is not None else None
+        return None
+
+    def dict_call(node) -> bool:
+        return isinstance(node.func, cst.Name) and node.func.value == "dict" and "dict" not in index.functions
+
+    def add(node, hops: int, top: bool) -> bool:
+        """Record what `node` puts in the mapping; `top`: a display of the mapping itself."""
+        if isinstance(node, cst.Dict):
+            if top:
+                out.displays.append(node)
+            for el in node.elements:
+                if isinstance(el, cst.DictElement):
+                    entry(key_of(el.key), el.value)
+                else:  # `**other` inside the display
+                    add(el.value, hops, False)
+            return True
+        if isinstance(node, cst.IfExp):
+            return add(node.body, hops, False) | add(node.orelse, hops, False)
+        if isinstance(node, cst.Call) and dict_call(node):
+            if top:
+                out.displays.append(node)
+            for arg in node.args:
+                if arg.keyword is not None:
+                    entry(arg.keyword.value, arg.value)
+                elif arg.star == "**" or not arg.star:
+                    add(arg.value, hops, False)
+            return True
+        if isinstance(node, cst.Call) and hops < 2 and (fn := helper(node.func)) is not None:
+            returns = [r.value for r in index.bodies[fn].returns if r.value is not None]
+            return any([add(value, hops + 1, top) for value in returns])
+        if isinstance(node, cst.Name):
+            return add_name(node, hops, top)
+        return False
+
+    def callers(fn) -> list:
+        """The calls of `fn` in this module (`fn(...)`, `self.fn(...)` in its class); looked for
+        only for a `**kwargs` parameter passed on to a sink (rare: the module is walked again)."""
+        found: list = []
+
+        class Calls(cst.CSTVisitor):
+            def visit_Call(self, node) -> None:
+                if helper(node.func) is fn:
+                    found.append(node)
+
+        index.module.visit(Calls())
+        return found
+
+    def add_name(name, hops: int, top: bool) -> bool:
+        scope, here = index.scope_for(name), index.pos(name)
+        bindings = [b for b in scope.bindings.get(name.value, ()) if b.pos < here]
+        seen = any([add(b.expr, hops, top) for b in bindings if b.kind == "assign" and b.expr is not None])
+        fn = scope.node
+        star = getattr(getattr(fn, "params", None), "star_kwarg", None)
+        if not seen and hops < 2 and star is not None and star.name.value == name.value:
+            # `def _send(self, **kwargs): completion(**kwargs)`: what this module's callers pass
+            for caller in callers(fn):
+                for arg in caller.args:
+                    if arg.keyword is not None:
+                        entry(arg.keyword.value, arg.value)
+                    elif arg.star == "**":
+                        seen = add(arg.value, hops + 1, top) or seen
+        for b in bindings:
+            if b.kind != "setitem" or b.expr is None:
+                continue
+            if b.key is not None:
+                entry(key_of(b.key), b.expr)
+            elif isinstance(b.expr, cst.Call) and isinstance(b.expr.func, cst.Attribute):
+                # `name.update({...}, k=v)`, `name.setdefault(k, v)`
+                if b.expr.func.attr.value == "setdefault" and len(b.expr.args) > 1:
+                    entry(key_of(b.expr.args[0].value), b.expr.args[1].value)
+                    continue
+                for arg in b.expr.args:
+                    if arg.keyword is not None:
+                        entry(arg.keyword.value, arg.value)
+                    else:
+                        add(arg.value, hops, False)
+        return seen
+
+    return out if add(node, hops, True) else None
+
+
 def make_injector(libcst, frameworks, index, path: str, sites: list[Site], counter: list[int]):
-    """A CSTTransformer putting a clock at the head of each modelled sink's system text."""
+    """A CSTTransformer putting a clock at the head of each modelled sink's system text. Where each
+    clock goes is planned first (on the module `index` indexes), as edits of the original nodes:
+    the text of a `**mapping`'s entry is written before the call that passes it."""
     cst = libcst
     from prefixlint.python.frameworks import SinkModel
+
+    edits: dict = collections.defaultdict(list)  # original node -> the changes made to it, in order
+    given: dict = {}  # a node given a clock (or an entry) -> the site whose clock it is
 
     def parenthesized(node):
         return node.with_changes(lpar=[cst.LeftParen(), *node.lpar], rpar=[*node.rpar, cst.RightParen()])
@@ -107,6 +287,13 @@ def make_injector(libcst, frameworks, index, path: str, sites: list[Site], count
         head = clock_text(number)
         code = f'("system", {head})' if tuple_form else f'{{"role": "system", "content": {head}}}'
         return cst.parse_expression(code)
+
+    def led(number: int, value, tuple_form: bool):
+        """Messages with a leading system message: in the list literal, else `[…, *(messages)]`."""
+        element = cst.Element(system_message(number, tuple_form), comma=comma())
+        if isinstance(value, (cst.List, cst.Tuple)):
+            return value.with_changes(elements=[element, *value.elements])
+        return cst.List([element, cst.StarredElement(parenthesized(value))])
 
     def comma():
         return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -131,6 +318,17 @@ def make_injector(libcst, frameworks, index, path: str, sites: list[Site], count
             args.append(arg)
         return call.with_changes(args=args)
 
+    def add_entry(display, key: str, value):
+        """`"key": value` last in a dict display (it wins over a `**` before it), `key=value` in `dict(…)`."""
+        if isinstance(display, cst.Call):
+            return add_arg(display, keyword_arg(key, value))
+        elements = list(display.elements)
+        if elements and elements[-1].comma == cst.MaybeSentinel.DEFAULT:
+            elements[-1] = elements[-1].with_changes(comma=comma())
+        return display.with_changes(
+            elements=[*elements, cst.DictElement(cst.SimpleString(f'"{key}"'), value)]
+        )
+
     def find_arg(call, row, part):
         """(index of the argument the row reads as `part`, keyword to add when absent)."""
         keys = [k for k, p in row.arguments.items() if p == part]
@@ -148,110 +346,152 @@ def make_injector(libcst, frameworks, index, path: str, sites: list[Site], count
         named = [k for k in keys if not k.isdigit() and k != "*" and "." not in k]
         return None, (named[0] if named else None)
 
-    class Injector(cst.CSTTransformer):
-        def __init__(self) -> None:
-            super().__init__()
-            self.functions: list[tuple[object, Site]] = []  # decorated functions being changed
+    def claim(node, site: Site, how: str, change) -> None:
+        """Plan `change` of `node` for `site`, unless another site's clock is there already (two
+        sinks sent the same dict): then this site's clock is that one."""
+        first = given.setdefault(node, site)
+        if first is site:
+            edits[node].append(change)
+            site.how = site.how or how
+        else:
+            site.shares = first
+            site.how = f"{how}, shared with site {first.number}"
 
-        def _site(self, node, row) -> Site:
-            counter[0] += 1
-            site = Site(counter[0], path, index.pos(node)[0], row.name)
-            sites.append(site)
-            return site
+    def put(node, site: Site, part: str, row, how: str) -> None:
+        """The clock at the head of the text `node` gives as `part`."""
+        n, templates = site.number, row.templates
+        if part == "messages":
+            claim(node, site, how, lambda v: led(n, v, templates))
+        else:
+            claim(node, site, how, lambda v: prefixed(n, v, templates))
 
-        def leave_Call(self, original, updated):
-            row = frameworks.match_call(index, original)
-            if not isinstance(row, SinkModel):
-                return updated  # no sink, or a client constructor (configuration only)
-            site = self._site(original, row)
-            parts = set(row.arguments.values())
-            # Where the clock goes, in this order: the system text (passed, else added); the
-            # messages passed; a prompt or user text passed; else messages, prompt or user added.
-            found = {part: find_arg(updated, row, part) for part in ("system", "messages", "prompt", "user")}
-            if "system" in parts:
-                i, keyword = found["system"]
-                if i is not None:
-                    return self.prefix_arg(updated, i, site, "system", row.templates)
-                if keyword is not None:
-                    return self.add_text(updated, keyword, site, row.templates)
-            if found["messages"][0] is not None:
-                return self.lead_messages(updated, found["messages"][0], site, row.templates)
-            for part in ("prompt", "user"):
-                if found[part][0] is not None:
-                    return self.prefix_arg(updated, found[part][0], site, part, row.templates)
-            if "messages" in parts:
-                key = found["messages"][1] or "messages"
-                site.how = f"{key}= added"
-                message = system_message(site.number, tuple_form=row.templates)
-                return add_arg(updated, keyword_arg(key, cst.List([cst.Element(message)])))
-            for part in ("prompt", "user", "system"):
-                if part in parts and found[part][1] is not None:
-                    return self.add_text(updated, found[part][1], site, row.templates)
-            if parts & {"system", "prompt", "user"}:
-                # positional only (`SystemMessage(text)`), left out by the call: put it first
-                site.how = "text added first"
-                head = cst.Arg(_head(cst, site.number, row.templates), comma=comma())
-                return updated.with_changes(args=[head, *updated.args])
-            return updated  # tools only: no text a clock could head
+    def plan_call(call, row) -> None:
+        counter[0] += 1
+        site = Site(counter[0], path, index.pos(call)[0], row.name)
+        sites.append(site)
+        parts = set(row.arguments.values())
+        found = {part: find_arg(call, row, part) for part in ("system", "messages", "prompt", "user")}
+        spread = [a.value for a in call.args if a.star == "**"]
+        written = [written_entries(cst, index, value) for value in spread]
+        unseen = any(w is None for w in written)
+        seen = [w for w in written if w is not None]
+        names = ", ".join(f"**{cst.Module([]).code_for_node(v)}" for v in spread)
 
-        def prefix_arg(self, call, i, site, part, newline):
-            args = list(call.args)
-            args[i] = args[i].with_changes(value=prefixed(site.number, args[i].value, newline))
-            site.how = f"{part} prefixed"
-            return call.with_changes(args=args)
+        def in_mapping(part: str) -> list:
+            keys = [k for k, p in row.arguments.items() if p == part]
+            return [node for w in seen for k in keys for node in w.entries.get(k, ())]
 
-        def add_text(self, call, keyword, site, newline):
-            site.how = f"{keyword}= added"
-            return add_arg(call, keyword_arg(keyword, _head(cst, site.number, newline)))
+        # Where the clock goes, in this order: the system text (passed, in the `**mapping`, else
+        # added); the messages passed; a prompt or user text passed; else messages, prompt or user
+        # added. Into a `**mapping` built here its entries go; one built out of sight may hold any
+        # of them: nothing is added beside it (a keyword it also holds would fail the call).
+        order = (
+            ["system", "messages", "prompt", "user"] if "system" in parts else ["messages", "prompt", "user"]
+        )
+        for part in order:
+            i = found[part][0]
+            if i is not None:
+                how = "leading message" if part == "messages" else f"{part} prefixed"
+                return put(call.args[i].value, site, part, row, how)
+            nodes = in_mapping(part)
+            if nodes:
+                for node in nodes:
+                    put(node, site, part, row, f"{part} in {names}")
+                return None
+            if part == "system" and found["system"][1] is not None:
+                if unseen:  # (a leading system message is no system text to such an API)
+                    site.note = f"its system text comes through {names}, built out of sight"
+                    return None
+                return add(call, site, found["system"][1], row, seen, _head(cst, site.number, row.templates))
+        if unseen:
+            site.note = f"its text comes through {names}, built out of sight"
+            return None
+        if "messages" in parts:
+            key = found["messages"][1] or "messages"
+            message = cst.List([cst.Element(system_message(site.number, tuple_form=row.templates))])
+            return add(call, site, key, row, seen, message)
+        for part in ("prompt", "user", "system"):
+            if part in parts and found[part][1] is not None:
+                return add(call, site, found[part][1], row, seen, _head(cst, site.number, row.templates))
+        if parts & {"system", "prompt", "user"}:
+            # positional only (`SystemMessage(text)`), left out by the call: put it first
+            head = cst.Arg(_head(cst, site.number, row.templates), comma=comma())
+            return claim(call, site, "text added first", lambda c: c.with_changes(args=[head, *c.args]))
+        site.note = "no system, prompt or messages text"  # tools only: no text a clock could head
+        return None
 
-        def lead_messages(self, call, i, site, tuple_form):
-            arg = call.args[i]
-            value = arg.value
-            element = cst.Element(system_message(site.number, tuple_form), comma=comma())
-            if isinstance(value, (cst.List, cst.Tuple)):
-                new_value = value.with_changes(elements=[element, *value.elements])
-                site.how = "leading message in the list"
-            else:
-                new_value = cst.List([element, cst.StarredElement(parenthesized(value))])
-                site.how = "leading message before *(…)"
-            args = list(call.args)
-            args[i] = arg.with_changes(value=new_value)
-            return call.with_changes(args=args)
+    def add(call, site: Site, key: str, row, seen: list[Written], value) -> None:
+        """`key` added with `value`: to each display of the `**mapping` built here, else to the call."""
+        displays = [d for w in seen for d in w.displays]
+        if not displays:
+            return claim(call, site, f"{key}= added", lambda c: add_arg(c, keyword_arg(key, value)))
+        for display in displays:
+            claim(display, site, f"{key!r} added to the **mapping", lambda d: add_entry(d, key, value))
+        return None
+
+    class Planner(cst.CSTVisitor):
+        def visit_Call(self, node) -> None:
+            row = frameworks.match_call(index, node)
+            if isinstance(row, SinkModel):  # not a client constructor (configuration only)
+                plan_call(node, row)
 
         def visit_FunctionDef(self, node) -> None:
             for decorator in node.decorators:
                 row = frameworks.match_decorator(index, decorator)
                 if row is not None:
-                    self.functions.append((node, self._site(node, row)))
+                    counter[0] += 1
+                    site = Site(counter[0], path, index.pos(node)[0], row.name)
+                    sites.append(site)
+                    for ret in index.bodies[node].returns:  # its own, not a nested function's
+                        if ret.value is not None:
+                            put(ret.value, site, "system", row, "each return prefixed")
                     return
-            self.functions.append((node, None))
 
-        def leave_FunctionDef(self, original, updated):
-            self.functions.pop()
+    class Injector(cst.CSTTransformer):
+        def on_leave(self, original, updated):
+            updated = super().on_leave(original, updated)
+            for change in edits.get(original, ()):
+                updated = change(updated)
             return updated
 
-        def visit_Lambda(self, node) -> None:
-            self.functions.append((node, None))
-
-        def leave_Lambda(self, original, updated):
-            self.functions.pop()
-            return updated
-
-        def visit_ClassDef(self, node) -> None:
-            self.functions.append((node, None))
-
-        def leave_ClassDef(self, original, updated):
-            self.functions.pop()
-            return updated
-
-        def leave_Return(self, original, updated):
-            if not self.functions or self.functions[-1][1] is None or updated.value is None:
-                return updated
-            site = self.functions[-1][1]
-            site.how = "each return prefixed"
-            return updated.with_changes(value=prefixed(site.number, updated.value))
-
+    index.module.visit(Planner())
     return Injector()
+
+
+def with_import(libcst, module):
+    """`import datetime as _pfx_dt` after the docstring and `from __future__` imports: one line
+    added, and where (AddImportsVisitor may add blank lines too, and move them)."""
+    cst = libcst
+    body = list(module.body)
+    at = 0
+
+    def first_is(stmt, test) -> bool:
+        return isinstance(stmt, cst.SimpleStatementLine) and test(stmt.body[0])
+
+    if body and first_is(
+        body[0],
+        lambda s: isinstance(s, cst.Expr) and isinstance(s.value, (cst.SimpleString, cst.ConcatenatedString)),
+    ):
+        at = 1
+    while at < len(body) and first_is(
+        body[at],
+        lambda s: (
+            isinstance(s, cst.ImportFrom)
+            and isinstance(s.module, cst.Name)
+            and s.module.value == "__future__"
+        ),
+    ):
+        at += 1
+    body.insert(at, cst.parse_statement(IMPORT + "\n"))
+    return module.with_changes(body=body)
+
+
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines as Python counts them (not str.splitlines: a form feed ends none)."""
+    return _NEWLINES.split(text)
 
 
 def show_files(repo: Path, env: dict[str, str]) -> list[str]:
@@ -295,19 +535,18 @@ def copy_repo(repo: Path, dest: Path) -> None:
 
 
 def line_map(old: str, new: str) -> dict[int, int]:
-    """Old line number -> new line number, for the lines the injection kept in place."""
-    out: dict[int, int] = {}
-    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
-    for tag, i1, i2, j1, _ in matcher.get_opcodes():
-        if tag == "equal":
-            out.update({i1 + k + 1: j1 + k + 1 for k in range(i2 - i1)})
-    return out
+    """Old line number -> new line number: the injection changes lines in place (a clock is
+    written on the line its text starts) and adds one, the import (`with_import`), so the lines
+    from the import's on move down by one."""
+    lines, count = source_lines(new), len(source_lines(old))
+    at = lines.index(IMPORT) + 1
+    if len(lines) != count + 1:
+        raise AssertionError(f"the injection added {len(lines) - count} lines, not one")
+    return {k: k if k < at else k + 1 for k in range(1, count + 1)}
 
 
 def inject(copy: Path, files: list[str]) -> tuple[list[Site], dict[str, dict[int, int]]]:
     import libcst
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
 
     from prefixlint.python.frameworks import builtin
     from prefixlint.python.scopes import index_module
@@ -328,29 +567,34 @@ def inject(copy: Path, files: list[str]) -> tuple[list[Site], dict[str, dict[int
             module = libcst.parse_module(text)
         except libcst.ParserSyntaxError:
             continue
-        index = index_module(module, str(path))
-        before = len(sites)
-        changed = module.visit(make_injector(libcst, frameworks, index, rel, sites, counter))
-        if not any(s.how for s in sites[before:]):
+        new = inject_module(libcst, frameworks, index_module(module, str(path)), rel, sites, counter)
+        if new is None:
             continue
-        context = CodemodContext()
-        AddImportsVisitor.add_needed_import(context, "datetime", asname=ALIAS)
-        changed = AddImportsVisitor(context).transform_module(changed)
-        new = changed.code
         if _compiles(text, path):  # still valid Python, or the bench is wrong
             compile(new, str(path), "exec", dont_inherit=True)
         path.write_text(new, encoding="utf-8")
         maps[rel] = line_map(text, new)
-        lines = new.splitlines()
-        for site in sites[before:]:
-            marker = f"{MARK}{site.number}): "
-            site.clocks = [
-                (k + 1, line.index(ALIAS, line.index(marker)) + 1)
-                for k, line in enumerate(lines)
-                if marker in line
-            ]
-            site.clock_lines = [line for line, _ in site.clocks]
     return sites, maps
+
+
+def inject_module(libcst, frameworks, index, rel: str, sites: list[Site], counter: list[int]) -> str | None:
+    """The module's code with a clock at each modelled sink (the sites appended to `sites`, with
+    their clocks' places), or None when none could be given one."""
+    before = len(sites)
+    changed = index.module.visit(make_injector(libcst, frameworks, index, rel, sites, counter))
+    if not any(s.how for s in sites[before:]):
+        return None
+    new = with_import(libcst, changed).code
+    lines = source_lines(new)
+    for site in sites[before:]:
+        marker = f"{MARK}{site.number}): "
+        site.clocks = [
+            (k + 1, line.index(ALIAS, line.index(marker)) + 1)
+            for k, line in enumerate(lines)
+            if marker in line
+        ]
+        site.clock_lines = [line for line, _ in site.clocks]
+    return new
 
 
 def key(d: dict) -> tuple[str, int, str]:
@@ -389,18 +633,43 @@ def measure(repo: Path, env: dict[str, str], keep: bool) -> dict:
         if site is not None:
             site.reported = True
             expected.add(key(d))
+    # Less than a block after an earlier per-request value, a clock is named in that value's
+    # finding (`x` (line 9, per request), `_pfx_dt.datetime.now()` (line 12, per second): they part
+    # the requests as one): the requests part there, and the finding says both must move.
+    clocked = collections.defaultdict(list)  # path -> the findings naming a clock, with its site
+    for d in injected:
+        path = os.path.normpath(d["path"])
+        for s in sites:
+            if s.path == path and any(
+                f"`{ALIAS}.datetime.now()` (line {n}," in d["message"] for n in s.clock_lines
+            ):
+                clocked[path].append((d, s))
+                if not s.reported:
+                    s.reported, s.named_in = True, f"{d['code']} at line {d['line']}"
+                expected.add(key(d))
+    for s in sites:
+        if s.shares is not None:
+            s.reported, s.named_in = s.shares.reported, s.shares.named_in
     old = collections.Counter()
     for d in original:
         path, line, code = key(d)
-        old[(path, maps[path].get(line, -line) if path in maps else line, code)] += 1
+        old[(path, maps[path][line] if path in maps else line, code)] += 1
     new = collections.Counter(key(d) for d in injected if key(d) not in expected)
     added, lost = new - old, old - new
+    # a value the clock now precedes is named in the clock's finding instead of its own
+    subsumed = {
+        k: s
+        for k in lost
+        for d, s in clocked.get(k[0], ())
+        if f"(line {k[1]}," in d["message"] or d["line"] == k[1]
+    }
     return {
         "repo": repo,
         "files": len(files),
         "sites": sites,
         "added": added,
         "lost": lost,
+        "subsumed": subsumed,
         "original": len(original),
         "injected": len(injected),
     }
@@ -442,10 +711,20 @@ def report(results: list[dict]) -> None:
             print(f"    missed: {s.path}:{s.line} ({s.row}; {s.how}; clock at line {where})")
         for s in sites:
             if not s.how:
-                print(f"    not injected: {s.path}:{s.line} ({s.row}: no system, prompt or messages text)")
+                print(f"    not injected: {s.path}:{s.line} ({s.row}: {s.note})")
+        for s in sites:
+            if s.named_in:
+                print(f"    named with an earlier value: {s.path}:{s.line} ({s.row}; in the {s.named_in})")
         for label, diffs in (("added", r["added"]), ("lost", r["lost"])):
-            for (path, line, code), n in sorted(diffs.items()):
-                print(f"    {label}: {path}:{line} {code}" + (f" x{n}" if n > 1 else ""))
+            for k, n in sorted(diffs.items()):
+                path, line, code = k
+                by = r["subsumed"].get(k) if label == "lost" else None
+                why = (
+                    f" (named in the finding of site {by.number}'s clock, at {by.path}:{by.line})"
+                    if by
+                    else ""
+                )
+                print(f"    {label}: {path}:{line} {code}" + (f" x{n}" if n > 1 else "") + why)
         if not r["added"] and not r["lost"]:
             print("    nothing else changed")
     if len(results) > 1:

@@ -131,3 +131,39 @@ def test_an_entry_set_in_another_arm_or_before_the_dict_is_built_is_not_sent() -
     [diag] = _diagnostics("app.py", text)
     assert (diag.code, diag.span.line) == ("PFX101", 12)
     assert "(line 13)" in diag.message  # the first arm's request only
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        'params = {"model": "m", "messages": messages, **({"system": system} if system else {})}',
+        'params = {**base(messages), **({"system": system} if system else {})}',
+        'params = {**base(messages), "system": system, "stream": True}',
+    ],
+    ids=["conditional-spread", "helper-spread", "helper-then-entries"],
+)
+def test_a_dict_spread_into_the_request_display_is_read(build: str) -> None:
+    text = (
+        f"import anthropic\nfrom datetime import datetime\n\n{_GUIDE}\n\n"
+        "def base(messages):\n"
+        '    return {"model": "m", "messages": messages}\n\n\n'
+        "def send(question):\n"
+        '    system = f"Now: {datetime.now():%H:%M:%S}\\n" + GUIDE\n'
+        '    messages = [{"role": "user", "content": question}]\n'
+        f"    {build}\n"
+        "    return anthropic.Anthropic().messages.create(**params)\n"
+    )
+    diag = _one(text)
+    assert (diag.code, diag.span.line, diag.severity) == ("PFX101", 14, Severity.ERROR)
+    assert "messages.create()" in diag.message
+
+
+def test_a_later_entry_of_the_display_wins_over_a_spread_before_it() -> None:
+    text = (
+        f"import anthropic\nfrom datetime import datetime\n\n{_GUIDE}\n\n"
+        "def send(question, extra):\n"
+        '    clocked = {"system": f"Now: {datetime.now():%H:%M:%S}\\n" + GUIDE}\n'
+        '    params = {"messages": [{"role": "user", "content": question}], **clocked, "system": GUIDE}\n'
+        "    return anthropic.Anthropic().messages.create(**params)\n"
+    )
+    assert [d for d in _diagnostics("app.py", text) if d.severity > Severity.INFO] == []

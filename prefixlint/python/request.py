@@ -132,7 +132,10 @@ def _mapping(
     shown = ev.last_assignment(node) if isinstance(node, cst.Name) else node
     if isinstance(shown, cst.Call) and hops < 2 and not ev.is_dict_call(shown):
         return _returned_mapping(ev, shown, env, hops, nodes)
-    return ev.mapping_entries(node, env, nodes) or {}
+    if isinstance(shown, cst.IfExp):  # `**(extra if c else {})`
+        return ev.spread_entries(shown, env, nodes, lambda n, e, ns: _mapping(ev, n, e, hops, ns))
+    # a dict spread into the display (`{**self._base_params(x), "stream": True}`) is read the same way
+    return ev.mapping_entries(node, env, nodes, lambda n, e, ns: _mapping(ev, n, e, hops, ns)) or {}
 
 
 def _returned_mapping(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 import libcst as cst
@@ -21,6 +22,13 @@ from prefixlint.python.evaluate.env import Env
 from prefixlint.python.scopes import Binding, Branch, string_value
 from prefixlint.python.segments import EMPTY, Text, Value, choice, is_static, static_text, text
 from prefixlint.python.volatile import PATH_METHODS, PATH_TYPES
+
+# How a dict spread into another (`**base`) is read: (its expression, env, the entries' nodes) ->
+# its entries, or None when they cannot be seen.
+Spread = Callable[
+    [cst.BaseExpression, Env, "dict[str, tuple[Any, cst.BaseExpression, Env]] | None"],
+    "dict[str, Value] | None",
+]
 
 # Calls that read a whole text file, by qualified name or by method name.
 _READ_METHODS = {"read", "read_text", "readlines", "read_bytes"}
@@ -267,16 +275,20 @@ class PromptFiles(EvaluatorBase):
         node: cst.BaseExpression,
         env: Env,
         nodes: dict[str, tuple[Any, cst.BaseExpression, Env]] | None = None,
+        spread: Spread | None = None,
     ) -> dict[str, Value] | None:
-        """The entries of a dict built here, as `**node` passes them: a display (`{"k": v}`),
-        `dict(k=v, ...)`, or a name bound to one on every path, with the entries set on it afterwards
-        (entries_set_after); None when it is none of these (a helper's result, a parameter).
-        `nodes` gets each displayed entry's expression (where this evaluator reads it)."""
+        """The entries of a dict built here, as `**node` passes them: a display (`{"k": v}`, with
+        the dicts it spreads: `{**base, "k": v}`), `dict(k=v, ...)`, or a name bound to one on every
+        path, with the entries set on it afterwards (entries_set_after); None when it is none of
+        these (a helper's result, a parameter). `nodes` gets each displayed entry's expression
+        (where this evaluator reads it); `spread` reads a dict spread into it (spread_entries)."""
         shown = self.last_assignment(node) if isinstance(node, cst.Name) else node
         out: dict[str, Value] = {}
         if isinstance(shown, cst.Dict):
-            for el in shown.elements:
-                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+            for el in shown.elements:  # in order: a later entry wins
+                if isinstance(el, cst.StarredDictElement):
+                    out.update(self.spread_entries(el.value, env.deeper(), nodes, spread))
+                elif isinstance(el.key, cst.SimpleString):
                     key = string_value(el.key)
                     if isinstance(key, str):
                         out[key] = self.value(el.value, env.deeper())
@@ -289,13 +301,30 @@ class PromptFiles(EvaluatorBase):
                     if nodes is not None:
                         nodes[arg.keyword.value] = (self, arg.value, env.deeper())
                 elif not arg.star or arg.star == "**":  # `dict(base, k=v)`, `dict(**base)`
-                    out.update(self.mapping_entries(arg.value, env.deeper(), nodes) or {})
+                    out.update(self.spread_entries(arg.value, env.deeper(), nodes, spread))
         elif shown is not None or not isinstance(node, cst.Name):
             return None  # (a name assigned in several arms: only the entries set after them are seen)
         if isinstance(node, cst.Name):
             entries = self.entries_set_after(node, env, out, shown, nodes)
             out = {k: v for k, v in entries.items() if isinstance(v, tuple)}
         return out
+
+    def spread_entries(
+        self,
+        node: cst.BaseExpression,
+        env: Env,
+        nodes: dict[str, tuple[Any, cst.BaseExpression, Env]] | None,
+        spread: Spread | None,
+    ) -> dict[str, Value]:
+        """The entries a dict spread into another gives (`**base`): read by `spread` (a sink's
+        request follows a project helper's returned dict too), else as mapping_entries reads it;
+        `**({"system": s} if s else {})`: either arm's, an entry only one arm has possibly absent."""
+        if isinstance(node, cst.IfExp):
+            arms = [self.spread_entries(arm, env, nodes, spread) for arm in (node.body, node.orelse)]
+            keys = dict.fromkeys([*arms[0], *arms[1]])
+            return {k: choice([arms[0].get(k, EMPTY), arms[1].get(k, EMPTY)]) for k in keys}
+        found = spread(node, env, nodes) if spread is not None else self.mapping_entries(node, env, nodes)
+        return found or {}
 
     def is_dict_call(self, call: cst.Call) -> bool:
         """`dict(...)` of the builtin (not a project's `dict`)."""
