@@ -171,3 +171,31 @@ def test_a_field_annotated_in_the_class_body_names_its_class(tmp_path: Path) -> 
         n for n, line in enumerate(source.splitlines(), 1) if "datetime.now()" in line
     ]
     assert all(severity >= Severity.WARNING and NOT_FOUND not in m for _, severity, m in found)
+
+
+def test_a_parameter_annotated_with_a_modelled_class_is_that_library_s_sink(tmp_path: Path) -> None:
+    # smolagents' `Model` is a row of the models table (`smolagents*.Model.__call__`, `.generate`):
+    # `model(messages)` on a parameter declared so, kept as `self.model` or called where it is
+    # given, sends the request, with no project class in between.
+    root = _project(tmp_path, "Model", source="smolagents.models")
+    (root / "app" / "models.py").unlink()
+    found = _clock_findings(root)
+    assert [line for line, _, _ in found] == CLOCK_LINES
+    for _, severity, message in found:
+        assert severity >= Severity.WARNING
+        assert "smolagents model calls" in message and NOT_FOUND not in message
+
+
+def test_a_parameter_rebound_in_its_function_is_not_its_annotated_class(tmp_path: Path) -> None:
+    root = _project(tmp_path, "Model", source="smolagents.models")
+    (root / "app" / "models.py").unlink()
+    agent = root / "app" / "agent.py"
+    source = agent.read_text(encoding="utf-8").replace(
+        "    return reformulation_model(messages)",
+        "    reformulation_model = make_reformulator()\n    return reformulation_model(messages)",
+    )
+    agent.write_text(source, encoding="utf-8")
+    found = _clock_findings(root)
+    assert [line for line, _, _ in found][:2] == CLOCK_LINES[:2]
+    last = [m for line, _, m in found if line == CLOCK_LINES[2]]
+    assert last and all("smolagents model calls" not in m for m in last)

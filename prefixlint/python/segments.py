@@ -74,6 +74,10 @@ class Hole:
     # Where the value really is when `anchor` placed it where it enters another module: (path,
     # line, column, label, via) as they were (prefixlint/python/consumers.py puts it back).
     origin: tuple[str, int, int, str, str] | None = None
+    # A guess by its name passed on to a wrapper whose own finding already names the parameter it
+    # fills (prefixlint/python/summaries.py): no value of its own here, but callers further up may
+    # still put a value seen at its source in its place.
+    named_in_callee: bool = False
 
     @property
     def site(self) -> tuple[str, str, int, int]:

@@ -158,6 +158,12 @@ def _put_arguments(
             if seg.param is not None and seg.param[0] == id(fn):
                 name = seg.param[1]
                 if name in bound:
+                    reported = seg.by_name and seg.provenance.volatile or seg.named_in_callee
+                    if reported and _passed_on(ev, call, bound[name]):
+                        # the wrapper's own finding names its parameter, judged by its name; what
+                        # the call passes is judged by its name too: the same guess one call up,
+                        # reported once, where the text is built
+                        return (replace(bound[name][0], provenance=Provenance.UNKNOWN, named_in_callee=True),)
                     return bound[name]
                 default = _default_of(fn, name)
                 if default is not None:
@@ -171,6 +177,15 @@ def _put_arguments(
         return (seg,)  # type: ignore[return-value]
 
     return _splice(value, put)
+
+
+def _passed_on(ev: Evaluator, call: cst.Call, value: Value) -> bool:
+    """Whether a call passes, as written, a value known only by its name (its own parameter, a
+    field of one): not a value seen at its source, nor an opaque result standing for its inputs."""
+    hole = value[0] if len(value) == 1 else None
+    if not (isinstance(hole, Hole) and hole.by_name and (hole.provenance.volatile or hole.named_in_callee)):
+        return False
+    return any(ev.label(arg.value) == hole.label for arg in call.args)
 
 
 def _splice(value: Value, put: object) -> Value:

@@ -24,7 +24,6 @@ from prefixlint.python.evaluate.containers import Containers
 from prefixlint.python.evaluate.env import (
     MAX_CALLERS,
     Env,
-    _annotation_names,
     _default_of,
     _message_role,
     _role_of,
@@ -42,7 +41,6 @@ __all__ = [
     "MAX_CALLERS",
     "Env",
     "Evaluator",
-    "_annotation_names",
     "_default_of",
     "_message_role",
     "_role_of",

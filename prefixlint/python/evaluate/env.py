@@ -198,22 +198,3 @@ def _annotation_heads(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(node, cst.BinaryOperation):
         return _annotation_heads(node.left) + _annotation_heads(node.right)
     return [node]
-
-
-def _annotation_names(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """The types an annotation names: `X | None`, `Optional[X]`, `"X"` give X."""
-    if isinstance(node, cst.BinaryOperation):
-        return _annotation_names(node.left) + _annotation_names(node.right)
-    if isinstance(node, cst.Subscript):
-        return [
-            n
-            for el in node.slice
-            if isinstance(el.slice, cst.Index)
-            for n in _annotation_names(el.slice.value)
-        ]
-    if isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str):
-        try:  # a forward reference, `"Model"` or `"Optional[Model]"`
-            return _annotation_names(cst.parse_expression(node.evaluated_value.strip()))
-        except cst.ParserSyntaxError:
-            return []
-    return [node] if isinstance(node, (cst.Name, cst.Attribute)) else []

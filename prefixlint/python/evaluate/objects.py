@@ -16,12 +16,12 @@ from typing import Self
 
 import libcst as cst
 
+from prefixlint.python.annotations import annotation_names, parameter_annotation
 from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import (
     MAX_DEPTH,
     Env,
     _annotation_heads,
-    _annotation_names,
     _default_of,
     _inside,
     func_name,
@@ -443,7 +443,7 @@ class Objects(EvaluatorBase):
                     and isinstance(small.target, cst.Name)
                     and small.target.value == name
                 ):
-                    for part in _annotation_names(small.annotation.annotation):
+                    for part in annotation_names(small.annotation.annotation):
                         found = self.find_class(part)
                         if found is not None:
                             return found
@@ -488,13 +488,11 @@ class Objects(EvaluatorBase):
         return self._annotated_class(scope.node, node.value)
 
     def _annotated_class(self, fn: cst.FunctionDef, name: str) -> tuple[Self, cst.ClassDef] | None:
-        p = fn.params
-        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
-            if param.name.value == name and param.annotation is not None:
-                for part in _annotation_names(param.annotation.annotation):
-                    found = self.find_class(part)
-                    if found is not None:
-                        return found
+        annotation = parameter_annotation(fn, name)
+        for part in annotation_names(annotation) if annotation is not None else ():
+            found = self.find_class(part)
+            if found is not None:
+                return found
         return None
 
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from prefixlint.python.annotations import annotation_names, parameter_annotation
 from prefixlint.python.cstwalk import kids
 from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import (
@@ -21,7 +22,6 @@ from prefixlint.python.evaluate.env import (
     PARAMETER_OF,
     Env,
     _annotation_heads,
-    _annotation_names,
     _default_of,
     _inside,
 )
@@ -147,13 +147,11 @@ class Parameters(EvaluatorBase):
 
     def annotation_provenance(self, fn: cst.FunctionDef, name: str) -> Provenance | None:
         """The provenance of a parameter annotated with a volatile type (`rnd: random.Random`)."""
-        p = fn.params
-        for param in (*p.posonly_params, *p.params, *p.kwonly_params):
-            if param.name.value == name and param.annotation is not None:
-                for part in _annotation_names(param.annotation.annotation):
-                    names = self.index.qualified_names(part, self.index.module_scope)
-                    if names & _VOLATILE_TYPES:
-                        return qualified_provenance(names & _VOLATILE_TYPES)
+        annotation = parameter_annotation(fn, name)
+        for part in annotation_names(annotation) if annotation is not None else ():
+            names = self.index.qualified_names(part, self.index.module_scope)
+            if names & _VOLATILE_TYPES:
+                return qualified_provenance(names & _VOLATILE_TYPES)
         return None
 
     def set_annotated(self, fn: cst.FunctionDef, name: str) -> bool:

@@ -10,6 +10,7 @@ import fnmatch
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from prefixlint.python.annotations import annotation_names, parameter_annotation
 from prefixlint.python.frameworks.names import (
     CALL,
     Pattern,
@@ -442,17 +443,39 @@ def _first(rows: list[tuple[Pattern, Any]], index: ModuleIndex, chain: str, qual
 def _match_instance(
     rows: list[tuple[Pattern, Any]], index: ModuleIndex, func: cst.Name | cst.Attribute
 ) -> Any:
-    """A call of an object (`llm(prompt)`, `self.llm(prompt)`) matched as `<what built it>.__call__`."""
+    """A call of an object (`llm(prompt)`, `self.llm(prompt)`) matched as `<what built it>.__call__`,
+    or, for an object a parameter is declared to hold (`model: Model`, also kept as `self.model =
+    model`), as `<the declared class>.__call__`."""
     import libcst as cst
 
     built = index.assigned(func)
-    if not isinstance(built, cst.Call):
-        return None
-    chain = written_chain(built.func)
-    if not chain:
-        return None
-    qualified = {f"{q}.{CALL}" for q in index.qualified_names(built.func)}
-    return _first(rows, index, f"{chain}.{CALL}", qualified)
+    if isinstance(built, cst.Call):
+        made = [built.func]
+    else:
+        made = _declared_classes(index, built if isinstance(built, cst.Name) else func)
+    for node in made:
+        chain = written_chain(node)
+        if chain:
+            qualified = {f"{q}.{CALL}" for q in index.qualified_names(node)}
+            found = _first(rows, index, f"{chain}.{CALL}", qualified)
+            if found is not None:
+                return found
+    return None
+
+
+def _declared_classes(index: ModuleIndex, node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The classes the annotation of the parameter read at `node` names (none for a name the
+    function binds itself: then the parameter's declared class is not what it holds)."""
+    import libcst as cst
+
+    if not isinstance(node, cst.Name):
+        return []
+    scope = index.scope_for(node)
+    fn = scope.node
+    if not isinstance(fn, cst.FunctionDef) or node.value not in scope.params or node.value in scope.bindings:
+        return []
+    annotation = parameter_annotation(fn, node.value)
+    return annotation_names(annotation) if annotation is not None else []
 
 
 def _needles(row: SinkModel) -> set[str]:
