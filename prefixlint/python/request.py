@@ -37,7 +37,7 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     for arg in call.args:
         if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
             nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] = {}
-            for key, item in _mapping(ev, arg.value, env, nodes=nodes).items():
+            for key, item in ev.passed_mapping(arg.value, env, nodes=nodes).items():
                 part = row.part_of(key, -1)
                 if part is not None:
                     item = ev.followed(call, row, key, item)
@@ -115,46 +115,6 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
         if node is None:
             return None
     return None
-
-
-def _mapping(
-    ev: Evaluator,
-    node: cst.BaseExpression,
-    env: Env,
-    hops: int = 0,
-    nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
-) -> dict[str, Value]:
-    """The entries of a dict passed as `**mapping`: a dict built here (`Evaluator.mapping_entries`:
-    a display or `dict(...)`, and its entries set afterwards, `kwargs["tools"] = tools`); or
-    what a project helper called for it returns (`**self._build_request(messages)`), read the same
-    way in the helper with what the call passes. `nodes` gets each displayed entry's expression
-    (where its evaluator reads it), for the fields a row names inside one."""
-    shown = ev.last_assignment(node) if isinstance(node, cst.Name) else node
-    if isinstance(shown, cst.Call) and hops < 2 and not ev.is_dict_call(shown):
-        return _returned_mapping(ev, shown, env, hops, nodes)
-    return ev.mapping_entries(node, env, nodes) or {}
-
-
-def _returned_mapping(
-    ev: Evaluator,
-    call: cst.Call,
-    env: Env,
-    hops: int,
-    nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
-) -> dict[str, Value]:
-    """The entries of the dicts a project helper returns, with what `call` passes for its parameters
-    (one per key: where its returns disagree, the key's options)."""
-    found = ev.resolve_callable(call.func, call)
-    if found is None or env.depth > 8:
-        return {}
-    callee, fn = found
-    inner = Env(args={**env.args, fn: ev.bind_arguments(fn, call, env)}, depth=env.depth + 1)
-    options: dict[str, list[Value]] = {}
-    for ret in callee.index.bodies[fn].returns:
-        if ret.value is not None:
-            for key, value in _mapping(callee, ret.value, inner, hops + 1, nodes).items():
-                options.setdefault(key, []).append(value if callee is ev else ev.anchor(value, call))
-    return {key: choice(values) for key, values in options.items()}
 
 
 def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:
