@@ -10,13 +10,15 @@ text the library adds ahead of the messages or after the template (evaluate/appe
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from prefixlint.python import fills
 from prefixlint.python.evaluate import Env, Evaluator
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.scopes import ModuleIndex, string_value
-from prefixlint.python.segments import Break, Value, choice, concat
+from prefixlint.python.segments import FORWARDED, Break, Provenance, Value, choice, concat
 
 # Parts that are one message's text, and the role they are sent as.
 _ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
@@ -37,7 +39,12 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     for arg in call.args:
         if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
             nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] = {}
-            for key, item in ev.passed_mapping(arg.value, env, nodes=nodes).items():
+            # a wrapper's own `**kwargs` passed on, with the entries it sets on them
+            entries = {
+                **forwarded_keywords(ev, arg.value, row, env),
+                **ev.passed_mapping(arg.value, env, nodes=nodes),
+            }
+            for key, item in entries.items():
                 part = row.part_of(key, -1)
                 if part is not None:
                     item = ev.followed(call, row, key, item)
@@ -75,6 +82,25 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     value = in_order(found)
     assert value is not None
     return ev.template_call(call, value, env) if row.templates else ev.with_appended(call, value)
+
+
+def forwarded_keywords(ev: Evaluator, node: cst.BaseExpression, row: SinkModel, env: Env) -> dict[str, Value]:
+    """`create(**kwargs)` in a wrapper `def send(self, **kwargs)` whose summary is being made: each
+    prompt keyword of the row stands for what a call of the wrapper passes under that name (summaries.py
+    puts it in place; a keyword the call does not pass adds no text)."""
+    fn = env.summary
+    if not (
+        isinstance(node, cst.Name) and isinstance(fn, cst.FunctionDef) and fn.params.star_kwarg is not None
+    ):
+        return {}
+    if fn.params.star_kwarg.name.value != node.value or ev.index.scope_for(node).node is not fn:
+        return {}
+    out: dict[str, Value] = {}
+    for key in row.arguments:
+        if key.isidentifier():  # a keyword, not a position, a field of one or `*`
+            (hole,) = ev.hole(Provenance.UNKNOWN, node, key, by_name=True)
+            out[key] = (replace(hole, param=(id(fn), FORWARDED + key)),)
+    return out
 
 
 def field_values(
