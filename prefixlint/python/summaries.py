@@ -26,7 +26,7 @@ from prefixlint.python.hierarchy import dispatch
 from prefixlint.python.registries import registered_classes
 from prefixlint.python.request import request_value
 from prefixlint.python.segments import FORWARDED, Hole, Provenance, Value, concat, holes
-from prefixlint.python.valuecalls import Reference, passed_callables, through_value
+from prefixlint.python.valuecalls import Reference, passed_callables, through_value, wrapped_function
 
 MAX_WRAPPER_DEPTH = 3
 
@@ -126,7 +126,7 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
                 methods += [m for m in dispatch(cls_ev, cls, call.func.attr.value) if m not in methods]
         if methods:
             return [(m_ev, fn, None) for m_ev, fn in methods]
-    found = ev.resolve_callable(call.func, call)
+    found = ev.resolve_callable(call.func, call) or wrapped_function(ev, call.func, call)
     if found is not None:
         return [(found[0], found[1], None)]
     cls = ev.find_class(call.func)
