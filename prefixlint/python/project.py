@@ -76,7 +76,9 @@ class Project:
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
     schemas: dict[int, tuple | None] = field(default_factory=dict)  # a definition's schema order (schemas.py)
     frameworks: Frameworks = field(default_factory=builtin)  # the models table (and python.sinks)
-    summaries: dict[int, list] = field(default_factory=dict)  # function -> what its sinks send (summaries.py)
+    # function -> (the wrapper depth it was worked out at, what its sinks send) (summaries.py)
+    summaries: dict[int, tuple[int, list]] = field(default_factory=dict)
+    summary_cuts: int = 0  # project functions the wrapper depth limit left unfollowed (summaries.py)
     passed: dict[tuple[int, str], list] = field(default_factory=dict)  # what a callable parameter gets
     registries: dict[tuple[str, str], list] = field(default_factory=dict)  # classes a registry holds
     # parameter (or attribute read) -> the request entry point seen to pass it a per-request value

@@ -10,13 +10,15 @@ text the library adds ahead of the messages or after the template (evaluate/appe
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from prefixlint.python import fills
 from prefixlint.python.evaluate import Env, Evaluator
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.scopes import ModuleIndex, string_value
-from prefixlint.python.segments import Break, Value, choice, concat
+from prefixlint.python.segments import FORWARDED, Break, Provenance, Value, choice, concat
 
 # Parts that are one message's text, and the role they are sent as.
 _ROLE_OF_PART = {"system": "system", "user": "user", "tools": "tools"}
@@ -37,7 +39,12 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     for arg in call.args:
         if arg.star == "**":  # `completion(**kwargs)` with `kwargs = {"messages": ...}` built here
             nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] = {}
-            for key, item in _mapping(ev, arg.value, env, nodes=nodes).items():
+            # a wrapper's own `**kwargs` passed on, with the entries it sets on them
+            entries = {
+                **forwarded_keywords(ev, arg.value, row, env),
+                **ev.passed_mapping(arg.value, env, nodes=nodes),
+            }
+            for key, item in entries.items():
                 part = row.part_of(key, -1)
                 if part is not None:
                     item = ev.followed(call, row, key, item)
@@ -75,6 +82,25 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
     value = in_order(found)
     assert value is not None
     return ev.template_call(call, value, env) if row.templates else ev.with_appended(call, value)
+
+
+def forwarded_keywords(ev: Evaluator, node: cst.BaseExpression, row: SinkModel, env: Env) -> dict[str, Value]:
+    """`create(**kwargs)` in a wrapper `def send(self, **kwargs)` whose summary is being made: each
+    prompt keyword of the row stands for what a call of the wrapper passes under that name (summaries.py
+    puts it in place; a keyword the call does not pass adds no text)."""
+    fn = env.summary
+    if not (
+        isinstance(node, cst.Name) and isinstance(fn, cst.FunctionDef) and fn.params.star_kwarg is not None
+    ):
+        return {}
+    if fn.params.star_kwarg.name.value != node.value or ev.index.scope_for(node).node is not fn:
+        return {}
+    out: dict[str, Value] = {}
+    for key in row.arguments:
+        if key.isidentifier():  # a keyword, not a position, a field of one or `*`
+            (hole,) = ev.hole(Provenance.UNKNOWN, node, key, by_name=True)
+            out[key] = (replace(hole, param=(id(fn), FORWARDED + key)),)
+    return out
 
 
 def field_values(
@@ -115,49 +141,6 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
         if node is None:
             return None
     return None
-
-
-def _mapping(
-    ev: Evaluator,
-    node: cst.BaseExpression,
-    env: Env,
-    hops: int = 0,
-    nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
-) -> dict[str, Value]:
-    """The entries of a dict passed as `**mapping`: a dict built here (`Evaluator.mapping_entries`:
-    a display or `dict(...)`, and its entries set afterwards, `kwargs["tools"] = tools`); or
-    what a project helper called for it returns (`**self._build_request(messages)`), read the same
-    way in the helper with what the call passes. `nodes` gets each displayed entry's expression
-    (where its evaluator reads it), for the fields a row names inside one."""
-    shown = ev.last_assignment(node) if isinstance(node, cst.Name) else node
-    if isinstance(shown, cst.Call) and hops < 2 and not ev.is_dict_call(shown):
-        return _returned_mapping(ev, shown, env, hops, nodes)
-    if isinstance(shown, cst.IfExp):  # `**(extra if c else {})`
-        return ev.spread_entries(shown, env, nodes, lambda n, e, ns: _mapping(ev, n, e, hops, ns))
-    # a dict spread into the display (`{**self._base_params(x), "stream": True}`) is read the same way
-    return ev.mapping_entries(node, env, nodes, lambda n, e, ns: _mapping(ev, n, e, hops, ns)) or {}
-
-
-def _returned_mapping(
-    ev: Evaluator,
-    call: cst.Call,
-    env: Env,
-    hops: int,
-    nodes: dict[str, tuple[Evaluator, cst.BaseExpression, Env]] | None = None,
-) -> dict[str, Value]:
-    """The entries of the dicts a project helper returns, with what `call` passes for its parameters
-    (one per key: where its returns disagree, the key's options)."""
-    found = ev.resolve_callable(call.func, call)
-    if found is None or env.depth > 8:
-        return {}
-    callee, fn = found
-    inner = Env(args={**env.args, fn: ev.bind_arguments(fn, call, env)}, depth=env.depth + 1)
-    options: dict[str, list[Value]] = {}
-    for ret in callee.index.bodies[fn].returns:
-        if ret.value is not None:
-            for key, value in _mapping(callee, ret.value, inner, hops + 1, nodes).items():
-                options.setdefault(key, []).append(value if callee is ev else ev.anchor(value, call))
-    return {key: choice(values) for key, values in options.items()}
 
 
 def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:

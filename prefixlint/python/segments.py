@@ -115,6 +115,10 @@ Segment = Text | Hole | Break | Open | Choice
 Value = tuple[Segment, ...]
 
 EMPTY: Value = ()
+# Marks a `Hole.param` name that is a keyword a wrapper's `**kwargs` passes on to a sink (request.py):
+# the call of the wrapper gives it, or no text at all.
+FORWARDED = "**"
+
 # Alternatives kept per choice and per expanded prompt: enough for an if/elif chain, bounded so a
 # long run of branches cannot multiply.
 MAX_OPTIONS = 8

@@ -25,8 +25,8 @@ from prefixlint.python.frameworks import SinkModel
 from prefixlint.python.hierarchy import dispatch
 from prefixlint.python.registries import registered_classes
 from prefixlint.python.request import request_value
-from prefixlint.python.segments import Hole, Provenance, Value, concat, holes
-from prefixlint.python.valuecalls import Reference, passed_callables, through_value
+from prefixlint.python.segments import FORWARDED, Hole, Provenance, Value, concat, holes
+from prefixlint.python.valuecalls import Reference, passed_callables, through_value, wrapped_function
 
 MAX_WRAPPER_DEPTH = 3
 
@@ -44,9 +44,11 @@ def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[T
     """What the sinks called inside `fn` send, with `fn`'s parameters left as parameters."""
     memo = ev.project.summaries
     key = id(fn)
-    if key in memo:
-        return memo[key]
-    memo[key] = []  # a recursive wrapper sends nothing more than what is found without recursing
+    known = memo.get(key)
+    if known is not None and known[0] <= depth:
+        return known[1]  # worked out uncut, or cut with no more layers left below it than now
+    memo[key] = (depth, [])  # a recursive wrapper sends nothing more than what is found without recursing
+    cut = ev.project.summary_cuts
     out: list[Template] = []
     env = Env(summary=fn)
     frameworks = ev.project.frameworks
@@ -57,9 +59,16 @@ def sink_templates(ev: Evaluator, fn: cst.FunctionDef, depth: int = 0) -> list[T
             if value:
                 out.append(Template(value, f"`{ev.label(call.func)}()` ({row.name})", row.whole_request))
         elif row is None and depth < MAX_WRAPPER_DEPTH:
-            found = requests_at_call(ev, call, env, depth + 1) or value_requests(ev, call, env, depth + 1)
+            # a call that only passes this wrapper's `**kwargs` on (a retry, a private `_send`) is
+            # the same request one layer down: it costs no depth
+            deeper = depth if _passing_on(call, env) is not None else depth + 1
+            found = requests_at_call(ev, call, env, deeper) or value_requests(ev, call, env, deeper)
             out += [template for _, template in found]
-    memo[key] = out
+        elif row is None:  # a sink bound or passed as a value is no deeper wrapper
+            out += [template for _, template in sent_through_value(ev, call, env)]
+            if _callees(ev, call):
+                ev.project.summary_cuts += 1  # project code not followed: the limit cut this
+    memo[key] = (depth if ev.project.summary_cuts != cut else -1, out)
     return out
 
 
@@ -79,7 +88,7 @@ def requests_at_call(
                 # a call in a loop over items: one request per item (looked at only for a call
                 # that reaches a sink reading what it passes)
                 bound = ev.bind_arguments(fn, call, ev.with_items(call, env))
-            value = _put_arguments(ev, callee_ev, template.value, fn, bound, call)
+            value = _put_arguments(ev, callee_ev, template.value, fn, bound, call, _passing_on(call, env))
             name = fn.name.value if owner is None else owner.name.value
             out.append((name, Template(value, template.what, template.whole)))
     return out
@@ -117,7 +126,7 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
                 methods += [m for m in dispatch(cls_ev, cls, call.func.attr.value) if m not in methods]
         if methods:
             return [(m_ev, fn, None) for m_ev, fn in methods]
-    found = ev.resolve_callable(call.func, call)
+    found = ev.resolve_callable(call.func, call) or wrapped_function(ev, call.func, call)
     if found is not None:
         return [(found[0], found[1], None)]
     cls = ev.find_class(call.func)
@@ -148,15 +157,22 @@ def _put_arguments(
     fn: cst.FunctionDef,
     bound: dict[str, Value],
     call: cst.Call,
+    passing_on: int | None = None,
 ) -> Value:
     """The template with what the call passes in place of the parameters; a volatile value of the
-    wrapper's own (in another module) is reported there, not at each call of it."""
+    wrapper's own (in another module) is reported there, not at each call of it. A keyword the
+    callee's `**kwargs` forwards is what the call gives, else (`passing_on`: the call passes the
+    `**kwargs` of the wrapper around it on) what that wrapper's own callers give."""
     from prefixlint.python.segments import Choice
 
     def put(seg: object) -> Value:
         if isinstance(seg, Hole):
             if seg.param is not None and seg.param[0] == id(fn):
                 name = seg.param[1]
+                if name.startswith(FORWARDED):
+                    if name[len(FORWARDED) :] in bound:
+                        return bound[name[len(FORWARDED) :]]
+                    return (replace(seg, param=(passing_on, name)),) if passing_on is not None else ()
                 if name in bound:
                     reported = seg.by_name and seg.provenance.volatile or seg.named_in_callee
                     if reported and _passed_on(ev, call, bound[name]):
@@ -188,6 +204,18 @@ def _passed_on(ev: Evaluator, call: cst.Call, value: Value) -> bool:
     return any(ev.label(arg.value) == hole.label for arg in call.args)
 
 
+def _passing_on(call: cst.Call, env: Env) -> int | None:
+    """The wrapper being summarised, when `call` passes its `**kwargs` on (`self._send(**kwargs)`)."""
+    fn = env.summary
+    star = fn.params.star_kwarg if isinstance(fn, cst.FunctionDef) else None
+    if star is None or not any(
+        a.star == "**" and isinstance(a.value, cst.Name) and a.value.value == star.name.value
+        for a in call.args
+    ):
+        return None
+    return id(fn)
+
+
 def _splice(value: Value, put: object) -> Value:
     return concat(*(put(seg) for seg in value))  # type: ignore[operator]
 
@@ -195,16 +223,23 @@ def _splice(value: Value, put: object) -> Value:
 def value_requests(ev: Evaluator, call: cst.Call, env: Env, depth: int = 0) -> list[tuple[str, Template]]:
     """What a call that matches no row and names no project wrapper sends through values: (how it
     is reached, the request), for the finder and for the summaries of the functions around it."""
-    found = through_value(ev, call)
-    if found is not None:
-        value = request_value(ev, found.call, found.row, env)
-        if not value:
-            return []
-        what = f"`{ev.label(found.call.func)}()` ({found.row.name}, {found.via})"
-        return [(what, Template(value, what, found.row.whole_request))]
+    if through_value(ev, call) is not None:
+        return sent_through_value(ev, call, env)
     if depth >= MAX_WRAPPER_DEPTH:
         return []
     return parameter_requests(ev, call, env, depth)
+
+
+def sent_through_value(ev: Evaluator, call: cst.Call, env: Env) -> list[tuple[str, Template]]:
+    """What a call sends through a sink passed or bound as a value (valuecalls.through_value)."""
+    found = through_value(ev, call)
+    if found is None:
+        return []
+    value = request_value(ev, found.call, found.row, env)
+    if not value:
+        return []
+    what = f"`{ev.label(found.call.func)}()` ({found.row.name}, {found.via})"
+    return [(what, Template(value, what, found.row.whole_request))]
 
 
 def parameter_requests(ev: Evaluator, call: cst.Call, env: Env, depth: int) -> list[tuple[str, Template]]:

@@ -80,13 +80,29 @@ def _sink_reference(ev: Evaluator, node: cst.BaseExpression, hops: int) -> Refer
         if row is not None or hops >= MAX_HOPS:
             return None  # a client constructor: configuration
         assigned = ev.index.assigned(node)
-        return sink_reference(ev, assigned, hops + 1) if assigned is not None else None
+        if assigned is None:
+            return _sink_in_every_arm(ev, node, hops)
+        return sink_reference(ev, assigned, hops + 1)
     if isinstance(node, cst.Call) and hops < MAX_HOPS and _is_partial(ev, node) and node.args:
         first = node.args[0]
         inner = None if first.keyword or first.star else sink_reference(ev, first.value, hops + 1)
         if inner is not None:
             return Reference(inner.row, inner.func, (*inner.bound, *node.args[1:]))
     return None
+
+
+def _sink_in_every_arm(ev: Evaluator, node: cst.BaseExpression, hops: int) -> Reference | None:
+    """A name the arms of a branch bind to different callables, one of them a sink (`call =
+    client.chat.completions.create`, else a completion function not modelled): where that arm is
+    taken the call sends the request, read as the first such arm's."""
+    if not isinstance(node, cst.Name):
+        return None
+    here = ev.index.pos(node)
+    bound = [b for b in ev.index.scope_for(node).bindings.get(node.value, ()) if b.pos < here]
+    if len(bound) < 2 or any(b.kind != "assign" or b.expr is None for b in bound):
+        return None
+    found = [ref for b in bound if (ref := sink_reference(ev, b.expr, hops + 1)) is not None]
+    return found[0] if found else None
 
 
 @dataclass(frozen=True)
@@ -119,6 +135,40 @@ def through_value(ev: Evaluator, call: cst.Call) -> ValueCall | None:
             via = f"passed to `{ev.label(call.func)}()`"
             return ValueCall(ref.row, ref.called_with(call.args[i + 1 :]), via)
     return None
+
+
+def wrapped_function(
+    ev: Evaluator, func: cst.BaseExpression, at: cst.CSTNode
+) -> tuple[Evaluator, cst.FunctionDef] | None:
+    """The project function a callable made by wrapping it stands for: `retry(self._send, tries=3)`
+    called at once, or through the name it is assigned to (`retry_func = retry(self._send)`, then
+    `retry_func(**kwargs)`), when the wrapper calls what it is given with the rest (_forwards)."""
+    node = ev.index.assigned(func) if isinstance(func, cst.Name) else func
+    if not isinstance(node, cst.Call) or not node.args or _is_partial(ev, node):
+        return None
+    first = node.args[0]
+    if first.keyword is not None or first.star or not _wraps(ev, node):
+        return None
+    return ev.resolve_callable(first.value, at)
+
+
+def _wraps(ev: Evaluator, call: cst.Call) -> bool:
+    """Whether what `call` makes calls the callable it is given first with the arguments it gets
+    itself: a project factory whose closure does `func(*args, **kwargs)`; one that is not the
+    project's (a retrier, a cache) is taken to; a class of the project is constructed."""
+    found = ev.resolve_callable(call.func, call)
+    if found is None:
+        return ev.find_class(call.func) is None
+    callee_ev, fn = found
+    names = _positional_names(fn)
+    if not names:
+        return False
+    return any(
+        isinstance(inner.func, cst.Name)
+        and inner.func.value == names[0]
+        and [a.star for a in inner.args] == ["*", "**"]
+        for inner in calls_in(callee_ev.index, fn)
+    )
 
 
 def _positional_names(fn: cst.FunctionDef) -> list[str]:

@@ -429,8 +429,8 @@ class Calls(EvaluatorBase):
         for arg in call.args:
             if arg.keyword is not None:
                 bound[arg.keyword.value] = self.value(arg.value, env.deeper())
-            elif arg.star == "**":  # `self.send(**kwargs)` with `kwargs` a dict built here
-                for key, value in (self.mapping_entries(arg.value, env) or {}).items():
+            elif arg.star == "**":  # `self.send(**kwargs)`: a dict built here, or one a helper returns
+                for key, value in self.passed_mapping(arg.value, env).items():
                     bound.setdefault(key, value)
         return bound
 

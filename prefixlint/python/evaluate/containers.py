@@ -224,7 +224,7 @@ class Containers(EvaluatorBase):
             comp: cst.CompFor | None = node.for_in
             while comp is not None:
                 iterable = self.iterated(self.value(comp.iter, env.deeper()), comp.iter)  # items in its order
-                order = order or first_volatile(iterable)
+                order = order or first_volatile(iterable) or _summarised_parameter(iterable, env)
                 for target in _target_names(comp.target):
                     shadow[target] = (order,) if order else self.hole(Provenance.UNKNOWN, comp.target, target)
                 comp = comp.inner_for_in
@@ -280,6 +280,15 @@ class Containers(EvaluatorBase):
             line, column = self.index.pos(node)
             return (Hole(Provenance.UNKNOWN, line, column, self.label(node), path=self.path, history=True),)
         return _as_history(value)
+
+
+def _summarised_parameter(value: Value, env: Env) -> Hole | None:
+    """A parameter of the wrapper being summarised (summaries.py), iterated: the items come in the
+    order of what its caller passes (`tools=[to_spec(t) for t in tools]` of a set's items is the set's)."""
+    if env.summary is None or len(value) != 1 or not isinstance(value[0], Hole):
+        return None
+    param = value[0].param
+    return value[0] if param is not None and param[0] == id(env.summary) else None
 
 
 def _self_data(node: cst.Subscript) -> bool:

@@ -326,6 +326,51 @@ class PromptFiles(EvaluatorBase):
         found = spread(node, env, nodes) if spread is not None else self.mapping_entries(node, env, nodes)
         return found or {}
 
+    def passed_mapping(
+        self,
+        node: cst.BaseExpression,
+        env: Env,
+        hops: int = 0,
+        nodes: dict[str, tuple[Any, cst.BaseExpression, Env]] | None = None,
+    ) -> dict[str, Value]:
+        """The entries of a dict passed as `**mapping` (to a sink, or to a project function): a dict
+        built here (mapping_entries), or what a project helper called for it returns
+        (`**self._build_request(messages)`), read the same way in the helper with what the call
+        passes. `nodes` gets each displayed entry's expression (where its evaluator reads it)."""
+        shown = self.last_assignment(node) if isinstance(node, cst.Name) else node
+        if isinstance(shown, cst.Call) and hops < 2 and not self.is_dict_call(shown):
+            return self._returned_mapping(shown, env, hops, nodes)
+
+        def spread(n: cst.BaseExpression, e: Env, ns: dict | None) -> dict[str, Value]:
+            return self.passed_mapping(n, e, hops, ns)
+
+        if isinstance(shown, cst.IfExp):  # `**(extra if c else {})`
+            return self.spread_entries(shown, env, nodes, spread)
+        # a dict spread into the display (`{**self._base_params(x), "stream": True}`) is read the same way
+        return self.mapping_entries(node, env, nodes, spread) or {}
+
+    def _returned_mapping(
+        self,
+        call: cst.Call,
+        env: Env,
+        hops: int,
+        nodes: dict[str, tuple[Any, cst.BaseExpression, Env]] | None = None,
+    ) -> dict[str, Value]:
+        """The entries of the dicts a project helper returns, with what `call` passes for its
+        parameters (one per key: where its returns disagree, the key's options)."""
+        found = self.resolve_callable(call.func, call)
+        if found is None or env.depth > 8:
+            return {}
+        callee, fn = found
+        bound = self.bind_arguments(fn, call, env)
+        inner = Env(args={**env.args, fn: bound}, depth=env.depth + 1, summary=env.summary)
+        options: dict[str, list[Value]] = {}
+        for ret in callee.index.bodies[fn].returns:
+            if ret.value is not None:
+                for key, value in callee.passed_mapping(ret.value, inner, hops + 1, nodes).items():
+                    options.setdefault(key, []).append(value if callee is self else self.anchor(value, call))
+        return {key: choice(values) for key, values in options.items()}
+
     def is_dict_call(self, call: cst.Call) -> bool:
         """`dict(...)` of the builtin (not a project's `dict`)."""
         return isinstance(call.func, cst.Name) and self._call_names(call.func) == {"dict"}
