@@ -17,6 +17,7 @@ import re
 import libcst as cst
 
 from prefixlint.python.evaluate import Env, Evaluator, func_name
+from prefixlint.python.evaluate.appended import PARTIAL_FILLS
 from prefixlint.python.frameworks import SinkModel
 from prefixlint.python.project import importers, read_text
 from prefixlint.python.scopes import ModuleIndex
@@ -70,7 +71,7 @@ def name_filled(ev: Evaluator, name: str, at: cst.CSTNode) -> bool:
     """Whether the template module-level `name` holds (`at`: where it is made) is filled in this
     module, or used by a module that imports it (which fills it, and is judged there)."""
     # `.partial(...)` fills some placeholders and leaves the rest to a later fill: no fill of its own
-    if any(c is not at and func_name(c.func) != "partial" for c in ev.calls_filling(name)):
+    if any(c is not at and func_name(c.func) not in PARTIAL_FILLS for c in ev.calls_filling(name)):
         return True
     for method in _fill_sink_methods(ev):
         for c in ev.calls_named(method):
@@ -113,15 +114,39 @@ def _fill_sink_methods(ev: Evaluator) -> set[str]:
 
 
 def piped(ev: Evaluator, call: cst.Call, env: Env) -> Value | None:
-    """`(prompt | llm).invoke({...})`, or `chain = prompt | llm` then `chain.invoke({...})`: the
-    chain's first stage, a template, filled with what the call passes; None for any other call."""
+    """`(prompt | llm).invoke({...})`, or `chain = prompt | llm` then `chain.invoke({...})`, or a
+    chain a project helper returns (`make_chain().invoke({...})`): the chain's first stage, a
+    template, filled with what the call passes; None for any other call."""
     if not isinstance(call.func, cst.Attribute):
         return None
-    node: cst.BaseExpression | None = call.func.value
-    if isinstance(node, cst.Name):
-        node = ev.index.assigned(node)
-    if not (isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr)):
+    found = _chain(ev, call.func.value, env)
+    if found is None:
         return None
+    owner, node, at = found
     while isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
         node = node.left
-    return ev.format(ev.value(node, env.deeper()), call, env)
+    first = owner.value(node, at.deeper())
+    return ev.format(first if owner is ev else ev.anchor(first, call), call, env)
+
+
+def _chain(
+    ev: Evaluator, node: cst.BaseExpression | None, env: Env, hops: int = 0
+) -> tuple[Evaluator, cst.BaseExpression, Env] | None:
+    """The `a | b` a receiver holds, with the evaluator and env it is read in: the expression, a
+    name assigned it, or what the one return of a project helper called there holds (the helper
+    builds the chain per request, `prompt.partial(day=...)` included, and the caller invokes it)."""
+    if isinstance(node, cst.Name):
+        node = ev.index.assigned(node)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return ev, node, env
+    if not isinstance(node, cst.Call) or hops > 2 or env.depth > 8:
+        return None
+    callee = ev.resolve_callable(node.func, node)
+    if callee is None or callee[1] in ev.active:
+        return None
+    owner, fn = callee
+    returns = [r.value for r in owner.index.bodies[fn].returns if r.value is not None]
+    if len(returns) != 1:
+        return None
+    inner = Env(args={**env.args, fn: ev.bind_arguments(fn, node, env)}, depth=env.depth + 1)
+    return _chain(owner, returns[0], inner, hops + 1)

@@ -59,7 +59,7 @@ from prefixlint.python.frequency import (
     varies_more_often,
 )
 from prefixlint.python.prompt import Prompt
-from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand
+from prefixlint.python.segments import Break, Hole, Open, Provenance, Segment, Text, expand, holes
 
 if TYPE_CHECKING:
     from prefixlint.engines import Engine
@@ -362,6 +362,11 @@ def _place(path: str, hole: Hole) -> str:
     return hole.path if relative.startswith("..") else relative
 
 
+def _key(path: str, hole: Hole) -> tuple[str, str, int, int]:
+    """What one finding is about: a volatile expression of one kind at one place."""
+    return (_place(path, hole), hole.provenance.value, hole.line, hole.column)
+
+
 def _rank(ev: _Evidence) -> tuple[bool, bool, bool, bool, bool, int, int]:
     """Stronger evidence first: a request a modelled sink sends (where an earlier value parts its
     requests already, that is what the value costs, whatever a candidate text says), then a form
@@ -410,9 +415,14 @@ def diagnostics(
     name guess reads (prefixlint/python/entrypoints.py), or None; seen, its loss decides."""
     block = max(engine.block_size if engine is not None else 1, 1)
     best: dict[tuple[str, str, int, int], _Evidence] = {}
+    # A value a modelled whole request carries is judged by that request, which shows what follows
+    # it; a piece of it (a message, a template) can only say the rest is built elsewhere.
+    sent = {_key(path, h) for p in prompts if p.reached and not p.open_tail for h in holes(p.value)}
     for prompt in prompts:
         for ev in _evidence(prompt, count_tokens, block, covered is not None):
-            key = (_place(path, ev.hole), ev.hole.provenance.value, ev.hole.line, ev.hole.column)
+            key = _key(path, ev.hole)
+            if prompt.open_tail and key in sent:
+                continue
             kept = best.get(key)
             if kept is None or _rank(ev) > _rank(kept):
                 best[key] = ev

@@ -66,9 +66,9 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
         if part is not None:
             if part == "prompt" and isinstance(arg.value, (cst.List, cst.Tuple)) and arg.value.elements:
                 # `llm.generate([p1, p2])`: a batch, each prompt a request of its own
-                value = choice([argument_value(ev, el.value, inner) for el in arg.value.elements])
+                value = choice([ev.called_value(el.value, inner) for el in arg.value.elements])
             else:
-                value = argument_value(ev, arg.value, inner)
+                value = ev.called_value(arg.value, inner)
             if named is not None and part == "prompt":  # the template, filled with what the call passes
                 value = fills.filled(ev, ev.template_of(arg.value, value, env), call, named)
             value = ev.followed(call, row, key, value)
@@ -112,7 +112,7 @@ def field_values(
     if given is None:
         return []
     return [
-        (part, row.rank(f"{key}.{name}"), argument_value(ev, given[name], env))
+        (part, row.rank(f"{key}.{name}"), ev.called_value(given[name], env))
         for name, part in nested
         if name in given
     ]
@@ -143,27 +143,6 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
     return None
 
 
-def argument_value(ev: Evaluator, node: cst.BaseExpression, env: Env) -> Value:
-    """An argument's text; a function or method passed by reference (`instructions=build_instructions`,
-    `instructions=self.instructions`, one imported) is called by the framework for each request:
-    what it returns."""
-    if isinstance(node, (cst.Name, cst.Attribute)) and not _local(ev.index, node):
-        found = ev.resolve_callable(node, node)
-        if found is not None:
-            callee, fn = found
-            output = callee.function_output(fn, None, env)
-            return output if callee is ev else ev.anchor(output, node)
-    return ev.value(node, env)
-
-
-def _local(index: ModuleIndex, node: cst.BaseExpression) -> bool:
-    """A name its function binds (a parameter `prompt`), not the module's function of that name."""
-    scope = index.scope_for(node)
-    return (
-        isinstance(node, cst.Name)
-        and scope is not index.module_scope
-        and (node.value in scope.params or node.value in scope.bindings)
-    )
 
 
 def assemble(parts: dict[str, list[Value]]) -> Value:

@@ -23,6 +23,9 @@ from prefixlint.python.segments import Hole, Open, Segment, Text, Value, concat,
 # The keyword of a template call whose dict fills placeholders before the call's inputs do
 # (LangChain `PromptTemplate(..., partial_variables={"format_instructions": ...})`).
 PARTIALS = "partial_variables"
+# Methods that fill some placeholders now and leave the rest to a later fill (LangChain `partial`,
+# LlamaIndex `partial_format`): what they return is still a template.
+PARTIAL_FILLS = ("partial", "partial_format")
 
 
 class Appended(EvaluatorBase):
@@ -93,7 +96,8 @@ class Appended(EvaluatorBase):
         names = self._bound_to(call)
         return {
             arg.keyword.value: arg.value
-            for c in self.calls_named("partial")
+            for method in PARTIAL_FILLS
+            for c in self.calls_named(method)
             if isinstance(c.func, cst.Attribute)
             and (c.func.value is call or self._may_be(c.func.value, names))
             for arg in c.args
@@ -181,7 +185,8 @@ class Appended(EvaluatorBase):
         that `partial_variables` or a `.partial(...)` of the object fills filled, then what the library
         appends after it."""
         inner = env.deeper(template=False)
-        named = {k: self.value(v, inner) for k, v in self.partial_variables(call).items()}
+        # a callable given as a partial variable is called at each format: what it returns
+        named = {k: self.called_value(v, inner) for k, v in self.partial_variables(call).items()}
         # a `.partial(...)` made elsewhere may run per request (its values are judged there): only the
         # text it fills that is the same on every call (format instructions) belongs to the template
         for k, v in self._partial_method(call).items():

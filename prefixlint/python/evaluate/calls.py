@@ -355,6 +355,27 @@ class Calls(EvaluatorBase):
             value, lambda h: replace(h, timing=timing) if h.timing == "call" and not h.by_name else h
         )
 
+    def called_value(self, node: cst.BaseExpression, env: Env) -> Value:
+        """An argument's text; a function or method passed by reference (`instructions=build_instructions`,
+        `instructions=self.instructions`, one imported, a `partial_variables` callable) is called by
+        the framework for each request: what it returns."""
+        if isinstance(node, (cst.Name, cst.Attribute)) and not self._bound_here(node):
+            found = self.resolve_callable(node, node)
+            if found is not None:
+                callee, fn = found
+                output = callee.function_output(fn, None, env)
+                return output if callee is self else self.anchor(output, node)
+        return self.value(node, env)
+
+    def _bound_here(self, node: cst.BaseExpression) -> bool:
+        """A name its function binds (a parameter `prompt`), not the module's function of that name."""
+        scope = self.index.scope_for(node)
+        return (
+            isinstance(node, cst.Name)
+            and scope is not self.index.module_scope
+            and (node.value in scope.params or node.value in scope.bindings)
+        )
+
     def function_output(
         self,
         fn: cst.FunctionDef,

@@ -135,6 +135,8 @@ class Parameters(EvaluatorBase):
                 default = _default_of(fn, name)
                 if name in bound and _is_parameter(bound[name]):
                     return None  # the caller passes its own parameter on: still an unknown caller
+                if name in bound and is_constant(bound[name]) and self.index.in_main_guard(call):
+                    continue  # a literal the script is tried with by hand: an example, not every request's
                 if name in bound:
                     values.append(self.anchor(bound[name], call))
                 elif default is not None:
@@ -143,7 +145,7 @@ class Parameters(EvaluatorBase):
                     values.append(self.hole(Provenance.UNKNOWN, call, name, by_name=True))
         finally:
             self.project.following.discard(key)
-        return choice(values)
+        return choice(values) if values else None
 
     def annotation_provenance(self, fn: cst.FunctionDef, name: str) -> Provenance | None:
         """The provenance of a parameter annotated with a volatile type (`rnd: random.Random`)."""

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import libcst as cst
 
-from prefixlint.python.evaluate.appended import fill_named
+from prefixlint.python.evaluate.appended import PARTIAL_FILLS, fill_named
 from prefixlint.python.evaluate.base import EvaluatorBase
 from prefixlint.python.evaluate.env import Env, func_name
 from prefixlint.python.scopes import string_value
@@ -44,8 +44,8 @@ _FIELD = re.compile(r"\{([A-Za-z_]\w*)")
 _DOUBLE_BRACE = re.compile(r"\{\{\s*\$?([A-Za-z_][\w.]*)\s*\}\}")
 _DOLLAR = re.compile(r"\$(?:\$|([A-Za-z_]\w*)|\{([A-Za-z_]\w*)\})")
 # Methods that fill a template's placeholders (str, string.Template, LangChain, LlamaIndex, Jinja).
-_FILL_METHODS = {"format", "format_map", "substitute", "safe_substitute", "partial", "format_messages",
-                 "format_prompt", "invoke", "render"}  # fmt: skip
+_FILL_METHODS = {"format", "format_map", "substitute", "safe_substitute", "format_messages",
+                 "format_prompt", "invoke", "render", *PARTIAL_FILLS}  # fmt: skip
 # Factories of template objects and the keyword of their text (LangChain, Jinja's `from_string`).
 _TEMPLATE_FACTORIES = {"from_template": "template", "from_messages": "messages", "from_string": "source"}
 _FILE_READS = {"read_text", "read_bytes", "open"}
@@ -163,7 +163,7 @@ class Strings(EvaluatorBase):
             return per_option(template, lambda v: self.render_jinja(v, named, call, attributes))
         if method in ("substitute", "safe_substitute"):
             return per_option(template, lambda v: self.substitute(v, call, named))
-        if method == "partial":  # the placeholders it does not fill are filled later
+        if method in PARTIAL_FILLS:  # the placeholders it does not fill are filled later
             # a template we cannot see at all (an object built by a library call): the values go
             # somewhere in it, as a format of it puts them
             return per_option(

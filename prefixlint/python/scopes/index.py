@@ -186,6 +186,17 @@ class ModuleIndex:
         module = self.module_scope.bindings.get(node.value)
         return module[-1].expr if module and module[-1].kind == "assign" else None
 
+    def in_main_guard(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is within a module-level `if __name__ == "__main__":` block: the script run
+        by hand, whose literal arguments are examples of what a request passes."""
+        here = self.pos(node)
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.If) and _is_main_test(stmt.test):
+                start, end = self.positions.get(stmt, ((0, 0), (0, 0)))
+                if start <= here <= end:
+                    return True
+        return False
+
     def replay(self, visitor: object) -> None:
         """Call `visitor.visit_<Type>(node)` / `leave_<Type>(node)` as a libcst visit would, for the
         recorded node types (a visitor there must not skip children)."""
@@ -193,3 +204,15 @@ class ModuleIndex:
             method = getattr(visitor, ("visit_" if entering else "leave_") + type(node).__name__, None)
             if method is not None:
                 method(node)
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    if not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
+        isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides
+    )
