@@ -143,8 +143,6 @@ def fields_given(index: ModuleIndex, node: cst.BaseExpression) -> dict[str, cst.
     return None
 
 
-
-
 def assemble(parts: dict[str, list[Value]]) -> Value:
     """The parts in request order, each message part opened by a `Break` of its role (a message
     value that has a role of its own keeps it, but system text is system text whatever builds it)."""
