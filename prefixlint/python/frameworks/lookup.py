@@ -29,6 +29,7 @@ from prefixlint.python.frameworks.rows import (
     OrderModel,
     RequestModel,
     SchemaModel,
+    SettingsModel,
     SinkModel,
     SourceModel,
 )
@@ -69,8 +70,19 @@ class Frameworks:
         requests: list[RequestModel] | None = None,
         getters: list[GetterModel] | None = None,
         orders: list[OrderModel] | None = None,
+        settings: list[SettingsModel] | None = None,
     ) -> None:
         self.sinks = sinks
+        self.settings = settings or []
+        self._settings: dict[str, list[tuple[Pattern, SettingsModel]]] = {}
+        for row in self.settings:
+            for text in row.calls:
+                self._settings.setdefault(last_name(text), []).append((as_pattern(text), row))
+        # The packages a module that loads a settings object imports, and how its text says so: a
+        # module that imports none is not parsed to follow a settings object into it.
+        self.settings_packages = frozenset(t.split(".")[0] for row in self.settings for t in row.calls)
+        packages = "|".join(sorted(re.escape(p) for p in self.settings_packages)) or "(?!x)x"
+        self.settings_needle = re.compile(rf"^\s*(?:from|import)\s+(?:{packages})\b", re.M)
         self.sources = sources or []
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
@@ -178,6 +190,7 @@ class Frameworks:
             self.requests,
             self.getters,
             self.orders,
+            self.settings,
         )
 
     def match_field(self, index: ModuleIndex, call: cst.Call) -> Declared | None:
@@ -383,6 +396,10 @@ class Frameworks:
                         found.setdefault(arg.value.value, row)
             index.matched[key] = found  # type: ignore[index]
         return found  # type: ignore[return-value]
+
+    def match_settings(self, index: ModuleIndex, call: cst.Call) -> SettingsModel | None:
+        """The `[[settings]]` row a call is of (`Dynaconf(settings_files=[...])`), if any."""
+        return _match(self._settings, index, call.func) if self._settings else None
 
     def match_request(self, index: ModuleIndex, node: cst.BaseExpression) -> RequestModel | None:
         """The `[[request]]` row a call (`input()`, `parser.parse_args()`) or an attribute read
