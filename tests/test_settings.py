@@ -121,3 +121,23 @@ def test_an_unknown_key_is_no_text(tmp_path: Path) -> None:
 def test_a_broken_settings_row_is_named(row: str, message: str) -> None:
     with pytest.raises(TableError, match=message):
         parse_table(row, "table.toml")
+
+
+def test_crewbase_agents_read_their_fields_from_the_yaml_the_class_names() -> None:
+    """`Agent(config=self.agents_config["researcher"])` of a `@CrewBase` class: the backstory is
+    config/agents.yaml's, its `{current_date}` ahead of the rest of the agent's system prompt; the
+    writer's and the task's texts hold only `{topic}`."""
+    path = PROJECT / "crew_config" / "crew.py"
+    ((code, line, message),) = _findings(path, PROJECT)
+    assert (code, line) == ("PFX101", _line(path, 'self.agents_config["researcher"]'))
+    assert "crew_config/config/agents.yaml (key `researcher.backstory`, loaded by CrewAI CrewBase" in message
+
+
+def test_a_crewbase_attribute_left_unset_loads_the_default_file(tmp_path: Path) -> None:
+    """Without `agents_config = ...` in the class, CrewAI loads config/agents.yaml beside the module."""
+    copy = tmp_path / "crew_config"
+    shutil.copytree(PROJECT / "crew_config", copy)
+    path = copy / "crew.py"
+    source = path.read_text(encoding="utf-8").replace('    agents_config = "config/agents.yaml"\n', "")
+    path.write_text(source, encoding="utf-8")
+    assert [(c, n) for c, n, _ in _findings(path, tmp_path)] == [("PFX101", _line(path, '["researcher"]'))]

@@ -394,6 +394,8 @@ class PromptFiles(EvaluatorBase):
             returned = self.returned_data(node, env, depth)
             if returned is not None:
                 return returned
+        if isinstance(node, cst.Attribute) and (found := self.settings_of(node, env)) is not None:
+            return found  # `self.agents_config` of a `@CrewBase` class, `settings.section`
         if (
             isinstance(node, cst.Attribute)
             and isinstance(node.value, cst.Name)

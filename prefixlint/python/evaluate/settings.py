@@ -109,6 +109,9 @@ class SettingsReads(EvaluatorBase):
             and isinstance(node.value, cst.Name)
             and node.value.value == "self"
         ):
+            loaded = self._class_loaded(node)
+            if loaded is not None:
+                return loaded
             stored = self._stored_once(node)  # type: ignore[attr-defined]  # PromptFiles
             return self.settings_of(stored, env, depth + 1) if stored is not None else None
         if isinstance(node, (cst.Name, cst.Attribute)):
@@ -192,6 +195,27 @@ class SettingsReads(EvaluatorBase):
                     return found
         return None
 
+    def _class_loaded(self, node: cst.Attribute) -> SettingsData | None:
+        """`self.agents_config` of a class whose decorator loads it (`@CrewBase`): the file the class
+        attribute names (a path beside the class's module), else the row's default file."""
+        cls = self.index.scope_for(node).cls
+        row = self.project.frameworks.match_settings_class(self.index, cls) if cls is not None else None
+        if cls is None or row is None or node.attr.value not in row.attributes:
+            return None
+        written = row.attributes[node.attr.value]
+        for stmt in cls.body.body:  # `agents_config = "config/agents.yaml"` in the class body
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                targets = small.targets if isinstance(small, cst.Assign) else ()
+                if any(isinstance(t.target, cst.Name) and t.target.value == node.attr.value for t in targets):
+                    found = string_value(small.value) if isinstance(small.value, cst.SimpleString) else None
+                    written = found if isinstance(found, str) else written
+        path = os.path.join(os.path.dirname(os.path.abspath(self.path)), written)
+        loaded = self._config_file(path) if os.path.isfile(path) else None
+        if not isinstance(loaded, dict):
+            return None
+        self._note_texts(loaded, os.path.relpath(path, self.project.root), row)
+        return _wrapped(loaded, row)
+
     def _may_load(self, qualified: str) -> bool:
         """Whether the module an imported name comes from imports a settings package (its text is
         read, not parsed: following the name into a module that does not would parse it for nothing)."""
@@ -242,7 +266,7 @@ class SettingsReads(EvaluatorBase):
             for key, value in data.items():
                 self._note_texts(value, where, row, f"{path}.{key}" if path else key)
         elif isinstance(data, tuple) and len(data) == 1 and isinstance(data[0], Text) and "{" in data[0].text:
-            note = f"{where} (key `{path}`, read through {row.name} settings that a deployment may override)"
+            note = f"{where} (key `{path}`, loaded by {row.name}; the config files deployed may differ)"
             self.project.config_texts.setdefault(data[0].text, note)
 
     def _file_paths(self, node: cst.BaseExpression, env: Env) -> list[str]:

@@ -74,10 +74,8 @@ class Frameworks:
     ) -> None:
         self.sinks = sinks
         self.settings = settings or []
-        self._settings: dict[str, list[tuple[Pattern, SettingsModel]]] = {}
-        for row in self.settings:
-            for text in row.calls:
-                self._settings.setdefault(last_name(text), []).append((as_pattern(text), row))
+        self._settings = _by_last_name(self.settings, "calls")
+        self._settings_classes = _by_last_name(self.settings, "decorators")
         # The packages a module that loads a settings object imports, and how its text says so: a
         # module that imports none is not parsed to follow a settings object into it.
         self.settings_packages = frozenset(t.split(".")[0] for row in self.settings for t in row.calls)
@@ -401,6 +399,17 @@ class Frameworks:
         """The `[[settings]]` row a call is of (`Dynaconf(settings_files=[...])`), if any."""
         return _match(self._settings, index, call.func) if self._settings else None
 
+    def match_settings_class(self, index: ModuleIndex, cls: cst.ClassDef) -> SettingsModel | None:
+        """The `[[settings]]` row a class decorator is of (`@CrewBase`), if any."""
+        import libcst as cst
+
+        for decorator in cls.decorators if self._settings_classes else ():
+            node = decorator.decorator
+            found = _match(self._settings_classes, index, node.func if isinstance(node, cst.Call) else node)
+            if found is not None:
+                return found
+        return None
+
     def match_request(self, index: ModuleIndex, node: cst.BaseExpression) -> RequestModel | None:
         """The `[[request]]` row a call (`input()`, `parser.parse_args()`) or an attribute read
         (`sys.argv`) is of. A builtin is matched as `builtins.NAME` where nothing binds the name."""
@@ -434,6 +443,15 @@ class Frameworks:
                 if isinstance(found, SinkModel):
                     return found
         return None
+
+
+def _by_last_name(rows: list[Any], attribute: str) -> dict[str, list[tuple[Pattern, Any]]]:
+    """The rows indexed by the last name of each pattern in their `attribute` (`calls`, `decorators`)."""
+    out: dict[str, list[tuple[Pattern, Any]]] = {}
+    for row in rows:
+        for text in getattr(row, attribute):
+            out.setdefault(last_name(text), []).append((as_pattern(text), row))
+    return out
 
 
 def _match(table: dict[str, list[tuple[Pattern, Any]]], index: ModuleIndex, func: cst.BaseExpression) -> Any:

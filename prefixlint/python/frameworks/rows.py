@@ -335,12 +335,16 @@ class SettingsModel:
     """A call that makes a settings object the code reads by attribute, item or `.get(key)`
     (`[[settings]]`): loaded from the config files its `files` arguments name, in the order listed
     (Dynaconf's `settings_files`, `OmegaConf.load(path)`), or wrapping the data its `data` arguments
-    give (`EasyDict(yaml.safe_load(f))`). `case_insensitive`: a key is read in any case (Dynaconf);
-    `dotted`: `.get("a.b")` reads a nested key. What a read gives is the text in those files
-    (evaluate/settings.py)."""
+    give (`EasyDict(yaml.safe_load(f))`). Or a class decorator that loads the files its class
+    `attributes` name (attribute -> the file it loads when the class does not set it, beside the
+    class's module) into those attributes (CrewAI's `@CrewBase`: `agents_config`). `case_insensitive`:
+    a key is read in any case (Dynaconf); `dotted`: `.get("a.b")` reads a nested key. What a read
+    gives is the text in those files (evaluate/settings.py)."""
 
     name: str
-    calls: tuple[str, ...]
+    calls: tuple[str, ...] = ()
+    decorators: tuple[str, ...] = ()
+    attributes: dict[str, str] = field(default_factory=dict)
     files: tuple[str, ...] = ()
     data: tuple[str, ...] = ()
     case_insensitive: bool = False

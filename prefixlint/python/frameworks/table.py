@@ -363,10 +363,17 @@ def order_from_row(row: dict[str, Any], where: str) -> OrderModel:
 def settings_from_row(row: dict[str, Any], where: str) -> SettingsModel:
     """A `[[settings]]` row as a SettingsModel; TableError naming the row and key when it is unusable."""
     name, where = _named(row, SettingsModel, where)
-    calls = _strings(row, "calls", where)
+    calls, decorators = _strings(row, "calls", where), _strings(row, "decorators", where)
     files, data = _strings(row, "files", where), _strings(row, "data", where)
-    if not calls or not (files or data):
-        raise TableError(f"{where}: a settings row needs `calls`, and `files` or `data`")
+    attributes = row.get("attributes", {})
+    if not isinstance(attributes, dict) or not all(
+        isinstance(k, str) and k.isidentifier() and isinstance(v, str) for k, v in attributes.items()
+    ):
+        raise TableError(f"{where}: `attributes` maps a class attribute to the file it loads by default")
+    if not (calls and (files or data)) and not (decorators and attributes):
+        raise TableError(
+            f"{where}: a settings row needs `calls`, and `files` or `data`; or `decorators` and `attributes`"
+        )
     if not all(a.isdigit() or a.isidentifier() for a in (*files, *data)):
         raise TableError(f"{where}: `files` and `data` name positions or keywords")
     flags = {k: row.get(k, False) for k in ("case_insensitive", "dotted")}
@@ -374,7 +381,8 @@ def settings_from_row(row: dict[str, Any], where: str) -> SettingsModel:
         raise TableError(f"{where}: a settings row is matched by its qualified `calls`, not `imports`")
     if not all(isinstance(v, bool) for v in flags.values()):
         raise TableError(f"{where}: `case_insensitive` and `dotted` are true or false")
-    return SettingsModel(name, calls, files, data, **flags, examples=dict(row.get("examples", {})))
+    examples = dict(row.get("examples", {}))
+    return SettingsModel(name, calls, decorators, dict(attributes), files, data, **flags, examples=examples)
 
 
 def parse_table(text: str, where: str) -> Frameworks:
