@@ -54,6 +54,7 @@ ROWS = [
         *builtin().schemas,
         *builtin().getters,
         *builtin().orders,
+        *builtin().settings,
     ]
     if row.examples
 ]
@@ -173,7 +174,13 @@ def test_every_row_has_both_examples() -> None:
         ]
     missing += [
         f"{s.name}: {k}"
-        for s in [*builtin().sources, *builtin().fields, *builtin().schemas, *builtin().requests]
+        for s in [
+            *builtin().sources,
+            *builtin().fields,
+            *builtin().schemas,
+            *builtin().requests,
+            *builtin().settings,
+        ]
         for k in ("valid", "invalid")
         if k not in s.examples
     ]

@@ -7,6 +7,8 @@ info (prefixlint/python/findings.py)."""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from prefixlint.python.evaluate import Env, Evaluator, _message_role, _role_of, func_name
@@ -35,6 +37,13 @@ PROMPT_METHODS = {
 # A `.render()` whose text we can read is a prompt when it has this much static text (not a
 # one-line HTML or log template).
 MIN_RENDERED_TEXT = 80
+# Calls that write text to a log or the console, not to a model: a template rendered straight into
+# one is no prompt (`log.info(env.from_string(LINE).render(...))`).
+_LOG_CALLS = {"debug", "info", "warning", "warn", "error", "exception", "critical", "log", "print"}
+# A rendered template that is markup (an HTML page or mail) is no prompt.
+_MARKUP = re.compile(
+    r"\s*<(?:!doctype|html|head|body|div|p|table|span|h[1-6]|ul|ol|li|br|a|img|form)\b", re.I
+)
 
 
 def is_message_literal(node: cst.BaseExpression) -> bool:
@@ -64,6 +73,7 @@ class _CandidateFinder:
         self.prompts: list[Prompt] = []
         self.depth = 0  # function nesting: constants are module or class level
         self.classes: list[cst.ClassDef] = []
+        self.logged: set[cst.CSTNode] = set()  # arguments of logging calls (_LOG_CALLS)
 
     def add(self, node: cst.CSTNode, value: Value | None, what: str, open_tail: bool = False) -> None:
         # a set itself (`self.never_prompts = set()`) is a collection, not text: its order reaches
@@ -130,6 +140,8 @@ class _CandidateFinder:
         if self.ev.project.frameworks.match_call(self.index, node) is not None:
             return  # the models table says what this call's arguments are (sinks.py): no guess
         name = func_name(node.func)
+        if name in _LOG_CALLS:  # visited before its arguments
+            self.logged.update(a.value for a in node.args)
         callee = _dotted(node.func) or name  # `role_prompt.set()`, never a bare `set()` in a label
         if self.declared and (name in self.declared or self.index.qualified_names(node.func) & self.declared):
             parts = [self.value(a.value) for a in node.args]
@@ -157,10 +169,16 @@ class _CandidateFinder:
                 # `prompts.plan.format(current_date=...)`: a prompt template filled here, whatever
                 # the call it is then passed to
                 self.add(node, self.value(node), f"`{owner}` formatted")
-        if name == "render" and isinstance(node.func, cst.Attribute) and self.depth:
+        if (
+            name == "render"
+            and isinstance(node.func, cst.Attribute)
+            and self.depth
+            and node not in self.logged
+        ):
             # `template.render(...)` of a Jinja template we can read: the rendered prompt
             rendered = self.value(node)
-            if rendered is not None and len(static_text(rendered)) >= MIN_RENDERED_TEXT:
+            shown = static_text(rendered) if rendered is not None else ""
+            if len(shown) >= MIN_RENDERED_TEXT and not _MARKUP.match(shown):
                 self.add(node, rendered, "the rendered template")
         positional = [a.value for a in node.args if a.keyword is None and not a.star]
         if (

@@ -92,6 +92,8 @@ class Project:
     # (text -> what to say of it): evaluate/config_reads.py.
     config_files: dict[str, str] = field(default_factory=dict)
     config_texts: dict[str, str] = field(default_factory=dict)
+    # The settings object each expression evaluates to (evaluate/settings.py).
+    settings: dict[cst.CSTNode, Any] = field(default_factory=dict)
     # A function -> the literal defaults no caller in the project overrides, and a module -> the
     # functions reachability.py judges there: reachability.pinned_defaults.
     pinned: dict[cst.CSTNode, dict[str, object]] = field(default_factory=dict)

@@ -109,8 +109,19 @@ def field_values(
     """The fields the row names inside an argument (`config=types.GenerateContentConfig(
     system_instruction=...)`, `body=json.dumps({"system": ...})`): (part, rank, value) each."""
     given = fields_given(ev.index, node)
-    if given is None:
-        return []
+    if given is None:  # a config dict read from a file (`config=self.agents_config["writer"]`)
+        data = ev.data(node, env)
+        if not isinstance(data, dict):
+            return []
+        return [  # a framework's template text: its `{placeholders}` are filled later, as a literal's are
+            (
+                part,
+                row.rank(f"{key}.{name}"),
+                ev.fill(data[name], node, [], {}) if row.templates else data[name],
+            )
+            for name, part in nested
+            if isinstance(data.get(name), tuple)
+        ]
     return [
         (part, row.rank(f"{key}.{name}"), ev.called_value(given[name], env))
         for name, part in nested

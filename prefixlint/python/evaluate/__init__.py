@@ -9,7 +9,8 @@ package: `base` (one node's value, the holes it makes, the project's other modul
 comprehensions and operators), `names` (names and their bindings), `parameters` (parameters, what
 callers pass, loops over items), `calls` (calls and the functions they run), `objects`
 (attributes, classes and the state of objects), `prompt_files` (files and data read by a path),
-`config_reads` (config values whose literal default is a prompt file), `rendering` (Jinja
+`config_reads` (config values whose literal default is a prompt file), `settings` (settings
+objects loaded from config files, `[[settings]]` rows), `rendering` (Jinja
 templates rendered from Python), `appended` (text a library adds to a template) and `schemas`
 (the choices of generated schemas). `env` holds the environment and the
 helpers they share.
@@ -35,6 +36,7 @@ from prefixlint.python.evaluate.parameters import Parameters
 from prefixlint.python.evaluate.prompt_files import PromptFiles
 from prefixlint.python.evaluate.rendering import Rendering
 from prefixlint.python.evaluate.schemas import Schemas
+from prefixlint.python.evaluate.settings import SettingsReads
 from prefixlint.python.evaluate.strings import Strings
 
 __all__ = [
@@ -58,6 +60,7 @@ class Evaluator(
     Objects,
     PromptFiles,
     ConfigReads,
+    SettingsReads,
     Rendering,
     Appended,
     Schemas,

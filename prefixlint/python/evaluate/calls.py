@@ -85,6 +85,8 @@ class Calls(EvaluatorBase):
             return self.unknown(node)  # `random.Random(0)`: the same sequence on every run
         if (configured := self.config_default(node, env)) is not None:
             return configured  # `_get_path("prompt_file", os.path.join(HERE, "p.yaml"))`: that file
+        if (configured := self.settings_read(node, env)) is not None:
+            return configured  # `settings.get("agent.system", "")` of a settings object
         if reads_environment(qnames):
             return self.setting_read(node)  # `os.getenv("REGION")`: per deployment
         if (prov := qualified_provenance(qnames)) is not None:

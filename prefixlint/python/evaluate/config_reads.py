@@ -112,13 +112,14 @@ class ConfigReads(EvaluatorBase):
         for leaf in _texts(read):
             self.project.config_texts.setdefault(leaf, note)
 
-    def filled_from_config(self, template: str, field: str, value: Value) -> Value:
-        """`value` filled into `{field}` of a template read through a config default: its volatile
-        holes say so (the static text after it is that file's)."""
+    def filled_from_config(self, template: str, placeholder: str, value: Value) -> Value:
+        """`value` filled into `placeholder` (`{field}`, `{{ field }}`) of a template read from a
+        config file (a config default's, a settings object's): its volatile holes say so (the
+        static text after it is that file's)."""
         note = self.project.config_texts.get(template)
         if note is None:
             return value
-        said = f"filled into `{{{field}}}` of {note}"
+        said = f"filled into `{placeholder}` of {note}"
         return map_holes(
             value,
             lambda h: replace(h, via=f"{h.via}; {said}" if h.via else said) if h.provenance.volatile else h,

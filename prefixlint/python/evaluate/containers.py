@@ -92,6 +92,8 @@ class Containers(EvaluatorBase):
     def _v_Subscript(self, node: cst.Subscript, env: Env) -> Value:
         if (schema := self.project.frameworks.match_schema(self.index, node.value)) is not None:
             return self.schema_value(node, schema, env)  # `Literal[tuple(ZONES)]`: the choices' order
+        if (configured := self.settings_read(node, env)) is not None:
+            return configured  # `settings["agent"]["system"]` of a settings object
         if isinstance(node.value, (cst.Subscript, cst.Name, cst.Call)) or _self_data(node):
             found = self.data(node, env)  # `config["planner"]["system"]` of a YAML file or a dict
             if isinstance(found, tuple):

@@ -43,6 +43,8 @@ class Objects(EvaluatorBase):
             return self.hole(prov, node)
         if qualified and (request := self.project.frameworks.match_request(self.index, node)) is not None:
             return self.request_hole(request, node)  # `sys.argv`, `flask.request.json`
+        if (configured := self.settings_read(node, env)) is not None:
+            return configured  # `get_settings().review_prompt.system`: the text in the config file
         receiver = node.value
         if isinstance(receiver, cst.Name) and receiver.value in ("self", "cls"):
             scope = self.index.scope_for(node)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tomllib
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,7 @@ _OPENERS = {"open", "io.open", "codecs.open", "builtins.open"}
 _PATH_TYPES = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "Path"}
 _LOADERS = {"yaml.safe_load", "yaml.load", "yaml.full_load", "json.load", "json.loads", "tomllib.load",
             "tomllib.loads", "toml.load", "toml.loads"}  # fmt: skip
+_COPIES = {"copy.deepcopy", "copy.copy"}
 # Functions of a project's own we cannot read but whose name says they read a file by its path.
 _READER_NAME = re.compile(r"^(load|read|get|open)_?(text|file|prompt|template|yaml|json|txt)s?$", re.I)
 TEMPLATE_SUFFIXES = (".j2", ".jinja", ".jinja2", ".txt", ".md", ".prompt")
@@ -453,6 +455,10 @@ class PromptFiles(EvaluatorBase):
                 parsed = _parse(content, path or "") if content is not None else None
                 self.note_config_file(path, parsed)
                 return parsed
+            copied = self._copied(node, qnames, args)
+            if copied is not None:  # `copy.deepcopy(self.vars)`, `dict(base)`, `base.copy()`: the same data
+                found = self.data(copied, env, depth + 1)
+                return found if isinstance(found, (dict, list)) else None
             if isinstance(node.func, cst.Name) and node.func.value == "dict":
                 return {
                     a.keyword.value: self.data(a.value, env, depth + 1)
@@ -462,6 +468,8 @@ class PromptFiles(EvaluatorBase):
             returned = self.returned_data(node, env, depth)
             if returned is not None:
                 return returned
+        if isinstance(node, cst.Attribute) and (found := self.settings_of(node, env)) is not None:
+            return found  # `self.agents_config` of a `@CrewBase` class, `settings.section`
         if (
             isinstance(node, cst.Attribute)
             and isinstance(node.value, cst.Name)
@@ -471,6 +479,18 @@ class PromptFiles(EvaluatorBase):
             return self.data(stored, env, depth + 1)  # `self.prompt_data = read_yaml(...)`
         value = self.value(node, env.deeper())
         return value
+
+    def _copied(
+        self, call: cst.Call, qnames: set[str], args: list[cst.BaseExpression]
+    ) -> cst.BaseExpression | None:
+        """What a call copies whole, or None: `copy.deepcopy(x)`, `copy.copy(x)`, `dict(x)` with
+        nothing else, `x.copy()`."""
+        one = len(call.args) == 1 and len(args) == 1 and not call.args[0].star
+        if one and (qnames & _COPIES or self.is_dict_call(call)):
+            return args[0]
+        if not call.args and isinstance(call.func, cst.Attribute) and call.func.attr.value == "copy":
+            return call.func.value
+        return None
 
     def returned_data(self, call: cst.Call, env: Env, depth: int) -> Any:
         """The data a project helper returns (`def read_yaml(path): ... return yaml.safe_load(f)`),
@@ -521,6 +541,10 @@ class PromptFiles(EvaluatorBase):
         own = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
         return {name: value for name, value in env.args[fn].items() if name not in own}
 
+    def parsed(self, content: str, path: str) -> Any:
+        """A config file's data (YAML, JSON or TOML by its suffix), its leaves text values."""
+        return _parse(content, path)
+
     def dumps_constant(self, node: cst.Call, env: Env) -> Value | None:
         """`json.dumps(SCHEMA, ...)` of a constant: the very text it gives (dicts keep their order)."""
         args = [a.value for a in node.args if a.keyword is None]
@@ -553,20 +577,20 @@ class PromptFiles(EvaluatorBase):
         return named
 
 
-# The data of each prompt file's text in this process, by (text, read as YAML): PyYAML's pure-Python
+# The data of each prompt file's text in this process, by (text, format): PyYAML's pure-Python
 # scanner took 12% of a cold run on a project whose modules read the same few YAML prompt files (370
 # loads of a handful of texts). Each caller gets its own dicts and lists (the leaves are immutable).
-_PARSED: dict[tuple[str, bool], Any] = {}
+_PARSED: dict[tuple[str, str], Any] = {}
 MAX_PARSED_FILES = 256
 
 
 def _parse(content: str, path: str) -> Any:
-    as_yaml = path.endswith((".yaml", ".yml")) or not path.endswith(".json")
-    key = (content, as_yaml)
+    kind = "toml" if path.endswith(".toml") else "json" if path.endswith(".json") else "yaml"
+    key = (content, kind)
     if key not in _PARSED:
         if len(_PARSED) >= MAX_PARSED_FILES:
             _PARSED.clear()
-        _PARSED[key] = _load(content, as_yaml)
+        _PARSED[key] = _load(content, kind)
     return _containers_copied(_PARSED[key])
 
 
@@ -578,12 +602,14 @@ def _containers_copied(obj: Any) -> Any:
     return obj
 
 
-def _load(content: str, as_yaml: bool) -> Any:
+def _load(content: str, kind: str) -> Any:
     try:
-        if as_yaml:
+        if kind == "yaml":
             import yaml
 
             loaded = yaml.safe_load(content)
+        elif kind == "toml":
+            loaded = tomllib.loads(content)
         else:
             loaded = json.loads(content)
     except Exception:  # noqa: BLE001 - a broken data file is not the code's prompt

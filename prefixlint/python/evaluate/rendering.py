@@ -114,7 +114,9 @@ class Rendering(EvaluatorBase):
         for m in _MARKER.finditer(rendered):
             out.append(text(rendered[last : m.start()]))
             last = m.end()
-            out.append(self._marker_value(registry[int(m.group(1))], named, attributes, where))
+            path = registry[int(m.group(1))]
+            value = self._marker_value(path, named, attributes, where)
+            out.append(self.filled_from_config(static_text(source), "{{ " + path[0] + " }}", value))
         out.append(text(rendered[last:]))
         return concat(*out)
 

@@ -284,7 +284,7 @@ class Strings(EvaluatorBase):
                     value = self.placeholder(field_name, where)
                 elif base != field_name:
                     value = self.propagate(where, [value])
-                out.append(self.filled_from_config(seg.text, base, value))
+                out.append(self.filled_from_config(seg.text, f"{{{base}}}", value))
         return concat(*out)
 
     def percent(self, left: Value, right: cst.BaseExpression, env: Env, node: cst.CSTNode) -> Value:

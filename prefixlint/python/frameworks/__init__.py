@@ -16,9 +16,11 @@ the class each is declared with. `[[getter]]` rows are the shapes of a config re
 (`get(key, default)`, `getattr(obj, key, default)`): a default naming a prompt file is that file
 (evaluate/config_reads.py). `[[ordering]]` rows name the arguments that only order or pick what a
 call gives (a sort key, an ORDER BY): never its text; and the calls whose result is the same in any
-order of what they are given (`max`, `os.path.commonpath`): no order reaches it. Every row carries
-a valid and an invalid example that the tests run (`tests/test_frameworks.py`), as Fixit runs its
-rules' examples.
+order of what they are given (`max`, `os.path.commonpath`): no order reaches it. `[[settings]]`
+rows name the calls that load config files into a settings object read by attribute (Dynaconf,
+OmegaConf, EasyDict): a prompt template kept there is that file's text (evaluate/settings.py).
+Every row carries a valid and an invalid example that the tests run (`tests/test_frameworks.py`),
+as Fixit runs its rules' examples.
 
 The package: rows.py (the row types), names.py (how a call is written, the patterns), lookup.py
 (`Frameworks`, the table indexed for matching), table.py (the TOML reader and the row checks).
@@ -38,6 +40,7 @@ from prefixlint.python.frameworks.rows import (
     OrderModel,
     RequestModel,
     SchemaModel,
+    SettingsModel,
     SinkModel,
     SourceModel,
 )
@@ -62,6 +65,7 @@ __all__ = [
     "OrderModel",
     "RequestModel",
     "SchemaModel",
+    "SettingsModel",
     "SinkModel",
     "SourceModel",
     "TableError",

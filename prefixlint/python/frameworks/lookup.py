@@ -30,6 +30,7 @@ from prefixlint.python.frameworks.rows import (
     OrderModel,
     RequestModel,
     SchemaModel,
+    SettingsModel,
     SinkModel,
     SourceModel,
 )
@@ -70,8 +71,17 @@ class Frameworks:
         requests: list[RequestModel] | None = None,
         getters: list[GetterModel] | None = None,
         orders: list[OrderModel] | None = None,
+        settings: list[SettingsModel] | None = None,
     ) -> None:
         self.sinks = sinks
+        self.settings = settings or []
+        self._settings = _by_last_name(self.settings, "calls")
+        self._settings_classes = _by_last_name(self.settings, "decorators")
+        # The packages a module that loads a settings object imports, and how its text says so: a
+        # module that imports none is not parsed to follow a settings object into it.
+        self.settings_packages = frozenset(t.split(".")[0] for row in self.settings for t in row.calls)
+        packages = "|".join(sorted(re.escape(p) for p in self.settings_packages)) or "(?!x)x"
+        self.settings_needle = re.compile(rf"^\s*(?:from|import)\s+(?:{packages})\b", re.M)
         self.sources = sources or []
         self.configs = configs
         self.not_prompt = not_prompt  # keywords and dict keys that only configure a call
@@ -179,6 +189,7 @@ class Frameworks:
             self.requests,
             self.getters,
             self.orders,
+            self.settings,
         )
 
     def match_field(self, index: ModuleIndex, call: cst.Call) -> Declared | None:
@@ -385,6 +396,21 @@ class Frameworks:
             index.matched[key] = found  # type: ignore[index]
         return found  # type: ignore[return-value]
 
+    def match_settings(self, index: ModuleIndex, call: cst.Call) -> SettingsModel | None:
+        """The `[[settings]]` row a call is of (`Dynaconf(settings_files=[...])`), if any."""
+        return _match(self._settings, index, call.func) if self._settings else None
+
+    def match_settings_class(self, index: ModuleIndex, cls: cst.ClassDef) -> SettingsModel | None:
+        """The `[[settings]]` row a class decorator is of (`@CrewBase`), if any."""
+        import libcst as cst
+
+        for decorator in cls.decorators if self._settings_classes else ():
+            node = decorator.decorator
+            found = _match(self._settings_classes, index, node.func if isinstance(node, cst.Call) else node)
+            if found is not None:
+                return found
+        return None
+
     def match_request(self, index: ModuleIndex, node: cst.BaseExpression) -> RequestModel | None:
         """The `[[request]]` row a call (`input()`, `parser.parse_args()`) or an attribute read
         (`sys.argv`) is of. A builtin is matched as `builtins.NAME` where nothing binds the name."""
@@ -418,6 +444,15 @@ class Frameworks:
                 if isinstance(found, SinkModel):
                     return found
         return None
+
+
+def _by_last_name(rows: list[Any], attribute: str) -> dict[str, list[tuple[Pattern, Any]]]:
+    """The rows indexed by the last name of each pattern in their `attribute` (`calls`, `decorators`)."""
+    out: dict[str, list[tuple[Pattern, Any]]] = {}
+    for row in rows:
+        for text in getattr(row, attribute):
+            out.setdefault(last_name(text), []).append((as_pattern(text), row))
+    return out
 
 
 def _match(table: dict[str, list[tuple[Pattern, Any]]], index: ModuleIndex, func: cst.BaseExpression) -> Any:

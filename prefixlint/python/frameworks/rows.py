@@ -9,7 +9,8 @@ the history), `AppendedModel` (text a library adds beside what a call is given),
 call whose result is made per request), `FieldsModel` (the inputs a component framework declares as
 data and its code reads as attributes), `SchemaModel` (a construct whose arguments become the
 choices of a generated schema), `OrderModel` (arguments that only order or pick what a call gives:
-a sort key, an ORDER BY). Reading them from TOML is table.py's job; finding them at
+a sort key, an ORDER BY), `SettingsModel` (a call that loads config files, or wraps data, into a
+settings object read by attribute). Reading them from TOML is table.py's job; finding them at
 a call is lookup.py's.
 """
 
@@ -327,3 +328,26 @@ class OrderModel:
     keywords: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()  # a bare name is the builtin; a dotted one the imported function
     examples: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SettingsModel:
+    """A call that makes a settings object the code reads by attribute, item or `.get(key)`
+    (`[[settings]]`): loaded from the config files its `files` arguments name, in the order listed
+    (Dynaconf's `settings_files`, `OmegaConf.load(path)`), or wrapping the data its `data` arguments
+    give (`EasyDict(yaml.safe_load(f))`). Or a class decorator that loads the files its class
+    `attributes` name (attribute -> the file it loads when the class does not set it, beside the
+    class's module) into those attributes (CrewAI's `@CrewBase`: `agents_config`). `case_insensitive`:
+    a key is read in any case (Dynaconf); `dotted`: `.get("a.b")` reads a nested key. What a read
+    gives is the text in those files (evaluate/settings.py)."""
+
+    name: str
+    calls: tuple[str, ...] = ()
+    decorators: tuple[str, ...] = ()
+    attributes: dict[str, str] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+    data: tuple[str, ...] = ()
+    case_insensitive: bool = False
+    dotted: bool = False
+    examples: dict[str, Any] = field(default_factory=dict)
+    imports: tuple[str, ...] = ()  # matched by the qualified name: no module filter

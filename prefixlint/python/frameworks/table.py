@@ -32,6 +32,7 @@ from prefixlint.python.frameworks.rows import (
     OrderModel,
     RequestModel,
     SchemaModel,
+    SettingsModel,
     SinkModel,
     SourceModel,
 )
@@ -359,6 +360,31 @@ def order_from_row(row: dict[str, Any], where: str) -> OrderModel:
     return OrderModel(name, methods, keywords, calls, dict(row.get("examples", {})))
 
 
+def settings_from_row(row: dict[str, Any], where: str) -> SettingsModel:
+    """A `[[settings]]` row as a SettingsModel; TableError naming the row and key when it is unusable."""
+    name, where = _named(row, SettingsModel, where)
+    calls, decorators = _strings(row, "calls", where), _strings(row, "decorators", where)
+    files, data = _strings(row, "files", where), _strings(row, "data", where)
+    attributes = row.get("attributes", {})
+    if not isinstance(attributes, dict) or not all(
+        isinstance(k, str) and k.isidentifier() and isinstance(v, str) for k, v in attributes.items()
+    ):
+        raise TableError(f"{where}: `attributes` maps a class attribute to the file it loads by default")
+    if not (calls and (files or data)) and not (decorators and attributes):
+        raise TableError(
+            f"{where}: a settings row needs `calls`, and `files` or `data`; or `decorators` and `attributes`"
+        )
+    if not all(a.isdigit() or a.isidentifier() for a in (*files, *data)):
+        raise TableError(f"{where}: `files` and `data` name positions or keywords")
+    flags = {k: row.get(k, False) for k in ("case_insensitive", "dotted")}
+    if "imports" in row:
+        raise TableError(f"{where}: a settings row is matched by its qualified `calls`, not `imports`")
+    if not all(isinstance(v, bool) for v in flags.values()):
+        raise TableError(f"{where}: `case_insensitive` and `dotted` are true or false")
+    examples = dict(row.get("examples", {}))
+    return SettingsModel(name, calls, decorators, dict(attributes), files, data, **flags, examples=examples)
+
+
 def parse_table(text: str, where: str) -> Frameworks:
     data = tomllib.loads(text)
     sinks = [sink_from_row(r, f"{where}: sink {i + 1}") for i, r in enumerate(data.get("sink", []))]
@@ -378,6 +404,9 @@ def parse_table(text: str, where: str) -> Frameworks:
     schemas = [schema_from_row(r, f"{where}: schema {i + 1}") for i, r in enumerate(data.get("schema", []))]
     getters = [getter_from_row(r, f"{where}: getter {i + 1}") for i, r in enumerate(data.get("getter", []))]
     orders = [order_from_row(r, f"{where}: ordering {i + 1}") for i, r in enumerate(data.get("ordering", []))]
+    settings = [
+        settings_from_row(r, f"{where}: settings {i + 1}") for i, r in enumerate(data.get("settings", []))
+    ]
     keywords = _strings(data.get("not_prompt", {}), "keywords", f"{where}: not_prompt")
     return Frameworks(
         sinks,
@@ -392,6 +421,7 @@ def parse_table(text: str, where: str) -> Frameworks:
         requests,
         getters,
         orders,
+        settings,
     )
 
 
