@@ -416,12 +416,15 @@ def diagnostics(
     block = max(engine.block_size if engine is not None else 1, 1)
     best: dict[tuple[str, str, int, int], _Evidence] = {}
     # A value a modelled whole request carries is judged by that request, which shows what follows
-    # it; a piece of it (a message, a template) can only say the rest is built elsewhere.
-    sent = {_key(path, h) for p in prompts if p.reached and not p.open_tail for h in holes(p.value)}
+    # it; a piece of it (a message, a template) can only say the rest is built elsewhere. Only a
+    # request that holds every value of the piece is the piece's whole (not one that read it in part).
+    sent = [{_key(path, h) for h in holes(p.value)} for p in prompts if p.reached and not p.open_tail]
     for prompt in prompts:
+        piece = {_key(path, h) for h in holes(prompt.value)} if prompt.open_tail else set()
+        whole = set().union(*(keys for keys in sent if piece and piece <= keys))
         for ev in _evidence(prompt, count_tokens, block, covered is not None):
             key = _key(path, ev.hole)
-            if prompt.open_tail and key in sent:
+            if key in whole:
                 continue
             kept = best.get(key)
             if kept is None or _rank(ev) > _rank(kept):
