@@ -257,7 +257,9 @@ def parameter_requests(ev: Evaluator, call: cst.Call, env: Env, depth: int) -> l
         if isinstance(passed, Reference):
             # a partial's own arguments are another module's nodes there: only this module's are read
             ref = passed if site_ev is ev else Reference(passed.row, passed.func)
-            value = request_value(ev, ref.called_with(call.args), passed.row, env)
+            # not as a `**kwargs` forwarder (request.forwarded_keywords): where the parameter's call
+            # passes the wrapper's arguments on, the caller's call is the request (through_value)
+            value = request_value(ev, ref.called_with(call.args), passed.row, replace(env, summary=None))
             if value:
                 what = f"`{site_ev.label(passed.func)}()` ({passed.row.name}, called as {name})"
                 out.append((name, Template(value, what, passed.row.whole_request)))
