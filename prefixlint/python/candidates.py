@@ -13,6 +13,7 @@ import libcst as cst
 
 from prefixlint.python.evaluate import Env, Evaluator, _message_role, _role_of, func_name
 from prefixlint.python.evaluate.base import bare_set
+from prefixlint.python.forwarding import forwarded_whole
 from prefixlint.python.prompt import Prompt
 from prefixlint.python.scopes import ModuleIndex, string_value
 from prefixlint.python.segments import Hole, Value, concat, static_text
@@ -132,6 +133,7 @@ class _CandidateFinder:
             except RecursionError:
                 continue
             if value is not None:
+                value = forwarded_whole("messages", value)  # a conversion helper's reshaped list
                 self.prompts.append(
                     Prompt(value, bindings[0].pos[0], f"the messages in `{name}`", name in returned)
                 )

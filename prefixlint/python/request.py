@@ -16,6 +16,7 @@ import libcst as cst
 
 from prefixlint.python import fills
 from prefixlint.python.evaluate import Env, Evaluator
+from prefixlint.python.forwarding import forwarded_whole
 from prefixlint.python.frameworks import PARTS, SinkModel
 from prefixlint.python.scopes import ModuleIndex, string_value
 from prefixlint.python.segments import FORWARDED, Break, Provenance, Value, choice, concat
@@ -79,6 +80,8 @@ def request_value(ev: Evaluator, call: cst.Call, row: SinkModel, env: Env) -> Va
         return None
     # what the provider renders ahead of the messages (`response_format=`), first in its part
     found += [(part, -1, value) for part, value in ev.appended_ahead(call)]
+    # a whole list or text passed on from one parameter is the caller's to judge
+    found = [(part, rank, forwarded_whole(part, value)) for part, rank, value in found]
     value = in_order(found)
     assert value is not None
     return ev.template_call(call, value, env) if row.templates else ev.with_appended(call, value)
