@@ -4,8 +4,9 @@ A request-dependent value (a clock, an id, randomness, a machine value, unordere
 per-request input) parts the requests where it stands. What it costs is the static text after it
 that those requests would otherwise share: literal text, text made from constants by code we cannot
 read (of unseen length: "at least"), the later static messages and tools of the same request, up to
-the next per-request input (after which nothing is shared anyway). A value seen at its source
-further on that parts the same requests (an id after a clock) does not end that count, but the
+the next per-request input, or unknown text made from one (`get_provider(query).pr.title`): after
+either nothing is shared anyway (unknown text no request makes, a config attribute, is crossed). A
+value seen at its source further on that parts the same requests (an id after a clock) does not end that count, but the
 value's own loss ends there (what follows is lost to that one too, across the requests that share
 this one): the severity is judged on the own loss, and the message names the later value. Where the
 request carries the conversation so far and the value changes on every turn, the history after it is
@@ -274,6 +275,11 @@ def _follows(
                 history = history or Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
         elif seg.history:
             history = history or seg
+        elif seg.per_call and not seg.provenance.volatile:
+            # unknown text made per request (`provider.pr.title` of `get_provider(pr_url)`): the
+            # requests differ there anyway, so what follows is lost to it, not to `hole`
+            input_follows = True
+            break
         elif seg.provenance.volatile:
             if not (seg.by_name or seg.weak) and varies_more_often(seg, hole):
                 # a value seen at its source that changes more often (a clock behind a setting):
