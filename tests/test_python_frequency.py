@@ -312,3 +312,38 @@ def test_orm_column_defaults_and_sort_keys_are_silent_and_a_real_clock_beside_th
     found = analyze_python(str(ORM), source, Options()).diagnostics
     assert [(d.code, d.span.line, d.severity) for d in found] == [("PFX101", 54, Severity.ERROR)]
     assert "`datetime.utcnow()`" in found[0].message and not found[0].group
+
+
+# --- unknown text made per request ends the count (fixtures/python/per_request_unknowns.py) -------
+PER_REQUEST = FIXTURES / "python" / "per_request_unknowns.py"
+
+
+def per_request_findings() -> dict[int, Diagnostic]:
+    source = PER_REQUEST.read_text(encoding="utf-8")
+    return {d.span.line: d for d in analyze_python(str(PER_REQUEST), source, Options()).diagnostics}
+
+
+def test_a_date_before_a_field_of_what_a_per_request_call_returns_loses_no_rules() -> None:
+    """`pull.details.title` of `open_pull_request(question)` differs per request: the rules after
+    it are lost to it, and the few tokens between the date and it are less than a block."""
+    assert 29 not in per_request_findings()
+
+
+def test_a_date_before_a_method_call_on_a_per_request_object_loses_only_the_text_up_to_it() -> None:
+    """`pull.describe()` differs per request: the date loses the preamble (about 45 tokens, more than
+    a block: an error) but not the rules (about 80 more) behind the description."""
+    found = per_request_findings()
+    described = found[35]
+    assert (described.code, described.severity) == ("PFX101", Severity.ERROR)
+    assert 30 < described.static_tokens < 60
+
+
+def test_a_config_attribute_after_a_date_stays_static_and_the_rules_are_lost_to_the_date() -> None:
+    """`settings.project_name` is unknown but no request makes it: the rules after it count."""
+    found = per_request_findings()[40]
+    assert (found.code, found.severity) == ("PFX101", Severity.ERROR)
+    assert found.static_tokens > 75
+
+
+def test_the_per_request_fixture_has_exactly_its_marked_findings() -> None:
+    assert sorted(per_request_findings()) == [35, 40]

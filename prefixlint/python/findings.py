@@ -4,21 +4,22 @@ A request-dependent value (a clock, an id, randomness, a machine value, unordere
 per-request input) parts the requests where it stands. What it costs is the static text after it
 that those requests would otherwise share: literal text, text made from constants by code we cannot
 read (of unseen length: "at least"), the later static messages and tools of the same request, up to
-the next per-request input (after which nothing is shared anyway). A value seen at its source
-further on that parts the same requests (an id after a clock) does not end that count, but the
-value's own loss ends there (what follows is lost to that one too, across the requests that share
-this one): the severity is judged on the own loss, and the message names the later value. Where the
-request carries the conversation so far and the value changes on every turn, the history after it is
-recomputed on every turn too. Values less than a cache block apart, neighbour to neighbour, part the
-requests as one group: one finding at the first (where requests part) names every member, its line
-and how often it varies; the loss is the static text after the last member, and a fix must move them
-all; a member that is first in another form of the prompt (after a value with a literal fallback)
-gives way to it there. A parameter whose name says nothing is a member beside a value seen at its
-source (the clock is real, so the loss after the group is too), and the group varies as often as its
-most frequent member: the message says so when that is a parameter beside a date. A value seen at
-its source that changes more often than the one before it (a clock after a setting) is no member:
-the requests the earlier one parts differ there anyway, so its loss ends there, and the later one
-gets its own finding.
+the next per-request input, or unknown text made from one (`get_provider(query).pr.title`): after
+either nothing is shared anyway (unknown text no request makes, a config attribute, is crossed). A
+value seen at its source further on that parts the same requests (an id after a clock) does not end
+that count, but the value's own loss ends there (what follows is lost to that one too, across the
+requests that share this one): the severity is judged on the own loss, and the message names the
+later value. Where the request carries the conversation so far and the value changes on every turn,
+the history after it is recomputed on every turn too. Values less than a cache block apart,
+neighbour to neighbour, part the requests as one group: one finding at the first (where requests
+part) names every member, its line and how often it varies; the loss is the static text after the
+last member, and a fix must move them all; a member that is first in another form of the prompt
+(after a value with a literal fallback) gives way to it there. A parameter whose name says nothing
+is a member beside a value seen at its source (the clock is real, so the loss after the group is
+too), and the group varies as often as its most frequent member: the message says so when that is a
+parameter beside a date. A value seen at its source that changes more often than the one before it
+(a clock after a setting) is no member: the requests the earlier one parts differ there anyway, so
+its loss ends there, and the later one gets its own finding.
 
 A value costs only over the requests that agree on everything before it (the engine loses all from
 the first token where two requests differ): when an earlier value of the same request varies at
@@ -274,6 +275,11 @@ def _follows(
                 history = history or Hole(Provenance.UNKNOWN, 0, 0, "the replayed turns", history=True)
         elif seg.history:
             history = history or seg
+        elif seg.per_call and not seg.provenance.volatile:
+            # unknown text made per request (`provider.pr.title` of `get_provider(pr_url)`): the
+            # requests differ there anyway, so what follows is lost to it, not to `hole`
+            input_follows = True
+            break
         elif seg.provenance.volatile:
             if not (seg.by_name or seg.weak) and varies_more_often(seg, hole):
                 # a value seen at its source that changes more often (a clock behind a setting):

@@ -78,6 +78,10 @@ class Hole:
     # fills (prefixlint/python/summaries.py): no value of its own here, but callers further up may
     # still put a value seen at its source in its place.
     named_in_callee: bool = False
+    # Unknown text made anew on each call from a per-request input (an opaque call given one, a
+    # field of what it returns: `get_provider(pr_url).pr.title`): no finding of its own, but the
+    # requests differ there, so the static text after it is no loss of an earlier value.
+    per_call: bool = False
 
     @property
     def site(self) -> tuple[str, str, int, int]:
@@ -164,6 +168,15 @@ def holes(value: Value) -> list[Hole]:
 
 def first_volatile(value: Value) -> Hole | None:
     return next((h for h in holes(value) if h.provenance.volatile), None)
+
+
+def per_request(hole: Hole) -> bool:
+    """Whether `hole` is made for each request: a per-request input (one by its name too, not a
+    parameter whose name says nothing: that one is per request only if callers pass one), or
+    unknown text made from one; not the conversation so far, nor a value named in a callee."""
+    if hole.history or hole.named_in_callee or hole.weak:
+        return False
+    return hole.provenance is Provenance.REQUEST or hole.per_call
 
 
 def choice(options: list[Value]) -> Value:

@@ -34,6 +34,7 @@ _SOURCE_WHAT = {
     "input": "what each run of the agent is given or has done so far",
     "rows": "rows of a database query with no ORDER BY",
     "model_output": "what a model wrote in reply, different on every run of the chain",
+    "read": "text read anew on each call",
 }
 _UNSEEN = object()  # a name not looked up yet (resolve)
 # The label of a set as it is made (`set(...)`, `{a, b}`, `a | b`): a collection, not text, until
@@ -146,7 +147,10 @@ class EvaluatorBase:
         if sink is not None:
             where = f"{os.path.relpath(self.path, self.project.root)}:{hole.line}"
             via = f"{_SOURCE_WHAT[source.kind]}: the reply of the model call at {where} ({sink.name})"
-        return (replace(hole, via=via, turns=source.turns, timing=source.timing or hole.timing),)
+        # unknown text read on each call (a command's output): no finding, but the requests differ there
+        per_call = not hole.provenance.volatile
+        timing = source.timing or hole.timing
+        return (replace(hole, via=via, turns=source.turns, timing=timing, per_call=per_call),)
 
     def request_hole(self, request: RequestModel, node: cst.CSTNode) -> Value:
         """What a `[[request]]` row's call or read gives: the request's own input, seen at its source."""

@@ -52,6 +52,7 @@ from prefixlint.python.segments import (
     is_static,
     map_holes,
     per_option,
+    per_request,
     static_text,
     text,
     without,
@@ -252,6 +253,9 @@ class Calls(EvaluatorBase):
                     return (h,)
         if parts and all(is_constant(p) for p in parts) or says_prompt(name):
             return (Open(self.index.pos(node)[0]),)
+        if any(per_request(h) for part in parts for h in holes(part)):
+            (hole,) = self.unknown(node)
+            return (replace(hole, per_call=True),)
         return self.unknown(node)
 
     def _order_free(self, func: cst.BaseExpression, qnames: set[str]) -> bool:

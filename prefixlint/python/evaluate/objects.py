@@ -82,6 +82,10 @@ class Objects(EvaluatorBase):
             # A field of a per-request input (`task.content` of a `task` parameter) is one too.
             (field,) = self.hole(Provenance.REQUEST, node, by_name=True, weak=h.weak)
             return (replace(field, via=h.via, item=h.item),)
+        if len(base) == 1 and isinstance(base[0], Hole) and base[0].per_call:
+            # a field of what an opaque call made from a per-request input (`provider.pr.title`)
+            (field,) = self.unknown(node)
+            return (replace(field, per_call=True),)
         return self.field_of_parameter(base, node.attr.value, node) or self.unknown(node)
 
     def own_attribute(self, call: cst.Call, env: Env) -> Value | None:

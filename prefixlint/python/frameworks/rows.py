@@ -210,12 +210,14 @@ class FieldsModel:
 
 # What a source row's calls give: retrieved context, recalled memory, retrieved tools, web results, the
 # input an agent run is invoked with and the steps it has taken (placeholders its framework fills), a
-# database query's rows, a model's reply (`model_output`: the result of the request rows' calls).
-SOURCE_KINDS = ("context", "memory", "tools", "search", "input", "rows", "model_output")
+# database query's rows, a model's reply (`model_output`: the result of the request rows' calls), text
+# read anew on each call (`read`: a command's output, the clipboard).
+SOURCE_KINDS = ("context", "memory", "tools", "search", "input", "rows", "model_output", "read")
 # When a source row's result changes, when that is not on each call (`timing`).
 SOURCE_TIMINGS = ("", "edit")
-# A source row's provenance, by the name the table writes it in (segments.Provenance's members).
-PROVENANCES = ("request", "clock", "id", "random", "environment", "unordered")
+# A source row's provenance, by the name the table writes it in (segments.Provenance's members);
+# "unknown": text no finding is about, but read anew on each call (segments.Hole.per_call).
+PROVENANCES = ("request", "clock", "id", "random", "environment", "unordered", "unknown")
 
 
 @dataclass(frozen=True)
