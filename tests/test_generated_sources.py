@@ -41,7 +41,8 @@ from prefixlint.python.segments import Provenance
 from prefixlint.settings import Options
 
 WARNING = RULES["PFX105"].default_severity.label
-CALLING = [row for row in builtin().sources if row.calls]
+# (a `read` row, command output or the clipboard, gives text no finding is about: its own examples test it)
+CALLING = [row for row in builtin().sources if row.calls and row.kind != "read"]
 REPLY = next(row for row in builtin().sources if row.replies)
 FILLED = [row for row in builtin().sources if row.placeholders]
 # The request rows: a whole request whose text goes in a list of role messages.
