@@ -868,16 +868,13 @@ FIRST_THAT_HOLDS = {
     # The date is in a config file's text (YAML, TOML): no Python edit moves it.
     "crew.py:16 PFX101": None,
     "reviewer.py:20 PFX101": None,
-    # Dates ahead of a command's output and a field of what a per-request call returns: moved to the
-    # end of their own text; the one ahead of a config attribute, to the end of the last user message.
-    "per_request_unknowns.py:29 PFX101": "move `datetime.now()` to the end of the text it is in "
-    "(the text `Reviewed on {datetime.now()}.`)",
+    # A date ahead of a field of what a per-request call returns: moved to the end of its own text;
+    # the one ahead of a config attribute, to the end of the last user message.
     "per_request_unknowns.py:35 PFX101": "move `datetime.now()` to the end of the text it is in "
     "(the text `Reviewed on {datetime.now()}.`)",
     "per_request_unknowns.py:40 PFX101": "move `datetime.now()` to the end of the last user message "
     "(the text `Reviewed on {datetime.now()}.`)",
     # A converted message list ahead of a static system message the adapter adds: no edit holds.
-    "provider_adapters.py:30 PFX105": None,
     "provider_adapters.py:43 PFX105": None,
     "provider_adapters.py:49 PFX105": "move `note` to the end of the text it is in (the text `Note: {note}`)",
 }
