@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from prefixlint.api import Options, lint_paths
@@ -233,3 +234,24 @@ def test_a_template_rendered_each_turn_ahead_of_the_history_costs_the_history(tm
     severity, message = found[("chat.py", 15, "PFX101")]
     assert severity is Severity.ERROR and "every turn recomputes the whole conversation" in message
     assert found[("short.j2", 2, "PFX101")][0] is Severity.INFO
+
+
+def test_a_template_belongs_to_its_own_work_tree_when_the_run_spans_unrelated_ones(tmp_path: Path) -> None:
+    """Paths in unrelated trees give the run their common folder (`/` for /tmp and a checkout): a
+    template's project is its own work tree below it, so names written in another tree do not
+    count, and the whole disk is never read for them."""
+    from prefixlint.jinja.loader import project_root
+
+    repo = tmp_path / "repo"
+    package = _package(repo, {"agent.py": USES_SYSTEM}, {"unused.j2": SYSTEM})
+    (repo / ".git").mkdir()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "tool.py").write_text(USES_SYSTEM.replace("system.j2", "unused.j2"), encoding="utf-8")
+    template = package / "templates" / "unused.j2"
+    assert project_root(str(template), os.path.abspath(os.sep)) == str(repo)
+    assert project_root(str(template), str(repo)) == str(repo)
+    report = lint_paths([str(repo), str(other)], OPTIONS)
+    found = [(d.code, d.severity, d.message) for d in report.diagnostics if d.span.path == str(template)]
+    assert found and all(severity is Severity.INFO for _, severity, _ in found)
+    assert any(message.endswith(NOT_RENDERED) for code, _, message in found if code == "PFX102")

@@ -74,7 +74,15 @@ def prompt_loader(template_path: str, search_path: Sequence[str] = ()) -> jinja2
 
 def project_root(path: str, configured: str | None = None) -> str:
     """The folder an app's template names are relative to: the configured one (the config file's
-    folder, or the one the run found), else the git work tree holding `path`, else its folder."""
+    folder, or the one the run found), else the git work tree holding `path`, else its folder. A
+    run over paths in unrelated trees finds their common folder (`/`, say): below it, the
+    template's own work tree is its project (reach.py would otherwise read the whole disk)."""
     from prefixlint.core.files import project_root as found_from
 
-    return configured if configured is not None else found_from([path])
+    own = found_from([path])
+    if configured is None:
+        return own
+    configured = os.path.abspath(configured)
+    below = own != configured and own.startswith(os.path.join(configured, ""))
+    work_tree = os.path.exists(os.path.join(own, ".git"))
+    return own if below and (work_tree or os.path.dirname(configured) == configured) else configured
