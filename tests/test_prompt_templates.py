@@ -48,6 +48,8 @@ def test_each_fixture_gets_its_kind(report) -> None:
         "missing_include.j2": "prompt_template",
         "fragments/rules.j2": "prompt_template",
         "fragments/tone.j2": "prompt_template",
+        "steps/assistant_step.j2": "prompt_template",
+        "steps/call_result.j2": "prompt_template",
     }
 
 
@@ -86,6 +88,19 @@ def test_app_configuration_and_the_slack_thread_are_silent(report) -> None:
     slack = _by_name(report)["slack_thread.j2"]
     assert slack.total_tokens and slack.cacheable_prefix_tokens == slack.total_tokens
     assert slack.multiturn_reuse is None
+
+
+def test_a_fragment_that_reads_no_conversation_is_an_app_prompt(report) -> None:
+    # Two words of text and an object the caller passes (`step.calls_as_json()`): rendered as a
+    # chat template, prefixlint's stand-in string for `step` raised (PFX002 at lines 1 and 4); as
+    # an app prompt its stand-in has every attribute, and the fragment renders whole.
+    assert _diagnostics(report, "steps/assistant_step.j2") == []
+    step = _by_name(report)["steps/assistant_step.j2"]
+    assert step.total_tokens and step.cacheable_prefix_tokens == step.total_tokens
+    # Its twin puts an id ahead of its own static text: found as in any app prompt.
+    [d] = _diagnostics(report, "steps/call_result.j2")
+    assert (d.code, d.span.line, d.span.column, d.severity.label) == ("PFX102", 1, 6, "info")
+    assert d.evidence is not None and 0 < d.evidence.static_tokens_lost < 16
 
 
 def test_missing_include_is_a_render_error_at_the_include_line(report) -> None:
@@ -267,6 +282,8 @@ def test_scaffolding_python(tmp_path: Path) -> None:
         ("chat_template.jinja", "Plain words in a model's own template file {{ x }}", "jinja"),
         ("t.j2", "<|im_start|>system\nYou are helpful and kind.<|im_end|>", "jinja"),
         ("t.jinja", "{{ ''.__class__ }}", "jinja"),  # no prose: rendered as before
+        ("t.j2", "Actions: {{ subtask.actions_to_json() }}", "prompt_template"),  # reads no messages
+        ("t.j2", "{% for m in messages %}{{ m.content }}{% endfor %}Done.", "jinja"),
         ("t.jinja", "{% include 'secret.txt' %}", "jinja"),
         ("t.j2", "{% extends 'base.j2' %}{% block body %}User: {{ name }}{% endblock %}", "prompt_template"),
         ("t.j2", "Hello {{ cookiecutter.author }}, this is your project readme.", "not_prompt"),
@@ -393,8 +410,12 @@ def test_a_var_fixes_an_app_prompt_template_s_variable() -> None:
 def test_a_stand_in_value_of_the_wrong_type_is_no_template_error(tmp_path: Path) -> None:
     # The template needs `subtask` and calls a method of it: prefixlint's made-up string has none,
     # which says nothing about the template. Info, naming the variable to pass with --var.
+    # (A chat template: it reads `messages`; one that does not is an app prompt, whose stand-ins
+    # have every attribute: test_a_fragment_that_reads_no_conversation_is_an_app_prompt.)
     path = tmp_path / "assistant_subtask.j2"
-    path.write_text("Thought: {{ subtask.thought }}\n\nActions: {{ subtask.actions_to_json() }}\n")
+    path.write_text(
+        "{% for m in messages %}{{ m.content }}{% endfor %}\n\nActions: {{ subtask.actions_to_json() }}\n"
+    )
     [source] = lint_paths([str(path)], OPTIONS).sources
     failures = [d for d in source.diagnostics if d.code == "PFX002" and d.span.line == 3]
     assert [(d.severity.label, "stand-in value of `subtask`" in d.message) for d in failures] == [

@@ -190,8 +190,9 @@ def test_a_model_chat_template_is_never_judged_by_what_names_it(tmp_path: Path) 
 
 def test_jinja_code_without_prose_that_nothing_names_is_info(tmp_path: Path) -> None:
     # No words of its own, so it is rendered as a chat template for want of a sign; nothing in the
-    # package renders it either.
-    template = "{{ subtask.thought }}\nActions: {{ subtask.actions_to_json() }}\n"
+    # package renders it either. (With a word of its own and no `messages` read, it would be an
+    # app prompt instead: tests/test_prompt_templates.py.)
+    template = "{{ subtask.thought }}\n{{ subtask.actions_to_json() }}\n"
     root = _package(tmp_path, {"agent.py": USES_SYSTEM}, {"system.j2": SYSTEM, "subtask.j2": template})
     found = [(f[2], f[3], f[4]) for f in _found(root) if f[0] == "subtask.j2"]
     assert found and all(sev is Severity.INFO and message.endswith(NOT_RENDERED) for _, sev, message in found)

@@ -17,7 +17,10 @@ The rule, in order (the first that applies wins):
    extends other files, which no served chat template can). Its variables are the app's inputs:
    it is analysed as one prompt, one variable varied at a time, its includes resolved
    (prefixlint/jinja/prompt.py, prefixlint/jinja/loader.py).
-4. Jinja code with no text of its own stays a chat template, as before this rule existed.
+4. Fewer words than that: a template with a word of its own that never reads `messages` (the
+   conversation every chat template is given) is an app prompt template too (a fragment such as
+   `Actions: {{ subtask.actions_to_json() }}`, rendered by code that passes `subtask`); other
+   Jinja code (no text of its own) stays a chat template, as before this rule existed.
 
 A `[tool.prefixlint] template-kinds` glob overrides the rule for the files it matches. Only
 regular expressions on the text: no parsing, no rendering, no jinja2 import (`--show-files`
@@ -34,6 +37,7 @@ CHAT = "jinja"  # JSON kind of a chat template file (contract: unchanged)
 PROMPT = "prompt_template"
 NOT_PROMPT = "not_prompt"
 FALLBACK_REASON = "chat template: Jinja code without prompt text"  # rule 4: no sign either way
+FRAGMENT_REASON = "app prompt: a few words of text and no conversation (`messages`) read"
 
 # Config spellings (`template-kinds` values) -> kinds.
 CONFIG_KINDS = {"chat": CHAT, "prompt": PROMPT, "not-prompt": NOT_PROMPT}
@@ -51,6 +55,7 @@ _JINJA_ANY = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 _WORD = re.compile(r"[^\W\d_]{2,}")
 _NAMES_TEMPLATES = re.compile(r"\{%-?\+?\s*(?:include|import|from|extends)\s")
 MIN_PROSE_WORDS = 3  # literal words a prompt template has at least (a payload or a pure macro has none)
+_CONVERSATION = re.compile(r"\bmessages\b")  # what apply_chat_template passes every chat template
 _ROLE_ACCESS = re.compile(r"""\.role\b|\[\s*['"]role['"]\s*\]""")
 _CHAT_NAMES = re.compile(
     r"\b(add_generation_prompt|raise_exception|strftime_now|bos_token|eos_token)\b|\{%-?\s*generation\b"
@@ -157,7 +162,13 @@ def classify_template(path: str, text: str) -> Classification:
     # A template that names other template files is an app's: vLLM and transformers render chat
     # templates without a loader. Then any text of its own will do.
     least = 1 if _NAMES_TEMPLATES.search(text) else MIN_PROSE_WORDS
-    if len(_WORD.findall(_JINJA_ANY.sub(" ", text))) < least:
+    words = len(_WORD.findall(_JINJA_ANY.sub(" ", text)))
+    if words < least:
+        if words and not _CONVERSATION.search(_code(text)):
+            # Every chat template renders the conversation it is given (`messages`): a fragment
+            # with a word of its own that never reads it (`Actions: {{ step.to_json() }}`) is an
+            # app's, whose variables its callers pass.
+            return Classification(PROMPT, FRAGMENT_REASON)
         # No text of its own: nothing says it is an app's prompt, so it is rendered as it always
         # was, as a chat template (no loader). `template-kinds` says otherwise for such files.
         return Classification(CHAT, FALLBACK_REASON)
