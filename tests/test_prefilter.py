@@ -14,6 +14,7 @@ from prefixlint.python.analyze import analyze_python as full_analysis
 from prefixlint.python.candidates import MESSAGE_KWARGS, PROMPT_METHODS, SYSTEM_KWARGS, TEXT_KWARGS
 from prefixlint.python.frameworks import builtin
 from prefixlint.python.prefilter import _PROMPT_KEYWORDS, _PROMPT_METHODS, has_shapes
+from prefixlint.python.volatile import builder_role
 from prefixlint.settings import Options
 from tests.conftest import CORPUS, FIXTURES
 
@@ -72,6 +73,10 @@ def test_plain_code_has_none() -> None:
             log.info("loading the message store %s", name)
             with open(name) as fh:
                 return json.load(fh)
+
+        def parts(self, reply):
+            # a part of some message's content, named after the message: no message
+            return [MessageBlock(kind="text", text=p.text) for p in reply.output]
     """
     assert not has_shapes(ast.parse(textwrap.dedent(code)), builtin())
 
@@ -123,3 +128,20 @@ def test_a_module_is_screened_once_per_text_and_project_rows(monkeypatch: pytest
     assert len(walks) == 2
     assert has_prompt_shapes("/m/a.py", plain, Options(python_sinks=("x",))) is False
     assert len(walks) == 3  # another project's rows: screened again
+
+
+@pytest.mark.parametrize(
+    ("name", "role"),
+    [
+        ("make_user_message", "user"),
+        ("createAssistantMessage", "assistant"),
+        ("to_message", "unknown"),
+        ("ChatCompletionUserMessageParam", "user"),  # an SDK's type suffix
+        ("MessageBlock", None),  # a part of a message's content
+        ("message_to_text", None),
+        ("send_messages", None),
+    ],
+)
+def test_a_builder_makes_a_message_when_its_name_ends_with_one(name: str, role: str | None) -> None:
+    # The evaluator (`_message_role`) and this screen read builders with the same rule.
+    assert builder_role(name) == role

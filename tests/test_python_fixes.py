@@ -781,6 +781,8 @@ FIRST_THAT_HOLDS = {
     "attribute_append.py:9 PFX101": None,
     # A Jinja template in a Python string: the Jinja fixes' job.
     "embedded_jinja.py:6 PFX101": None,
+    # A message builder's question ahead of the rules in the same text: it moves after them.
+    "content_parts.py:19 PFX105": "move `question` to the end of the text it is in",
     # The date and the summary 8 tokens after it are one group: only the move of both is offered.
     "close_values.py:37 PFX101": "move `datetime.now()`, with `initial_research` beside it, to the end of "
     "the text it is in",

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import ast
 import fnmatch
-import re
 from typing import TYPE_CHECKING
 
 from prefixlint.python.frameworks import SinkModel
-from prefixlint.python.volatile import ROLES, says_prompt, says_prompt_attribute
+from prefixlint.python.volatile import ROLES, builder_role, says_prompt, says_prompt_attribute
 
 if TYPE_CHECKING:
     from prefixlint.python.frameworks import Frameworks
@@ -48,8 +47,6 @@ _PROMPT_METHODS = frozenset(
 _FORMAT_METHODS = frozenset({"format", "format_map", "substitute"})
 # embedded.py: `jinja2.Template(s)`, `env.from_string(s)` (by their last name: a superset).
 _TEMPLATE_CALLS = frozenset({"Template", "from_string"})
-_WORD = re.compile(r"[a-z]+")
-_CAMEL = re.compile(r"([a-z])([A-Z])")
 
 
 def _name(func: ast.expr) -> str:
@@ -98,8 +95,7 @@ def _message_call(call: ast.Call, name: str) -> bool:
         return True
     has_content = bool(keywords & {"content", "text"})
     if not name.endswith("Message"):
-        words = _WORD.findall(_CAMEL.sub(r"\1_\2", name).lower())
-        return "message" in words and has_content
+        return has_content and builder_role(name) is not None
     if name[: -len("Message")].lower() in ROLES:
         return True
     return bool(call.args) and _role_of(call.args[0]) or has_content

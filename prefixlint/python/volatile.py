@@ -301,6 +301,20 @@ _NOT_TEXT = {"tokens", "token", "count", "counts", "len", "length", "id", "ids",
 ROLES = {"system", "user", "assistant", "human", "ai", "developer", "tool", "function", "model"}
 
 
+def builder_role(func_name: str) -> str | None:
+    """The role a message builder's name says (`create_user_message` -> "user", "unknown" when it
+    names none), or None when it builds no message: a message is what it makes only when
+    `message` is the last word of its name (an SDK's type suffix `Param` aside:
+    `ChatCompletionUserMessageParam`), so `MessageBlock` (a part of a message's content, as likely
+    a reply's as a request's) or `message_to_text` builds none."""
+    words = re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", func_name).lower())
+    if words[-1:] in (["param"], ["params"]):
+        words = words[:-1]
+    if not words or words[-1] != "message":
+        return None
+    return next((w for w in words if w in ROLES), "unknown")
+
+
 def says_prompt(name: str) -> bool:
     """Names like SYSTEM_PROMPT, build_instructions, promptSystem (not `_total_prompt_tokens`)."""
     words = _words(name)

@@ -10,14 +10,13 @@ spliced in as the conversation so far).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
 from prefixlint.python.scopes import ModuleIndex, string_value
 from prefixlint.python.segments import Break, Choice, Hole, Provenance, Value, holes
-from prefixlint.python.volatile import ROLES
+from prefixlint.python.volatile import ROLES, builder_role
 
 # Nesting of expressions followed (names, calls, operands), and of functions inlined: bounded so
 # that a deep or recursive project costs little, deep enough for an agent's prompt builder.
@@ -83,10 +82,7 @@ def _message_role(call: cst.Call, func_name: str) -> str | None:
     has_content = any(a.keyword and a.keyword.value in ("content", "text") for a in call.args)
     if not func_name.endswith("Message"):
         # builders such as `make_assistant_message(content=...)`, `create_user_message(text=...)`
-        words = re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", func_name).lower())
-        if "message" in words and has_content:
-            return next((w for w in words if w in ROLES), "unknown")
-        return None
+        return builder_role(func_name) if has_content else None
     prefix = func_name[: -len("Message")].lower()
     if prefix in ROLES:
         return prefix
