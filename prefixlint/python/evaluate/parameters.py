@@ -73,6 +73,8 @@ class Parameters(EvaluatorBase):
                 return (replace(hole, param=param),)
             if env.summary is not fn:
                 passed = self.passed_by_callers(fn, name)
+                if passed is None:
+                    passed = self.volatile_passed_elsewhere(fn, name, node)
                 if passed is not None:
                     return passed
             where = f"{PARAMETER_OF} `{fn.name.value}()`"
@@ -146,6 +148,32 @@ class Parameters(EvaluatorBase):
         finally:
             self.project.following.discard(key)
         return choice(values) if values else None
+
+    def volatile_passed_elsewhere(self, fn: cst.FunctionDef, name: str, node: cst.CSTNode) -> Value | None:
+        """What the calls of `fn` in other modules pass for parameter `name`, when one of them passes
+        a volatile value made by a library call (a clock, an id, the machine): placed at `node`,
+        where it enters this module's prompt, the message naming where it comes from. The module
+        that calls may hold no prompt text of its own (`ask(time.time(), diff)`), so it is never
+        checked itself. What they pass otherwise says nothing new: a name guessed per-request is
+        already "if its callers pass one" (entrypoints.py says when a request entry point does)."""
+        key, project = (id(fn), name), self.project
+        if key not in project.elsewhere:
+            if project.seeking_elsewhere:  # one hop: what those callers pass on from theirs is not followed
+                return None
+            from prefixlint.python.valuecalls import callers  # valuecalls builds on the evaluator
+
+            found = project.elsewhere[key] = []
+            project.seeking_elsewhere = True
+            try:
+                for site_ev, call in [s for s in callers(self, fn) if s[0] is not self][:MAX_CALLERS]:
+                    env = site_ev.with_items(call, Env(depth=MAX_DEPTH // 2))
+                    bound = site_ev.bind_arguments(fn, call, env)
+                    if name in bound and any(_made_volatile(h) for h in holes(bound[name])):
+                        found.append(site_ev.anchor(bound[name], call))
+            finally:
+                project.seeking_elsewhere = False
+        found = project.elsewhere[key]
+        return self.anchor(choice(found), node) if found else None
 
     def annotation_provenance(self, fn: cst.FunctionDef, name: str) -> Provenance | None:
         """The provenance of a parameter annotated with a volatile type (`rnd: random.Random`)."""
@@ -301,3 +329,8 @@ def _walk(
         return
     for child in kids(node):  # libcst's `children` rebuilds the node on every read
         _walk(child, owner, loops, out)
+
+
+def _made_volatile(hole: Hole) -> bool:
+    """A volatile value a library call makes (not a per-request input, nor a guess from a name)."""
+    return hole.provenance not in (Provenance.UNKNOWN, Provenance.REQUEST) and not hole.by_name
