@@ -2,7 +2,8 @@
 id or the machine's name (evaluate/parameters.volatile_passed_elsewhere): reported where the value
 enters the prompt, naming the caller's line, though the calling module holds no prompt text of its
 own and is never checked itself. A per-request input or a literal passed from elsewhere changes
-nothing: the parameter stays a guess at info."""
+nothing: the parameter stays a guess at info;
+when every such caller passes a constant, it is static text."""
 
 from __future__ import annotations
 
@@ -55,6 +56,14 @@ def review(request):
 def example():
     return ask("2024-01-01", "diff --git a/x b/x")
 """
+CONSTANT_CALLER = """from app.ask import ask
+
+RELEASE = "release 4.2"
+
+
+def review(diff):
+    return ask(RELEASE, diff)
+"""
 
 
 def _project(tmp_path: Path, caller: str) -> Path:
@@ -104,6 +113,10 @@ def test_a_per_request_input_or_a_literal_passed_from_elsewhere_stays_a_guess(tm
     found = _findings([str(root)])
     assert [f[:4] for f in found] == [("ask.py", *_at_when(), "PFX105")]
     assert "if its callers pass one" in found[0][4]
+
+
+def test_a_constant_every_caller_elsewhere_passes_is_static_text(tmp_path: Path) -> None:
+    assert _findings([str(_project(tmp_path, CONSTANT_CALLER))]) == []
 
 
 def test_a_relative_project_root_given_to_the_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

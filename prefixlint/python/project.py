@@ -71,9 +71,9 @@ class Project:
     over_budget: int = 0  # those cut short by the step budget (Evaluator.value remembers none of them)
     values: dict[tuple, tuple] = field(default_factory=dict)  # Evaluator.value's memo
     following: set[tuple[int, str]] = field(default_factory=set)  # parameters followed to their callers
-    # parameter -> the volatile values callers in other modules pass it, and whether one is being
-    # worked out: evaluate/parameters.volatile_passed_elsewhere
-    elsewhere: dict[tuple[int, str], list] = field(default_factory=dict)
+    # parameter -> what callers in other modules pass it (None: nothing said), and whether one is
+    # being worked out: evaluate/parameters.passed_elsewhere
+    elsewhere: dict[tuple[int, str], Any] = field(default_factory=dict)
     seeking_elsewhere: bool = False
     reading: set[tuple[int, str]] = field(default_factory=set)  # class attributes being worked out
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
