@@ -42,7 +42,7 @@ import itertools
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -398,6 +398,7 @@ INLINE: dict[str, Callable[[Source, list[str], int], Inline]] = {
     "string-template": _string_template,
 }
 OTHER_MODULE = OTHER.removesuffix(".py")
+PASSED = "passed_value"  # the parameter of `respond` a caller in another module fills with the value
 # Ways whose text is made once, and when: no parameter of the request can stand in it.
 TIMING = {
     "class-attribute": "import",
@@ -457,6 +458,7 @@ class Writer:
         self.folder = ""  # of the modules and files, in the project
         self.methods: list[Line] = []  # of `class Assistant`, beside `respond`
         self.body: list[Line] = []  # of `respond`, before the request
+        self.params: list[str] = []  # of `respond`, after `question` and a per-request input
         # When the value is made: on each request, once at import or once per object.
         self.timing = "import" if row.bases else TIMING.get(way, "call")
 
@@ -606,6 +608,24 @@ class Writer:
         # Made in another module, the values are reported where they enter the checked one.
         made = frozenset({"value", *(["second"] if W in self.pieces else [])})
         self.body.append((f"text = {self.import_other('TEXT')}", made))
+
+    def passed_from_another_module(self) -> None:
+        """`respond()` builds the text with a parameter; a function of another module, which holds
+        no prompt text of its own, makes the value and passes it: reported where it enters."""
+        src = self.source
+        self.values_in(self.main)  # the second value is made here
+        self.params.append(f"{PASSED}: str")
+        passed = replace(src, expr=PASSED, imports=(), setup=(), mark_setup=None)
+        made = frozenset({"value", *(["second"] if W in self.pieces else [])})
+        self.main.needles["value"] = PASSED
+        self.body.append((f"text = {_fstring(passed, self.pieces)}", made))
+        self.other.need([*src.imports, f"from {CHECKED.removesuffix('.py')} import respond"])
+        self.other.constants(d for d in DATA if d in src.expr or any(d in line for line in src.setup))
+        self.other.add()
+        self.other.add("def ask_now(question):")
+        for line in src.setup:
+            self.other.add(line, depth=1)
+        self.other.add(f"return respond(question, {src.expr})", depth=1)
 
     def prompt_file(self) -> None:
         """The static text in a file the code reads by a path it writes; the values filled in here."""
@@ -782,7 +802,11 @@ class Writer:
         """`respond()`, which sends the request (or, decorated, returns the text)."""
         main, row = self.main, self.row
         depth = 0
-        params = ["question: str", *([f"{self.source.param}: str"] if self.source.param else [])]
+        params = [
+            "question: str",
+            *([f"{self.source.param}: str"] if self.source.param else []),
+            *self.params,
+        ]
         if self.way in IN_CLASS:
             main.add("class Assistant:")
             for s, m in self.methods:
@@ -921,6 +945,7 @@ WAYS = [
     "constructor-attribute",
     "other-module-function",
     "other-module-constant",
+    "passed-from-another-module",
     "prompt-file",
 ]
 
@@ -944,6 +969,13 @@ def valid(row: SinkModel, source: Source, way: str, position: Position) -> bool:
         return False  # a class body has no parameters
     if source.param and TIMING.get(way) == "import":
         return False  # a parameter is read inside the function, not at import
+    if way == "passed-from-another-module" and (
+        source.param or row.decorators or row.bases or not source.code
+    ):
+        # A caller passes what it makes; a decorated function's callers are the library's. What a
+        # stable call elsewhere makes (`sorted(tools)`) cannot be told from an input read there:
+        # the parameter stays a guess, at info (evaluate/parameters.passed_elsewhere).
+        return False
     return not (way == "template-method" and not template_rows())
 
 
@@ -1043,7 +1075,9 @@ WAY_GROUPS = {
     "template-method": "template",
     **dict.fromkeys(["helper", "self-method", "object-method"], "function"),
     **dict.fromkeys(["class-attribute", "constructor-attribute"], "attribute"),
-    **dict.fromkeys(["other-module-function", "other-module-constant"], "module"),
+    **dict.fromkeys(
+        ["other-module-function", "other-module-constant", "passed-from-another-module"], "module"
+    ),
     "prompt-file": "file",
 }
 

@@ -71,6 +71,10 @@ class Project:
     over_budget: int = 0  # those cut short by the step budget (Evaluator.value remembers none of them)
     values: dict[tuple, tuple] = field(default_factory=dict)  # Evaluator.value's memo
     following: set[tuple[int, str]] = field(default_factory=set)  # parameters followed to their callers
+    # parameter -> what callers in other modules pass it (None: nothing said), and whether one is
+    # being worked out: evaluate/parameters.passed_elsewhere
+    elsewhere: dict[tuple[int, str], Any] = field(default_factory=dict)
+    seeking_elsewhere: bool = False
     reading: set[tuple[int, str]] = field(default_factory=set)  # class attributes being worked out
     imported_bytes: int = 0  # source of imported modules parsed for this checked file
     memo: dict[tuple[int, bool], tuple] = field(default_factory=dict)  # binding values without arguments
@@ -98,6 +102,11 @@ class Project:
     # functions reachability.py judges there: reachability.pinned_defaults.
     pinned: dict[cst.CSTNode, dict[str, object]] = field(default_factory=dict)
     judged: dict[str, frozenset[cst.CSTNode]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Paths found under the root are compared with absolute module paths (os.path.commonpath
+        # refuses to mix the two): a root given relative, as the API allows, is made absolute.
+        self.root = os.path.abspath(self.root)
 
     # --- files ---------------------------------------------------------------------------------
     def text(self, path: str) -> str | None:

@@ -73,6 +73,8 @@ class Parameters(EvaluatorBase):
                 return (replace(hole, param=param),)
             if env.summary is not fn:
                 passed = self.passed_by_callers(fn, name)
+                if passed is None:
+                    passed = self.passed_elsewhere(fn, name, node)
                 if passed is not None:
                     return passed
             where = f"{PARAMETER_OF} `{fn.name.value}()`"
@@ -146,6 +148,54 @@ class Parameters(EvaluatorBase):
         finally:
             self.project.following.discard(key)
         return choice(values) if values else None
+
+    def passed_elsewhere(self, fn: cst.FunctionDef, name: str, node: cst.CSTNode) -> Value | None:
+        """What the calls of `fn` in other modules pass for parameter `name`, placed at `node`, where
+        it enters this module's prompt (the message names where it comes from): the volatile values
+        made by a library call that one of them passes (a clock, an id, the machine), else, when
+        every one passes a constant, that text, as `passed_by_callers` does in this module. The
+        module that calls may hold no prompt text of its own (`ask(time.time(), diff)`), so it is
+        never checked itself. Otherwise (no caller seen, one passes an input or its own parameter
+        on, one leaves it to the default) the parameter stays what its name says (entrypoints.py
+        says when a request entry point passes one)."""
+        key, project = (id(fn), name), self.project
+        if key not in project.elsewhere:
+            if project.seeking_elsewhere:  # one hop: what those callers pass on from theirs is not followed
+                return None
+            project.elsewhere[key] = None
+            project.seeking_elsewhere = True
+            try:
+                project.elsewhere[key] = self._passed_elsewhere(fn, name)
+            finally:
+                project.seeking_elsewhere = False
+        found = project.elsewhere[key]
+        return self.anchor(found, node) if found is not None else None
+
+    def _passed_elsewhere(self, fn: cst.FunctionDef, name: str) -> Value | None:
+        from prefixlint.python.valuecalls import callers  # valuecalls builds on the evaluator
+
+        volatile, constant = [], []
+        sites = [
+            (site_ev, call)
+            for site_ev, call in callers(self, fn)
+            if site_ev is not self
+            and site_ev.resolve_callable(call.func, call) == (self, fn)  # not a method of that name elsewhere
+            and not _checked_itself(site_ev)
+        ]
+        for site_ev, call in sites[:MAX_CALLERS]:
+            bound = site_ev.bind_arguments(fn, call, site_ev.with_items(call, Env(depth=MAX_DEPTH // 2)))
+            if name not in bound:
+                constant.append(None)
+                continue
+            passed = site_ev.anchor(bound[name], call)
+            if any(_made_volatile(h) for h in holes(passed)):
+                volatile.append(passed)
+            constant.append(passed if is_constant(passed) else None)
+        if volatile:
+            return choice(volatile)
+        if constant and all(v is not None for v in constant):
+            return choice([v for v in constant if v is not None])
+        return None
 
     def annotation_provenance(self, fn: cst.FunctionDef, name: str) -> Provenance | None:
         """The provenance of a parameter annotated with a volatile type (`rnd: random.Random`)."""
@@ -301,3 +351,21 @@ def _walk(
         return
     for child in kids(node):  # libcst's `children` rebuilds the node on every read
         _walk(child, owner, loops, out)
+
+
+def _made_volatile(hole: Hole) -> bool:
+    """A volatile value a library call makes (not a per-request input, nor a guess from a name)."""
+    return hole.provenance not in (Provenance.UNKNOWN, Provenance.REQUEST) and not hole.by_name
+
+
+def _checked_itself(ev: EvaluatorBase) -> bool:
+    """Whether a module is checked itself (it has prompt text of its own, prefilter.py): what it
+    passes to a function of the project that builds a prompt, it reports where it passes it."""
+    from prefixlint.python import cpython_tree, may_hold_prompts
+    from prefixlint.python.prefilter import has_shapes
+
+    text = ev.project.text(ev.path)
+    if text is None or not may_hold_prompts(text):
+        return False
+    tree = cpython_tree(ev.path, text)
+    return tree is not None and has_shapes(tree, ev.project.frameworks)
