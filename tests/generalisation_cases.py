@@ -511,6 +511,8 @@ class Writer:
         self.body += self.setup()
         fills = self.fills()
         methods = FILLED_BY[_package(row)]
+        if "MessagePromptTemplate." in row.calls[pattern_turn % len(row.calls)]:
+            methods = ("format",)  # a message's template is no Runnable: no `invoke`, no `partial`
         filled = {
             "format": f"TEMPLATE.format({_keywords(self.source, fills)})",
             "invoke": f"TEMPLATE.invoke({_mapping(self.source, fills)})",
