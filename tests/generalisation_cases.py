@@ -511,6 +511,8 @@ class Writer:
         self.body += self.setup()
         fills = self.fills()
         methods = FILLED_BY[_package(row)]
+        if "MessagePromptTemplate." in row.calls[pattern_turn % len(row.calls)]:
+            methods = ("format",)  # a message's template is no Runnable: no `invoke`, no `partial`
         filled = {
             "format": f"TEMPLATE.format({_keywords(self.source, fills)})",
             "invoke": f"TEMPLATE.invoke({_mapping(self.source, fills)})",
@@ -619,13 +621,18 @@ class Writer:
         made = frozenset({"value", *(["second"] if W in self.pieces else [])})
         self.main.needles["value"] = PASSED
         self.body.append((f"text = {_fstring(passed, self.pieces)}", made))
-        self.other.need([*src.imports, f"from {CHECKED.removesuffix('.py')} import respond"])
+        checked = CHECKED.removesuffix(".py")
+        # by name, or through the module (`import app`, `app.respond(...)`)
+        called = f"{checked}.respond" if self.variant % 2 else "respond"
+        self.other.need(
+            [*src.imports, f"import {checked}" if self.variant % 2 else f"from {checked} import respond"]
+        )
         self.other.constants(d for d in DATA if d in src.expr or any(d in line for line in src.setup))
         self.other.add()
         self.other.add("def ask_now(question):")
         for line in src.setup:
             self.other.add(line, depth=1)
-        self.other.add(f"return respond(question, {src.expr})", depth=1)
+        self.other.add(f"return {called}(question, {src.expr})", depth=1)
 
     def prompt_file(self) -> None:
         """The static text in a file the code reads by a path it writes; the values filled in here."""

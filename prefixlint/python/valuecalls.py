@@ -295,8 +295,17 @@ def callers(ev: Evaluator, fn: cst.FunctionDef) -> list[tuple[Evaluator, cst.Cal
     to a method of that name of another class, an override or the base it overrides)."""
     name = fn.name.value
     method = fn in ev.index.class_of
-    pattern = (r"\." if method else r"(?<![\w.])") + re.escape(name) + r"\("
+    if method:
+        pattern = r"\." + re.escape(name) + r"\("
+    else:  # `ask(...)`, or through its module: `prompts.ask(...)` after `from app import prompts`
+        pattern = r"(?<![\w.])(?:" + re.escape(_module_name(ev.path)) + r"\.)?" + re.escape(name) + r"\("
     return _calls_in_project(ev, name, pattern, lambda site_ev, c: _calls(site_ev, c, fn, method))
+
+
+def _module_name(path: str) -> str:
+    """The name a module is imported by, last part: `prompts` of app/prompts.py, `app` of app/__init__.py."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) if stem == "__init__" else stem
 
 
 def constructions(ev: Evaluator, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.Call]]:
