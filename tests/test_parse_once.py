@@ -130,3 +130,32 @@ def test_two_workers_report_what_one_does(tmp_path: Path, fresh_cache: None) -> 
     two = render_report(api.lint_paths([str(tmp_path)], options, workers=2), "json")
     assert '"PFX101"' in one
     assert one == two
+
+
+def _node_classes() -> list[type]:
+    found, todo = [], [cst.CSTNode]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo += cls.__subclasses__()
+    return found
+
+
+def test_libcst_nodes_hash_and_compare_by_identity_in_c() -> None:
+    # object's own slots (C) in place of libcst's Python `__hash__`/`__eq__`, with the same meaning
+    assert len(_node_classes()) > 100
+    for cls in _node_classes():
+        assert cls.__hash__ is object.__hash__, cls
+        assert cls.__eq__ is object.__eq__, cls
+    one, same_text = cst.Name("x"), cst.Name("x")
+    assert one == one and one != same_text and len({one, same_text}) == 2
+    assert [same_text].count(one) == 0 and one in [same_text, one]
+
+    class Later(cst.Name):  # a node class made afterwards copies CSTNode's, which are these
+        pass
+
+    assert Later.__dict__["__hash__"] is object.__hash__ and Later.__dict__["__eq__"] is object.__eq__
+    module = parse_module("x = 1\n")
+    index = index_module(module)
+    assign = module.body[0].body[0]
+    assert index.positions[assign] == ((1, 0), (1, 5))

@@ -86,6 +86,26 @@ def _unchecked(self: cst.CSTNode) -> None:
     pass
 
 
+def _identity_in_c() -> None:
+    """libcst's nodes hash and compare by identity in Python methods (`CSTNode.__hash__` returns
+    `id(self)`, `__eq__` is `self is other`, copied into every node class), called for each look-up
+    in a dict keyed by nodes (positions, scopes, memos): ~8% of a cold run. `object`'s own slots
+    mean the same (identity, which no output depends on: a hash of `id` already changes from run
+    to run) in C. Classes libcst makes later copy `CSTNode`'s, which are these then."""
+    python_hash, python_eq = cst.CSTNode.__dict__["__hash__"], cst.CSTNode.__dict__["__eq__"]
+    classes = [cst.CSTNode]
+    while classes:
+        cls = classes.pop()
+        classes += cls.__subclasses__()
+        if cls.__dict__.get("__hash__") is python_hash:
+            cls.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
+        if cls.__dict__.get("__eq__") is python_eq:
+            cls.__eq__ = object.__eq__  # type: ignore[method-assign,assignment]
+
+
+_identity_in_c()
+
+
 # Fixed texts the fixers parsed to see that a candidate still parses (python/fixes), with their
 # trees: the verifier analyses that very text next, and takes the tree instead of parsing it again
 # (a whole-file libcst parse per candidate verified). Each is taken once; the oldest go first.
