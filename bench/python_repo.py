@@ -214,6 +214,45 @@ those of a quiet machine, the ratio holds.
 branch: libcst's parse and index of the modules evaluated (on DB-GPT 586 imported modules parsed
 through `Evaluator.of`, mostly by `summaries._callees`' resolutions, against 225 checked ones),
 the callee summaries recomputed per checked file, and the evaluation itself.
+
+libcst's node classes answer hash, == and isinstance in C (issue 28 point 6, branch speed): a
+SIGPROF sample of langroid in one process (de8a8b1) spent 8.0% of the run in `CSTNode.__hash__` (a
+Python method returning `id(self)`, called for every look-up in a dict keyed by nodes) and 6.0% in
+ABCMeta's Python `__instancecheck__` (every `isinstance(node, cst.Attribute)` that is not an exact
+type match); scopes/parse.py now gives every node class `object`'s identity hash and == and a
+metaclass with `type`'s instance check, which mean the same (libcst registers no virtual subclass).
+Cold, CPU of `check --no-cache --format json` as above; "before" is main at de8a8b1, "after" the
+branch at its last commit; each pair ran back to back on a machine at load 7-11 (other sessions;
+the 2-worker gains are inside the +-10-15% noise, the 1-process ones just outside it), and every
+JSON output was byte-identical before and after (`cmp`), except pr-agent's, where main's own
+output changes from run to run (the branch's last fix, below). All tuned (langroid and pr-agent
+profiled on this branch).
+
+| repository (.py files)      | run        | before | after | .py per CPU s after |
+|-----------------------------|------------|--------|-------|---------------------|
+| qodo-ai/pr-agent (115)      | 1 process  | 7.6    | 7.0   | 16.5                |
+| langroid (438)              | 1 process  | 25.5   | 23.3  | 18.8                |
+| qodo-ai/pr-agent (115)      | 2 workers  | 9.1    | 8.8   | 13.1                |
+| huggingface/smolagents (75) | 2 workers  | 8.1    | 8.0   | 9.4                 |
+| OpenBMB/XAgent (148)        | 2 workers  | 4.0    | 3.7   | 39.8                |
+| OpenBMB/ChatDev (191)       | 2 workers  | 9.0    | 8.8   | 21.7                |
+| langroid (438)              | 2 workers  | 27.3   | 25.2  | 17.4                |
+| griptape (1,230)            | 2 workers  | 9.3    | 9.1   | 136                 |
+| eosphoros-ai/DB-GPT (1,460) | 2 workers  | 47.3   | 45.6  | 32.0                |
+
+(CPU seconds; "1 process": process_time of the run inside the interpreter, imports excluded.)
+Measured apart, in one process on langroid: the hash 23.3 -> 21.5 s, the instance check 25.7 ->
+23.7 s (each paired, at different loads). A per-evaluator memo of the class and callable look-ups
+(find_class, receiver_class, resolve_callable) was measured too: 22.6 -> 22.1 s, inside the noise,
+so it is not in. pr-agent's output was not deterministic on main: `{{ ticket.title }}` of a value
+passed to a template printed the stand-in's bound `str.title`, address included, into the prompt
+text (its token counts changed from run to run); it is the field now. Where langroid's run goes
+after (same sampler): the callee summaries (summaries.requests_at_call) ~55% inclusive, recomputed
+for every checked file; libcst's parse ~13% (almost all of it the dataclass `__init__` of the nodes
+it makes) and the index's codegen ~14%; the candidates ~12%; `_field_class` 3% (its own time).
+To reach 50 .py per CPU second on langroid (~9 s): sharing the callee summaries across the checked
+files of a run, which needs the per-checked-file budgets (imported bytes, evaluation steps) to stop
+deciding what a summary holds.
 """
 
 from __future__ import annotations

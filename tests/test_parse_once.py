@@ -130,3 +130,39 @@ def test_two_workers_report_what_one_does(tmp_path: Path, fresh_cache: None) -> 
     two = render_report(api.lint_paths([str(tmp_path)], options, workers=2), "json")
     assert '"PFX101"' in one
     assert one == two
+
+
+def _node_classes() -> list[type]:
+    found, todo = [], [cst.CSTNode]
+    while todo:
+        cls = todo.pop()
+        found.append(cls)
+        todo += cls.__subclasses__()
+    return found
+
+
+def test_libcst_nodes_hash_compare_and_isinstance_in_c() -> None:
+    # object's own slots and type's instance check (C) in place of libcst's Python `__hash__`,
+    # `__eq__` and ABCMeta's `__instancecheck__`, with the same meaning
+    assert len(_node_classes()) > 100
+    for cls in _node_classes():
+        assert cls.__hash__ is object.__hash__, cls
+        assert cls.__eq__ is object.__eq__, cls
+        assert type(cls).__instancecheck__ is type.__instancecheck__, cls
+    one, same_text = cst.Name("x"), cst.Name("x")
+    assert one == one and one != same_text and len({one, same_text}) == 2
+    assert [same_text].count(one) == 0 and one in [same_text, one]
+    assert isinstance(one, cst.BaseExpression) and isinstance(one, (cst.Attribute, cst.Name))
+    assert not isinstance(one, cst.Attribute) and not isinstance("x", cst.CSTNode)
+    assert issubclass(cst.Name, cst.BaseAssignTargetExpression)
+    assert not issubclass(cst.Name, cst.BaseStatement)
+
+    class Later(cst.Name):  # a node class made afterwards copies CSTNode's, which are these
+        pass
+
+    assert Later.__dict__["__hash__"] is object.__hash__ and Later.__dict__["__eq__"] is object.__eq__
+    assert isinstance(Later("y"), cst.Name) and type(Later) is type(cst.Name)
+    module = parse_module("x = 1\n")
+    index = index_module(module)
+    assign = module.body[0].body[0]
+    assert index.positions[assign] == ((1, 0), (1, 5))

@@ -704,3 +704,21 @@ def test_a_project_getter_over_the_environment_is_a_setting_named_by_its_key(tmp
     (finding,) = analyze_python(str(path), source, Options(project_root=str(tmp_path))).diagnostics
     assert (finding.code, finding.span.line, finding.severity) == ("PFX104", 10, Severity.INFO)
     assert "read from the deployment's configuration (`planner.role_name`)" in finding.message
+
+
+@pytest.mark.parametrize("field", ["title", "count", "name"])
+def test_a_template_field_named_like_a_str_method_is_the_passed_value(tmp_path: Path, field: str) -> None:
+    # `{{ ticket.title }}` of a passed value: its field, as `{{ ticket.name }}` is, never the str
+    # method of the stand-in (printed with its address: token counts that changed from run to run)
+    path = tmp_path / "review.py"
+    path.write_text(
+        "from jinja2 import Template\nfrom openai import OpenAI\n\nclient = OpenAI()\n"
+        f'PROMPT = Template("Ticket: {{{{ ticket.{field} }}}}\\n" + "You review pull requests. " * 40)\n\n\n'
+        "def review(ticket):\n    text = PROMPT.render(ticket=ticket)\n"
+        "    return client.chat.completions.create(\n"
+        '        model="m", messages=[{"role": "system", "content": text}]\n    )\n',
+        encoding="utf-8",
+    )
+    result = analyze_python(str(path), path.read_text(encoding="utf-8"), Options())
+    assert [(d.code, d.span.line) for d in result.diagnostics] == [("PFX105", 9)]
+    assert (result.cacheable_prefix_tokens, result.total_tokens) == (3, 204)

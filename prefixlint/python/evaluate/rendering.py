@@ -54,6 +54,17 @@ class _Marker(str):
         yield _Marker(self.registry, (*self.path, "[]"))
 
 
+def _printed(value: object) -> object:
+    """What `{{ ... }}` prints (the environment's `finalize`): a field named like a method of `str`
+    (`{{ ticket.title }}`) is that str method of the marker, which would print as
+    `<built-in method title of _Marker object at 0x...>`, an address that changes from run to run:
+    it is the field's marker instead."""
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, _Marker) and callable(value):
+        return _Marker(owner.registry, (*owner.path, value.__name__))
+    return value
+
+
 class Rendering(EvaluatorBase):
     """Jinja templates rendered from Python."""
 
@@ -101,6 +112,7 @@ class Rendering(EvaluatorBase):
         env = make_environment(RenderClock(BASE_TIME), limits, prompt_loader(template_path, search))
         env.trim_blocks = env.lstrip_blocks = False
         env.undefined = Undefined
+        env.finalize = _printed
         context = {name: _Marker(registry, (name,)) for name in named}
         context.update({name: _Marker(registry, (name,)) for name in attributes if name not in context})
         try:

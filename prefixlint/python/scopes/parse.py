@@ -6,6 +6,7 @@ every node; each later pass replays the recorded events instead).
 from __future__ import annotations
 
 import contextlib
+from abc import ABCMeta
 from collections.abc import Iterator
 
 import libcst as cst
@@ -84,6 +85,38 @@ class _IndexingState(PositionProvidingCodegenState):
 
 def _unchecked(self: cst.CSTNode) -> None:
     pass
+
+
+class _NodeClass(ABCMeta):
+    """libcst's node classes' metaclass, answering `isinstance` in C (`type`'s own check): ABCMeta's
+    is a Python method, ~8% of a cold run, and libcst registers no virtual subclass and defines no
+    `__subclasshook__` for it to find."""
+
+    __instancecheck__ = type.__instancecheck__
+    __subclasscheck__ = type.__subclasscheck__
+
+
+def _node_classes_in_c() -> None:
+    """libcst's nodes hash and compare by identity in Python methods (`CSTNode.__hash__` returns
+    `id(self)`, `__eq__` is `self is other`, copied into every node class), called for each look-up
+    in a dict keyed by nodes (positions, scopes, memos): ~8% of a cold run. `object`'s own slots
+    mean the same (identity, which no output depends on: a hash of `id` already changes from run
+    to run) in C; and `isinstance` of a node class is `type`'s (_NodeClass). Classes libcst makes
+    later copy `CSTNode`'s methods and inherit its metaclass, which are these then."""
+    python_hash, python_eq = cst.CSTNode.__dict__["__hash__"], cst.CSTNode.__dict__["__eq__"]
+    classes = [cst.CSTNode]
+    while classes:
+        cls = classes.pop()
+        classes += cls.__subclasses__()
+        if type(cls) is ABCMeta:
+            cls.__class__ = _NodeClass
+        if cls.__dict__.get("__hash__") is python_hash:
+            cls.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
+        if cls.__dict__.get("__eq__") is python_eq:
+            cls.__eq__ = object.__eq__  # type: ignore[method-assign,assignment]
+
+
+_node_classes_in_c()
 
 
 # Fixed texts the fixers parsed to see that a candidate still parses (python/fixes), with their
