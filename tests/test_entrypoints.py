@@ -98,6 +98,10 @@ def test_an_entry_rows_invalid_example_is_judged_by_its_loss(row, tmp_path: Path
         ('[[entry]]\nname = "E"\n', "an entry row needs `decorators`, `callbacks` or `parameter`"),
         ('[[entry]]\nname = "E"\nparameter = "request"\n', "says its `imports`"),
         ('[[entry]]\nname = "E"\nparameter = "a b"\nimports = ["x"]\n', "`parameter` is a parameter's name"),
+        (
+            '[[entry]]\nname = "E"\ndecorators = [".x"]\ninputs = ["ctx"]\n',
+            "`inputs` is a list of parameter positions",
+        ),
         ('[[request]]\nname = "R"\n', "a request row needs `calls` or `reads`"),
         ('[[request]]\nname = "R"\ncalls = [".x"]\ncolour = 1\n', "unknown key `colour`"),
     ],
@@ -131,3 +135,36 @@ def test_an_attribute_of_the_object_a_route_makes_is_seen(project: Path) -> None
     code, severity, message = _findings(project, "research/writer.py")[17]
     assert (code, severity) == ("PFX105", Severity.WARNING)
     assert "(`ask()` at research/server.py:17, FastAPI route)" in message
+
+
+_RULES = (
+    "Answer questions about invoices and plans, quote amounts with their currency, never promise a "
+    "refund, and hand anything about cancelling the contract to a human colleague."
+)
+
+
+def _agents_sdk(text: str) -> str:
+    return (
+        "from agents import Agent, RunContextWrapper\n\n\n"
+        "def instructions(ctx: RunContextWrapper, agent: Agent) -> str:\n"
+        f'    return f"{text} {_RULES}"\n\n\n'
+        'billing = Agent[dict](name="Billing", instructions=instructions)\n'
+    )
+
+
+def _severities(tmp_path: Path, source: str) -> dict[tuple[str, int], Severity]:
+    path = tmp_path / "example.py"
+    path.write_text(source, encoding="utf-8")
+    result = analyze_python(str(path), source, Options(project_root=str(tmp_path)))
+    return {(d.code, d.span.line): d.severity for d in result.diagnostics}
+
+
+def test_the_run_context_of_an_instructions_function_is_per_request(tmp_path: Path) -> None:
+    """The Agents SDK calls `instructions(context, agent)` on each run: the context is the caller's."""
+    found = _severities(tmp_path, _agents_sdk("You are helping {ctx.context.owner}."))
+    assert found == {("PFX105", 5): Severity.WARNING}
+
+
+def test_the_agent_an_instructions_function_is_given_is_the_apps(tmp_path: Path) -> None:
+    """The row's `inputs` name the context alone: the agent passed beside it is the same on every run."""
+    assert _severities(tmp_path, _agents_sdk("You are {agent.name}.")) == {}

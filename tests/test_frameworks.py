@@ -309,6 +309,22 @@ def test_a_method_passed_as_instructions_is_what_it_returns(tmp_path: Path) -> N
     assert [(d.code, d.span.line, "Agents SDK" in d.message) for d in found] == [("PFX101", 8, True)]
 
 
+def test_a_subscripted_generic_class_is_that_class(tmp_path: Path) -> None:
+    """`Agent[UserContext](...)`, as the Agents SDK documents a typed context, builds an `Agent`; a
+    local table of callables indexed and called is no import, so no row's call."""
+    source = (
+        "from datetime import datetime\n\nfrom agents import Agent\n\n"
+        f'bot = Agent[dict](name="Triage", instructions=f"The time is {{datetime.now():%H:%M}}. {_LONG}")\n'
+        'BUILDERS = {"agent": Agent}\n'
+        f'other = BUILDERS["agent"](name="x", instructions=f"{{datetime.now()}} {_LONG}")\n'
+    )
+    found = analyze_python(str(tmp_path / "bot.py"), source, Options(project_root=str(tmp_path))).diagnostics
+    assert [(d.code, d.span.line, "Agents SDK agent" in d.message) for d in found if d.span.line == 5] == [
+        ("PFX101", 5, True)
+    ]
+    assert all("Agents SDK" not in d.message for d in found if d.span.line == 7)
+
+
 def test_a_parameter_named_like_a_function_is_not_that_function(tmp_path: Path) -> None:
     source = (
         "from datetime import datetime\n\nimport anthropic\n\nclient = anthropic.Anthropic()\n\n\n"

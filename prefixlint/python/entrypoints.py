@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from prefixlint.python.evaluate import MAX_CALLERS, Evaluator
+from prefixlint.python.frameworks.names import positional_parameters
 from prefixlint.python.project import read_text
 from prefixlint.python.segments import Hole, Provenance
 from prefixlint.python.valuecalls import callers, constructions, texts_matching
@@ -140,7 +141,7 @@ def _place(ev: Evaluator, node: cst.CSTNode) -> str:
 def _step(param: _Param) -> Iterator[Passer | _Param]:
     """What the calls of `param`'s function pass for it: a passer, or the callers' own parameters."""
     ev, fn = param.ev, param.fn
-    entry = ev.project.frameworks.entry_point(ev.index, fn)
+    entry = ev.project.frameworks.entry_point(ev.index, fn, param.name)
     if entry is not None:
         yield Passer(f"`{fn.name.value}()`", _place(ev, fn.name), entry.name)
         return
@@ -153,15 +154,10 @@ def _step(param: _Param) -> Iterator[Passer | _Param]:
             yield from _sources(site_ev, node, 0)
 
 
-def _positional(fn: cst.FunctionDef) -> list[str]:
-    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-    return names[1:] if names[:1] in (["self"], ["cls"]) else names
-
-
 def _argument(ev: Evaluator, fn: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | None:
     """What `call` passes for parameter `name` of `fn`: by keyword, by position, or as a key of a
     `**params` dict written as a literal."""
-    positional = _positional(fn)
+    positional = positional_parameters(fn)
     at = positional.index(name) if name in positional else -1
     position = 0
     for arg in call.args:

@@ -25,7 +25,7 @@ from prefixlint.python.frameworks import SinkModel
 from prefixlint.python.hierarchy import dispatch
 from prefixlint.python.registries import registered_classes
 from prefixlint.python.request import request_value
-from prefixlint.python.segments import FORWARDED, Hole, Provenance, Value, concat, holes
+from prefixlint.python.segments import FORWARDED, Hole, Provenance, Value, concat, holes, is_constant
 from prefixlint.python.valuecalls import Reference, passed_callables, through_value, wrapped_function
 
 MAX_WRAPPER_DEPTH = 3
@@ -81,6 +81,7 @@ def requests_at_call(
     out = []
     for callee_ev, fn, owner in _callees(ev, call) if callees is None else callees:  # a class: its `__init__`
         bound = None  # what the call passes, evaluated once for all the templates that read it
+        examples: set[str] = set()
         for template in _templates(callee_ev, fn, owner, depth):
             if not _reads_parameters(template.value, fn):
                 continue
@@ -88,7 +89,14 @@ def requests_at_call(
                 # a call in a loop over items: one request per item (looked at only for a call
                 # that reaches a sink reading what it passes)
                 bound = ev.bind_arguments(fn, call, ev.with_items(call, env))
-            value = _put_arguments(ev, callee_ev, template.value, fn, bound, call, _passing_on(call, env))
+                if ev.index.in_main_guard(call):
+                    # literals a script is tried with by hand are examples of what its callers pass,
+                    # not every request's: the wrapper's parameters stand for them, as unfollowed
+                    examples = {k for k, v in bound.items() if is_constant(v)}
+                    bound = {k: v for k, v in bound.items() if k not in examples}
+            value = _put_arguments(
+                ev, callee_ev, template.value, fn, bound, call, _passing_on(call, env), examples
+            )
             name = fn.name.value if owner is None else owner.name.value
             out.append((name, Template(value, template.what, template.whole)))
     return out
@@ -158,6 +166,7 @@ def _put_arguments(
     bound: dict[str, Value],
     call: cst.Call,
     passing_on: int | None = None,
+    examples: frozenset[str] | set[str] = frozenset(),
 ) -> Value:
     """The template with what the call passes in place of the parameters; a volatile value of the
     wrapper's own (in another module) is reported there, not at each call of it. A keyword the
@@ -181,6 +190,8 @@ def _put_arguments(
                         # reported once, where the text is built
                         return (replace(bound[name][0], provenance=Provenance.UNKNOWN, named_in_callee=True),)
                     return bound[name]
+                if name in examples:
+                    return (seg,)
                 default = _default_of(fn, name)
                 if default is not None:
                     return callee_ev.value(default, Env())

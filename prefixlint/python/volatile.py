@@ -38,11 +38,43 @@ QUALIFIED: dict[str, Provenance] = {
             "pendulum.today",
             "arrow.now",
             "arrow.utcnow",
+            # the clocks of web frameworks and data libraries (timezone-aware `now`)
+            "django.utils.timezone.now",
+            "pandas.Timestamp.now",
+            "pandas.Timestamp.today",
+            "pandas.Timestamp.utcnow",
+            # interval clocks: meaningless as text, but they differ on every read all the same
+            "time.monotonic",
+            "time.monotonic_ns",
+            "time.perf_counter",
+            "time.perf_counter_ns",
+            "time.process_time",
         ],
         _C,
     ),
-    **dict.fromkeys(["secrets.token_hex", "secrets.token_urlsafe", "secrets.token_bytes"], _I),
-    **dict.fromkeys(["secrets.choice", "secrets.randbelow", "secrets.randbits", "os.urandom"], _R),
+    **dict.fromkeys(
+        [
+            "secrets.token_hex",
+            "secrets.token_urlsafe",
+            "secrets.token_bytes",
+            "bson.ObjectId",
+            "bson.objectid.ObjectId",
+        ],
+        _I,
+    ),
+    # A temporary file or folder gets a random name on every call.
+    **dict.fromkeys(
+        [
+            "secrets.choice",
+            "secrets.randbelow",
+            "secrets.randbits",
+            "os.urandom",
+            "tempfile.mkdtemp",
+            "tempfile.mkstemp",
+            "tempfile.mktemp",
+        ],
+        _R,
+    ),
     **dict.fromkeys(
         [
             "os.getpid",
@@ -61,6 +93,15 @@ QUALIFIED: dict[str, Provenance] = {
             "os.path.expanduser",
             "sys.platform",
             "sys.version",
+            "sys.executable",
+            "tempfile.gettempdir",
+            "os.cpu_count",
+            "multiprocessing.cpu_count",
+            "os.getuid",
+            "os.geteuid",
+            # the thread that runs the code
+            "threading.get_ident",
+            "threading.get_native_id",
         ],
         _E,
     ),
@@ -141,6 +182,10 @@ SET_OPERATORS = ("BitOr", "BitAnd", "Subtract", "BitXor")  # libcst operator cla
 # Whole modules whose every function is volatile.
 MODULES: dict[str, Provenance] = {
     "uuid.": _I,
+    # id libraries: every function makes a new id (ULID, short uuids, nanoid)
+    "ulid.": _I,
+    "shortuuid.": _I,
+    "nanoid.": _I,
     "random.": _R,
     "numpy.random.": _R,
     "platform.": _E,

@@ -56,7 +56,7 @@ class Parameters(EvaluatorBase):
         fn = scope.node
         param = (id(fn), name)
         if isinstance(fn, cst.FunctionDef):
-            entry = self.project.frameworks.entry_point(self.index, fn)
+            entry = self.project.frameworks.entry_point(self.index, fn, name)
             if entry is not None and not isinstance(_default_of(fn, name), cst.Call):
                 # What a route or a handler receives is the request itself, whatever its name (a
                 # default made by a call, `Depends(get_db)`, is wiring, not input).

@@ -17,6 +17,7 @@ from prefixlint.python.frameworks.names import (
     as_pattern,
     imported_packages,
     last_name,
+    positional_parameters,
     written_chain,
 )
 from prefixlint.python.frameworks.queries import unordered_query
@@ -352,9 +353,19 @@ class Frameworks:
                 return None if any(says_prompt_attribute(k) for k in keywords) else row
         return None
 
-    def entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
+    def entry_point(
+        self, index: ModuleIndex, fn: cst.FunctionDef, name: str | None = None
+    ) -> EntryModel | None:
         """The row that makes `fn` a request entry point, if one of its decorators is one, or its
-        first parameter is named as a `parameter` row's in a module importing its package."""
+        first parameter is named as a `parameter` row's in a module importing its package. With
+        `name`, only if that parameter is one the row's `inputs` say receives the request."""
+        row = self._entry_point(index, fn)
+        if row is None or name is None or not row.inputs:
+            return row
+        names = positional_parameters(fn)
+        return row if name in names and names.index(name) in row.inputs else None
+
+    def _entry_point(self, index: ModuleIndex, fn: cst.FunctionDef) -> EntryModel | None:
         import libcst as cst  # loaded by then; the table alone (prefilter.py) needs no libcst
 
         for decorator in fn.decorators:
@@ -387,7 +398,7 @@ class Frameworks:
             for entering, node in index.events:
                 if not (entering and type(node) is cst.Call):
                     continue
-                if last_name(written_chain(node.func)) not in self._callbacks:
+                if last_name(written_chain(_callee(index, node.func))) not in self._callbacks:
                     continue
                 row = _match(self._callbacks, index, node.func)
                 for arg in node.args if row is not None else ():
@@ -455,7 +466,18 @@ def _by_last_name(rows: list[Any], attribute: str) -> dict[str, list[tuple[Patte
     return out
 
 
+def _callee(index: ModuleIndex, func: cst.BaseExpression) -> cst.BaseExpression:
+    """What a call calls: a subscripted generic class (`Agent[UserContext](...)`, as the Agents SDK
+    documents it) builds that class, when the name before the subscript is an import (not a
+    local table of callables, `handlers["x"](...)`)."""
+    import libcst as cst
+
+    generic = isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute))
+    return func.value if generic and index.qualified_names(func.value) else func  # type: ignore[attr-defined]
+
+
 def _match(table: dict[str, list[tuple[Pattern, Any]]], index: ModuleIndex, func: cst.BaseExpression) -> Any:
+    func = _callee(index, func)
     chain = written_chain(func)
     if not chain:
         return None

@@ -34,6 +34,12 @@ class Pattern:
 CALL = "__call__"  # a pattern's last name for calls of an object the pattern's name built
 
 
+def positional_parameters(fn: cst.FunctionDef) -> list[str]:
+    """The names of `fn`'s positional parameters, as a caller counts them (after `self`/`cls`)."""
+    names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    return names[1:] if names[:1] in (["self"], ["cls"]) else names
+
+
 def written_chain(node: cst.BaseExpression) -> str:
     """`self.client.chat.completions.create` for that chain of names; calls and subscripts in the
     chain (`get_client().messages.create`) keep only the names after them."""

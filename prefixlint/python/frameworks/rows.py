@@ -115,7 +115,9 @@ class EntryModel:
     calls, a graph node): one of its `decorators`; or, in a module importing one of `imports`, a
     first parameter named `parameter` (a Django view's `request`), or being passed to one of
     `callbacks` (`gr.ChatInterface(fn=respond)`, `graph.add_node("plan", plan)`). What its
-    parameters receive differs per request, whatever their names."""
+    parameters receive differs per request, whatever their names; with `inputs`, only the
+    parameters at those positions (after `self`) do: the Agents SDK calls `instructions(context,
+    agent)` with the run's context and the agent itself, which is the app's."""
 
     name: str
     decorators: tuple[str, ...] = ()
@@ -123,6 +125,7 @@ class EntryModel:
     examples: dict[str, Any] = field(default_factory=dict)
     parameter: str = ""
     callbacks: tuple[str, ...] = ()
+    inputs: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,11 @@ def entry_from_row(row: dict[str, Any], where: str) -> EntryModel:
     imports = _strings(row, "imports", where)
     if (parameter or callbacks) and not imports:
         raise TableError(f"{where} ({name}): a `parameter` or `callbacks` row says its `imports`")
-    return EntryModel(name, decorators, imports, dict(row.get("examples", {})), parameter, callbacks)
+    inputs = row.get("inputs", [])
+    if not isinstance(inputs, list) or not all(type(i) is int and i >= 0 for i in inputs):
+        raise TableError(f"{where} ({name}): `inputs` is a list of parameter positions (0, 1, ...)")
+    examples = dict(row.get("examples", {}))
+    return EntryModel(name, decorators, imports, examples, parameter, callbacks, tuple(inputs))
 
 
 def request_from_row(row: dict[str, Any], where: str) -> RequestModel:
