@@ -81,6 +81,11 @@ class Project:
     summary_cuts: int = 0  # project functions the wrapper depth limit left unfollowed (summaries.py)
     passed: dict[tuple[int, str], list] = field(default_factory=dict)  # what a callable parameter gets
     registries: dict[tuple[str, str], list] = field(default_factory=dict)  # classes a registry holds
+    # parameter -> the class of what the project's calls of its function pass (evaluate/objects.py)
+    passed_classes: dict[tuple[int, str], Any] = field(default_factory=dict)
+    # (constructor, parameter) -> what the project's constructions pass for it (evaluate/objects.py)
+    constructed: dict[tuple[int, str], Any] = field(default_factory=dict)
+    passing: int = 0  # calls up being followed for such a class now (objects.MAX_PASSED_HOPS)
     # parameter (or attribute read) -> the request entry point seen to pass it a per-request value
     # (entrypoints.py)
     entry_passers: dict[object, Any] = field(default_factory=dict)

@@ -10,6 +10,7 @@ are per-request values there. A template parameter with a default holds that def
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Self
 
 import libcst as cst
 
@@ -116,33 +117,37 @@ class Parameters(EvaluatorBase):
     def passed_by_callers(self, fn: cst.FunctionDef, name: str) -> Value | None:
         """What the calls of `fn` in this module pass for parameter `name` (its default where a call
         leaves it out), or None when nothing in this module calls it: then its caller is unknown."""
-        key = (id(fn), name)
-        if key in self.project.following:
-            return None
         calls = [
-            c
+            (self, c)
             for c in self.calls_named(fn.name.value)
             if not _inside(self.index, c, fn) and self.resolve_callable(c.func, c) == (self, fn)
         ][:MAX_CALLERS]
-        if not calls:
+        return self.passed_at(fn, name, calls)
+
+    def passed_at(self, fn: cst.FunctionDef, name: str, sites: list[tuple[Self, cst.Call]]) -> Value | None:
+        """What the calls `sites` (each with the evaluator of its module) pass for parameter `name`
+        of `fn` (its default where a call leaves it out), or None when there are none or one passes
+        its own parameter on (its caller is unknown then)."""
+        key = (id(fn), name)
+        if key in self.project.following or not sites:
             return None
         self.project.following.add(key)
         try:
             values = []
-            for call in calls:
+            for site, call in sites:
                 # a call in a loop over items passes one item per call (each its own request)
-                bound = self.bind_arguments(fn, call, self.with_items(call, Env(depth=MAX_DEPTH // 2)))
+                bound = site.bind_arguments(fn, call, site.with_items(call, Env(depth=MAX_DEPTH // 2)))
                 default = _default_of(fn, name)
                 if name in bound and _is_parameter(bound[name]):
                     return None  # the caller passes its own parameter on: still an unknown caller
-                if name in bound and is_constant(bound[name]) and self.index.in_main_guard(call):
+                if name in bound and is_constant(bound[name]) and site.index.in_main_guard(call):
                     continue  # a literal the script is tried with by hand: an example, not every request's
                 if name in bound:
-                    values.append(self.anchor(bound[name], call))
+                    values.append(site.anchor(bound[name], call))
                 elif default is not None:
                     values.append(self.value(default, Env(depth=MAX_DEPTH // 2)))
                 else:
-                    values.append(self.hole(Provenance.UNKNOWN, call, name, by_name=True))
+                    values.append(site.hole(Provenance.UNKNOWN, call, name, by_name=True))
         finally:
             self.project.following.discard(key)
         return choice(values) if values else None
