@@ -277,23 +277,39 @@ class Project:
 
 
 _DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
-# Project roots indexed in this process: method name -> the modules that define one (indented defs).
+# An attribute an object keeps: `self.name = ...` (or annotated), or a field in a class body.
+_STORE = re.compile(r"\bself\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)|^[ \t]+(\w+)[ \t]*:[^=\n]*=?", re.MULTILINE)
+# Project roots indexed in this process: method name -> the modules that define one (indented defs),
+# and attribute name -> the modules that store one.
 _DEFINED: dict[str, dict[str, list[str]]] = {}
+_STORED: dict[str, dict[str, list[str]]] = {}
 
 
-def _definitions(project: Project) -> dict[str, list[str]]:
-    found = _DEFINED.get(project.root)
+def _names_index(
+    project: Project, table: dict[str, dict[str, list[str]]], pattern: re.Pattern
+) -> dict[str, list[str]]:
+    found = table.get(project.root)
     if found is None:
-        found = _DEFINED[project.root] = {}
+        found = table[project.root] = {}
         for path in python_sources(project):
-            for name in set(_DEF.findall(read_text(path) or "")):
+            names = {
+                n if isinstance(n, str) else next(p for p in n if p)
+                for n in pattern.findall(read_text(path) or "")
+            }
+            for name in names:
                 found.setdefault(name, []).append(path)
     return found
 
 
 def modules_defining(project: Project, name: str) -> list[str]:
     """The project modules that define a method (an indented `def`) called `name`."""
-    return _definitions(project).get(name, [])
+    return _names_index(project, _DEFINED, _DEF).get(name, [])
+
+
+def modules_storing(project: Project, name: str) -> list[str]:
+    """The project modules whose objects keep an attribute called `name` (`self.name = ...`, or a
+    field of a class body)."""
+    return _names_index(project, _STORED, _STORE).get(name, [])
 
 
 def is_test_file(relative: str) -> bool:

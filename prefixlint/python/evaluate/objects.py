@@ -26,8 +26,9 @@ from prefixlint.python.evaluate.env import (
     _default_of,
     _inside,
     func_name,
+    passed_argument,
 )
-from prefixlint.python.project import MAX_FILE_BYTES, MAX_SIBLING_MODULES, modules_defining
+from prefixlint.python.project import MAX_FILE_BYTES, MAX_SIBLING_MODULES, modules_defining, modules_storing
 from prefixlint.python.scopes import string_value
 from prefixlint.python.segments import (
     Hole,
@@ -74,7 +75,7 @@ class Objects(EvaluatorBase):
                     if value is not None:
                         return self.anchor(value, node)
         if not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")):
-            owner = self.object_class(receiver, node)  # `Settings.TEXT`, `Settings().TEXT`, `obj.text`
+            owner = self.object_class(receiver, node, node.attr.value)  # `Settings.TEXT`, `obj.text`
             inferred = owner is None and (owner := self.constructed_owner(receiver, node)) is not None
             if owner is not None:
                 here = owner[0] is self
@@ -119,16 +120,19 @@ class Objects(EvaluatorBase):
             return self.value(args[2], env.deeper())
         return found
 
-    def object_class(self, node: cst.BaseExpression, at: cst.CSTNode) -> tuple[Self, cst.ClassDef] | None:
+    def object_class(
+        self, node: cst.BaseExpression, at: cst.CSTNode, member: str | None = None
+    ) -> tuple[Self, cst.ClassDef] | None:
         """The project class `node` names (`Settings`) or makes (`Settings()`), or the class of the
-        object it holds (`builder = Builder()`, a parameter `b: Builder`, `self.builder`)."""
+        object it holds (`builder = Builder()`, a parameter `b: Builder`, `self.builder`);
+        `member`: what is read of it (receiver_class)."""
         if isinstance(node, cst.Call):
             return self.find_class(node.func, reexported=True)
         if isinstance(node, (cst.Name, cst.Attribute)):
             found = self.find_class(node)
             if found is not None:
                 return found
-            return self.receiver_class(node, at)
+            return self.receiver_class(node, at, member)
         return None
 
     def instance_state(self, node: cst.BaseExpression, env: Env) -> dict[cst.CSTNode, dict[str, Value]]:
@@ -401,9 +405,12 @@ class Objects(EvaluatorBase):
             out += [(other, fn) for (_, method), fn in sorted(other.index.methods.items()) if method == name]
         return out
 
-    def receiver_class(self, node: cst.BaseExpression, at: cst.CSTNode) -> tuple[Self, cst.ClassDef] | None:
+    def receiver_class(
+        self, node: cst.BaseExpression, at: cst.CSTNode, member: str | None = None
+    ) -> tuple[Self, cst.ClassDef] | None:
         """The project class of an object: `x = Client(...)`, a parameter `x: Client` (or one the
-        project's callers pass a `Client` for), `self.x` set to `Client(...)` (or a parameter so
+        project's callers pass a `Client` for, when `member`, what is read of it, is a method or an
+        attribute some project class has), `self.x` set to `Client(...)` (or a parameter so
         annotated) in a method, a class attribute `x: Client`, or `obj.x` of such an object."""
         if isinstance(node, cst.Name):
             scope = self.index.scope_for(at)
@@ -414,7 +421,13 @@ class Objects(EvaluatorBase):
             outer = self.index.enclosing_function(scope.node)
             if found is None and outer is not None and node.value not in scope.params:
                 found = self._scope_class(outer, node.value)  # a closure's name, of the function around it
-            if found is None and isinstance(scope.node, cst.FunctionDef) and node.value in scope.params:
+            if (
+                found is None
+                and member is not None
+                and isinstance(scope.node, cst.FunctionDef)
+                and node.value in scope.params
+                and (modules_defining(self.project, member) or modules_storing(self.project, member))
+            ):
                 found = self.passed_class(scope.node, node.value)  # `respond(self)` in a method
             return found
         if not isinstance(node, cst.Attribute):
@@ -422,7 +435,7 @@ class Objects(EvaluatorBase):
         if isinstance(node.value, cst.Name) and node.value.value == "self":
             cls = self.index.scope_for(at).cls
             return self.attribute_class(cls, node.attr.value) if cls is not None else None
-        owner = self.receiver_class(node.value, at)  # `interpreter.llm`, `self.agent.llm`
+        owner = self.receiver_class(node.value, at, node.attr.value)  # `interpreter.llm`, `self.agent.llm`
         return owner[0].attribute_class(owner[1], node.attr.value) if owner is not None else None
 
     def attribute_class(self, cls: cst.ClassDef, attr: str) -> tuple[Self, cst.ClassDef] | None:
@@ -476,25 +489,19 @@ class Objects(EvaluatorBase):
         if param not in names or key in self.project.reading or self.project.passing >= MAX_PASSED_HOPS:
             return None
         cls = self.index.class_of.get(fn)
-        if cls is not None:
-            if names.index(param) == 0:
-                return None
-            names = names[1:]  # the call does not pass `self`
-        position = names.index(param)
+        if cls is not None and (names.index(param) == 0 or fn.name.value != "__init__"):
+            return None  # a method's callers are sought by its name alone, on any object: too many
         found = None
         self.project.reading.add(key)
+        self.project.passing += 1
         try:
-            sites = (
-                self.constructions(cls)
-                if cls is not None and fn.name.value == "__init__"
-                else self.callers(fn)
-            )
+            sites = self.constructions(cls) if cls is not None else self.callers(fn)
             for site, call in sites[:MAX_CALLERS]:
-                arg = _passed(call, param, position)
+                arg = passed_argument(fn, call, param)
                 if isinstance(arg, cst.Name) and arg.value == "self":
                     owner = site.index.scope_for(call).cls
                     found = (site, owner) if owner is not None else None
-                elif arg is not None:
+                elif isinstance(arg, cst.BaseExpression):
                     found = site.object_class(arg, call)
                 if found is not None:
                     break
@@ -582,20 +589,6 @@ def _connected_per_request(
     if None in written:
         return default
     return any(t in request_types for t in written)
-
-
-def _passed(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
-    """What a call passes for a parameter: by its keyword, else at its position (no `*args` before)."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = []
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            positional.append(arg.value)
-    return positional[position] if position < len(positional) else None
 
 
 def _unknown_parameter(value: Value) -> bool:

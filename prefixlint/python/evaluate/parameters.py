@@ -21,10 +21,12 @@ from prefixlint.python.evaluate.env import (
     MAX_CALLERS,
     MAX_DEPTH,
     PARAMETER_OF,
+    SPREAD,
     Env,
     _annotation_heads,
     _default_of,
     _inside,
+    passed_argument,
 )
 from prefixlint.python.scopes import ModuleIndex, Scope
 from prefixlint.python.scopes import names_in_target as _names_in_target
@@ -136,14 +138,19 @@ class Parameters(EvaluatorBase):
             values = []
             for site, call in sites:
                 # a call in a loop over items passes one item per call (each its own request)
-                bound = site.bind_arguments(fn, call, site.with_items(call, Env(depth=MAX_DEPTH // 2)))
+                env = site.with_items(call, Env(depth=MAX_DEPTH // 2))
+                node = passed_argument(fn, call, name)
+                if node is SPREAD:
+                    passed = site.bind_arguments(fn, call, env).get(name)
+                else:  # only the argument asked for is worked out
+                    passed = site.value(node, env.deeper()) if isinstance(node, cst.BaseExpression) else None
                 default = _default_of(fn, name)
-                if name in bound and _is_parameter(bound[name]):
+                if passed is not None and _is_parameter(passed):
                     return None  # the caller passes its own parameter on: still an unknown caller
-                if name in bound and is_constant(bound[name]) and site.index.in_main_guard(call):
+                if passed is not None and is_constant(passed) and site.index.in_main_guard(call):
                     continue  # a literal the script is tried with by hand: an example, not every request's
-                if name in bound:
-                    values.append(site.anchor(bound[name], call))
+                if passed is not None:
+                    values.append(site.anchor(passed, call))
                 elif default is not None:
                     values.append(self.value(default, Env(depth=MAX_DEPTH // 2)))
                 else:
