@@ -53,7 +53,7 @@ class CallSites(EvaluatorBase):
         here = os.path.abspath(self.path)
         nearest = sorted(  # the modules beside it first (a package calls its own code), then by path
             texts_matching(self.project, name, pattern),
-            key=lambda p: (-len(os.path.commonpath([p, here])), p),
+            key=lambda p: (-len(os.path.commonpath([os.path.abspath(p), here])), p),
         )
         for path in nearest:
             if os.path.abspath(path) == here or found >= MAX_CALLER_MODULES:
