@@ -108,3 +108,28 @@ def test_a_declared_field_gives_the_class_of_the_object_it_holds() -> None:
     found = _findings(FIXTURE, "desk/counter.py")
     assert set(found) == {("PFX104", 12)}
     assert found[("PFX104", 12)][0] == Severity.WARNING
+
+
+def test_an_attribute_set_on_the_object_elsewhere_is_one_of_its_values(project: Path) -> None:
+    """`clerk.rules = f"... {time.ctime()} ..."` in another module, on an object whose class is
+    known there (`clerk = Clerk()`): what the reply reads of `clerk.rules` may be that text."""
+    (project / "kiosk" / "front.py").write_text(
+        "import time\n\nfrom desk.texts import PLAIN_PROMPT\nfrom kiosk.clerk import Clerk\n\n\n"
+        "def open_kiosk():\n    clerk = Clerk()\n"
+        '    clerk.rules = f"Kiosk opened {time.ctime()}.\\n" + PLAIN_PROMPT\n    return clerk\n',
+        encoding="utf-8",
+    )
+    found = _findings(project, "kiosk/replies.py")
+    assert set(found) == {("PFX101", 5), ("PFX101", 10)}
+    assert "`time.ctime()` in kiosk/front.py:9" in found[("PFX101", 5)][1]
+    assert found[("PFX101", 5)][0] > Severity.INFO
+
+
+def test_an_attribute_set_on_an_object_of_another_class_is_not_its_value(project: Path) -> None:
+    (project / "kiosk" / "front.py").write_text(
+        "import time\n\n\nclass Board:\n    rules = ''\n\n\n"
+        "def open_board():\n    board = Board()\n"
+        '    board.rules = f"Board opened {time.ctime()}."\n    return board\n',
+        encoding="utf-8",
+    )
+    assert ("PFX101", 5) not in _findings(project, "kiosk/replies.py")

@@ -279,10 +279,13 @@ class Project:
 _DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 # An attribute an object keeps: `self.name = ...` (or annotated), or a field in a class body.
 _STORE = re.compile(r"\bself\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)|^[ \t]+(\w+)[ \t]*:[^=\n]*=?", re.MULTILINE)
+# An attribute set on an object from outside it: `interpreter.system_message = ...`.
+_SET_ON = re.compile(r"^[ \t]*(?!self\.)[A-Za-z_][\w.]*\.(\w+)[ \t]*=(?!=)", re.MULTILINE)
 # Project roots indexed in this process: method name -> the modules that define one (indented defs),
-# and attribute name -> the modules that store one.
+# attribute name -> the modules that store one, and those that set one on another object.
 _DEFINED: dict[str, dict[str, list[str]]] = {}
 _STORED: dict[str, dict[str, list[str]]] = {}
+_SET: dict[str, dict[str, list[str]]] = {}
 
 
 def _names_index(
@@ -310,6 +313,11 @@ def modules_storing(project: Project, name: str) -> list[str]:
     """The project modules whose objects keep an attribute called `name` (`self.name = ...`, or a
     field of a class body)."""
     return _names_index(project, _STORED, _STORE).get(name, [])
+
+
+def modules_setting(project: Project, name: str) -> list[str]:
+    """The project modules that set an attribute called `name` on an object (`obj.name = ...`)."""
+    return _names_index(project, _SET, _SET_ON).get(name, [])
 
 
 def is_test_file(relative: str) -> bool:

@@ -18,6 +18,7 @@ import libcst as cst
 
 from prefixlint.python.annotations import annotation_names, parameter_annotation
 from prefixlint.python.evaluate.base import EvaluatorBase
+from prefixlint.python.evaluate.callsites import MAX_CALLER_MODULES
 from prefixlint.python.evaluate.env import (
     MAX_CALLERS,
     MAX_DEPTH,
@@ -28,7 +29,13 @@ from prefixlint.python.evaluate.env import (
     func_name,
     passed_argument,
 )
-from prefixlint.python.project import MAX_FILE_BYTES, MAX_SIBLING_MODULES, modules_defining, modules_storing
+from prefixlint.python.project import (
+    MAX_FILE_BYTES,
+    MAX_SIBLING_MODULES,
+    modules_defining,
+    modules_setting,
+    modules_storing,
+)
 from prefixlint.python.scopes import string_value
 from prefixlint.python.segments import (
     Hole,
@@ -210,6 +217,10 @@ class Objects(EvaluatorBase):
                     options.append(_as_state(stored))
         for expr in self._given_to_super(cls, attr):  # a pydantic model's field set by its constructor
             options.append(_as_state(self.value(expr, env.deeper())))
+        if options or class_scope.bindings.get(attr):  # `obj.attr = ...` elsewhere: one more value
+            for site, expr in self.set_from_outside(cls, attr):
+                found = site.value(expr, Env(depth=MAX_DEPTH // 2))
+                options.append(self.anchor(found, at) if at is not None else found)
         if options:
             return choice(options)
         declared = self.declared_field(cls, attr, env, at)
@@ -262,6 +273,41 @@ class Objects(EvaluatorBase):
         if default is None or isinstance(default, cst.Name) and default.value == "None":
             return None
         return self.value(default, Env(depth=MAX_DEPTH // 2))
+
+    def set_from_outside(self, cls: cst.ClassDef, attr: str) -> list[tuple[Self, cst.BaseExpression]]:
+        """The values the project assigns to `attr` of objects of `cls` from outside the class
+        (`interpreter.system_message = ...`, the object's class known where it is set): in at most
+        MAX_CALLER_MODULES modules, found by a text search; memoized per class and attribute."""
+        key = (id(cls), "set:" + attr)
+        memo = self.project.passed_classes
+        if key in memo:
+            return memo[key]
+        memo[key] = []  # an assignment whose receiver's class reads this attribute adds nothing more
+        out = []
+        for path in modules_setting(self.project, attr)[:MAX_CALLER_MODULES]:
+            site = self if os.path.abspath(path) == os.path.abspath(self.path) else self.evaluator(path)
+            for target, expr in site.attribute_assignments(attr) if site is not None else ():
+                owner = site.object_class(target.value, target, attr)
+                if owner is not None and owner[1] is cls:
+                    out.append((site, expr))
+        memo[key] = out
+        return out
+
+    def attribute_assignments(self, attr: str) -> list[tuple[cst.Attribute, cst.BaseExpression]]:
+        """`x.attr = value` statements of this module whose receiver is not `self`."""
+        out = []
+        for entering, node in self.index.events:
+            if not (entering and type(node) is cst.Assign):
+                continue
+            for target in node.targets:
+                t = target.target
+                if (
+                    isinstance(t, cst.Attribute)
+                    and t.attr.value == attr
+                    and not (isinstance(t.value, cst.Name) and t.value.value in ("self", "cls"))
+                ):
+                    out.append((t, node.value))
+        return out
 
     def declared_field(self, cls: cst.ClassDef, attr: str, env: Env, at: cst.CSTNode | None) -> Value | None:
         """`self.attr` where the class declares `attr` as data, as a component framework reads it
