@@ -83,16 +83,9 @@ class Objects(EvaluatorBase):
                         return self.anchor(value, node)
         if not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")):
             owner = self.object_class(receiver, node, node.attr.value)  # `Settings.TEXT`, `obj.text`
-            inferred = owner is None and (owner := self.constructed_owner(receiver, node)) is not None
             if owner is not None:
                 here = owner[0] is self
                 found = owner[0].class_attribute(owner[1], node.attr.value, env, at=node if here else None)
-                if (
-                    inferred
-                    and found is not None
-                    and not any(h.provenance.volatile for h in seen_at_source(found))
-                ):
-                    found = None  # a class guessed from its constructor calls: only a value seen is news
                 if found is not None and _unknown_parameter(found):
                     found = None  # a constructor's parameter its makers pass on: its name says more
                 if found is not None:
@@ -501,26 +494,6 @@ class Objects(EvaluatorBase):
                     return found
         return self._field_class(cls, attr)
 
-    def constructed_owner(
-        self, node: cst.BaseExpression, at: cst.CSTNode
-    ) -> tuple[Self, cst.ClassDef] | None:
-        """The class of `self.x` stored from a parameter that says nothing of its class
-        (`self.researcher = researcher`), as the constructor calls of this class tell."""
-        if not (
-            isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.value.value == "self"
-        ):
-            return None
-        cls = self.index.scope_for(at).cls
-        init = self.index.methods.get((cls.name.value, "__init__")) if cls is not None else None
-        for binding in self.index.instance_attrs.get((cls.name.value, node.attr.value), ()) if cls else ():
-            if isinstance(binding.expr, cst.Name) and init is not None:
-                found = self.passed_class(init, binding.expr.value)
-                if found is not None:
-                    return found
-        return None
-
     def passed_class(self, fn: cst.FunctionDef, param: str) -> tuple[Self, cst.ClassDef] | None:
         """The class of what the project's calls of `fn` pass for `param`, when the parameter says
         nothing itself: `ReportGenerator(self)` in a method of `GPTResearcher` makes `researcher`
@@ -645,11 +618,6 @@ def _unknown_parameter(value: Value) -> bool:
         and not value[0].provenance.volatile
         and value[0].param is not None
     )
-
-
-def seen_at_source(value: Value) -> list[Hole]:
-    """The holes of a value that come from a source seen in the code, not guessed from a name."""
-    return [h for h in holes(value) if not h.by_name and not h.weak]
 
 
 def _as_state(stored: Value) -> Value:
