@@ -40,6 +40,7 @@ from prefixlint.python.scopes import string_value
 from prefixlint.python.segments import (
     Hole,
     Provenance,
+    Text,
     Value,
     choice,
     first_volatile,
@@ -210,10 +211,14 @@ class Objects(EvaluatorBase):
                     options.append(_as_state(stored))
         for expr in self._given_to_super(cls, attr):  # a pydantic model's field set by its constructor
             options.append(_as_state(self.value(expr, env.deeper())))
-        if options or class_scope.bindings.get(attr):  # `obj.attr = ...` elsewhere: one more value
+        if any(isinstance(s, Text) for o in options for s in o):
+            # text the class keeps (not a handle or a config): what `obj.attr = ...` sets elsewhere
+            # is one more value (looked for only then: the modules searched count against the
+            # checked file's import budget)
             for site, expr in self.set_from_outside(cls, attr):
                 found = site.value(expr, Env(depth=MAX_DEPTH // 2))
-                options.append(self.anchor(found, at) if at is not None else found)
+                if any(isinstance(s, Text) for s in found) or first_volatile(found) is not None:
+                    options.append(self.anchor(found, at) if at is not None else found)
         if options:
             return choice(options)
         declared = self.declared_field(cls, attr, env, at)
