@@ -277,8 +277,12 @@ class Project:
 
 
 _DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
-# An attribute an object keeps: `self.name = ...` (or annotated), or a field in a class body.
-_STORE = re.compile(r"\bself\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)|^[ \t]+(\w+)[ \t]*:[^=\n]*=?", re.MULTILINE)
+# An attribute an object keeps: `self.name = ...` (or annotated), or a field in a class body
+# (`name: str = ...`; not a parameter on a line of its own, `name: str,`, which ends with a comma).
+_STORE = re.compile(
+    r"\bself\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)|^[ \t]+(\w+)[ \t]*:[ \t]*[A-Za-z_](?:[^\n]*[^,\s])?[ \t]*$",
+    re.MULTILINE,
+)
 # An attribute set on an object from outside it: `interpreter.system_message = ...`.
 _SET_ON = re.compile(r"^[ \t]*(?!self\.)[A-Za-z_][\w.]*\.(\w+)[ \t]*=(?!=)", re.MULTILINE)
 # Project roots indexed in this process: method name -> the modules that define one (indented defs),
