@@ -3,7 +3,7 @@ builder's parameter (issue 28, point 4).
 
 A parameter judged by its name (`question`, `context`) is per request only "if its callers pass
 one": until something is seen passing one, a finding on it stays at info. This walks the project's
-calls back from that parameter (valuecalls.callers, valuecalls.constructions: the call graph the
+calls back from that parameter (Evaluator.callers, Evaluator.constructions: the call graph the
 wrappers' summaries use, not a second one) to where the value comes from:
 
 - a parameter of a request entry point (a web route, a chat handler, a Django view, a function
@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from prefixlint.python.evaluate import MAX_CALLERS, Evaluator
+from prefixlint.python.evaluate.callsites import texts_matching
 from prefixlint.python.frameworks.names import positional_parameters
 from prefixlint.python.project import read_text
 from prefixlint.python.segments import Hole, Provenance
-from prefixlint.python.valuecalls import callers, constructions, texts_matching
 
 MAX_DEPTH = 10  # calls up from the prompt builder (gpt-researcher's CLI to its prompt is 8)
 MAX_STEPS = 40  # parameters looked at for one question
@@ -79,7 +79,7 @@ def _passer(ev: Evaluator, hole: Hole) -> Passer | None:
     # an attribute of the object (`self.researcher.query`): what the classes that set it are given
     node = _attribute_at(ev, hole) if not hole.path or hole.path == ev.path else None
     cls = ev.index.scope_for(node).cls if node is not None else None
-    if node is None or cls is None or not constructions(ev, cls):
+    if node is None or cls is None or not ev.constructions(cls):
         return None  # an object nobody makes reads nothing a request passes
     first: list[_Param] = []
     for found in _attribute(ev, node, 0):
@@ -147,7 +147,7 @@ def _step(param: _Param) -> Iterator[Passer | _Param]:
         return
     cls = ev.index.class_of.get(fn)
     made = fn.name.value == "__init__" and cls is not None
-    sites = constructions(ev, cls) if made and cls is not None else callers(ev, fn)
+    sites = ev.constructions(cls) if made and cls is not None else ev.callers(fn)
     for site_ev, call in sites[:MAX_CALLERS]:
         node = _argument(site_ev, fn, call, param.name)
         if node is not None:

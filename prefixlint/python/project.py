@@ -85,6 +85,11 @@ class Project:
     summary_cuts: int = 0  # project functions the wrapper depth limit left unfollowed (summaries.py)
     passed: dict[tuple[int, str], list] = field(default_factory=dict)  # what a callable parameter gets
     registries: dict[tuple[str, str], list] = field(default_factory=dict)  # classes a registry holds
+    # parameter -> the class of what the project's calls of its function pass (evaluate/objects.py)
+    passed_classes: dict[tuple[int, str], Any] = field(default_factory=dict)
+    # (constructor, parameter) -> what the project's constructions pass for it (evaluate/objects.py)
+    constructed: dict[tuple[int, str], Any] = field(default_factory=dict)
+    passing: int = 0  # calls up being followed for such a class now (objects.MAX_PASSED_HOPS)
     # parameter (or attribute read) -> the request entry point seen to pass it a per-request value
     # (entrypoints.py)
     entry_passers: dict[object, Any] = field(default_factory=dict)
@@ -281,23 +286,51 @@ class Project:
 
 
 _DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
-# Project roots indexed in this process: method name -> the modules that define one (indented defs).
+# An attribute an object keeps: `self.name = ...` (or annotated), or a field in a class body
+# (`name: str = ...`; not a parameter on a line of its own, `name: str,`, which ends with a comma).
+_STORE = re.compile(
+    r"\bself\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)|^[ \t]+(\w+)[ \t]*:[ \t]*[A-Za-z_](?:[^\n]*[^,\s])?[ \t]*$",
+    re.MULTILINE,
+)
+# An attribute set on an object from outside it: `interpreter.system_message = ...`.
+_SET_ON = re.compile(r"^[ \t]*(?!self\.)[A-Za-z_][\w.]*\.(\w+)[ \t]*=(?!=)", re.MULTILINE)
+# Project roots indexed in this process: method name -> the modules that define one (indented defs),
+# attribute name -> the modules that store one, and those that set one on another object.
 _DEFINED: dict[str, dict[str, list[str]]] = {}
+_STORED: dict[str, dict[str, list[str]]] = {}
+_SET: dict[str, dict[str, list[str]]] = {}
 
 
-def _definitions(project: Project) -> dict[str, list[str]]:
-    found = _DEFINED.get(project.root)
+def _names_index(
+    project: Project, table: dict[str, dict[str, list[str]]], pattern: re.Pattern
+) -> dict[str, list[str]]:
+    found = table.get(project.root)
     if found is None:
-        found = _DEFINED[project.root] = {}
+        found = table[project.root] = {}
         for path in python_sources(project):
-            for name in set(_DEF.findall(read_text(path) or "")):
+            names = {
+                n if isinstance(n, str) else next(p for p in n if p)
+                for n in pattern.findall(read_text(path) or "")
+            }
+            for name in names:
                 found.setdefault(name, []).append(path)
     return found
 
 
 def modules_defining(project: Project, name: str) -> list[str]:
     """The project modules that define a method (an indented `def`) called `name`."""
-    return _definitions(project).get(name, [])
+    return _names_index(project, _DEFINED, _DEF).get(name, [])
+
+
+def modules_storing(project: Project, name: str) -> list[str]:
+    """The project modules whose objects keep an attribute called `name` (`self.name = ...`, or a
+    field of a class body)."""
+    return _names_index(project, _STORED, _STORE).get(name, [])
+
+
+def modules_setting(project: Project, name: str) -> list[str]:
+    """The project modules that set an attribute called `name` on an object (`obj.name = ...`)."""
+    return _names_index(project, _SET, _SET_ON).get(name, [])
 
 
 def is_test_file(relative: str) -> bool:

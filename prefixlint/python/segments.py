@@ -286,6 +286,20 @@ def map_holes(value: Value, fn: Callable[[Hole], Segment]) -> Value:
     return tuple(out)
 
 
+def splice_holes(value: Value, fn: Callable[[Hole], Value | None]) -> Value:
+    """The value with each hole (inside choices too) for which `fn` gives a value replaced by it."""
+    parts: list[Value] = []
+    for s in value:
+        if isinstance(s, Hole):
+            found = fn(s)
+            parts.append((s,) if found is None else found)
+        elif isinstance(s, Choice):
+            parts.append((Choice(tuple(splice_holes(o, fn) for o in s.options)),))
+        else:
+            parts.append((s,))
+    return concat(*parts)
+
+
 def without(value: Value, provenance: Provenance) -> Value:
     """The value with holes of one provenance made unknown (e.g. `sorted()` orders a set)."""
     return map_holes(

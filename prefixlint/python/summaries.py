@@ -126,7 +126,7 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
     """The project functions a call may run (`owner` None), or the class it constructs (`fn` its
     `__init__`, `owner` the class)."""
     if isinstance(call.func, cst.Attribute):
-        receiver = ev.receiver_class(call.func.value, call)
+        receiver = ev.receiver_class(call.func.value, call, call.func.attr.value)
         # the class's method or an override in a project subclass (an abstract `Model.generate`)
         methods = dispatch(receiver[0], receiver[1], call.func.attr.value) if receiver is not None else []
         if receiver is None:  # an object made from a registry look-up: any registered class's method
@@ -142,7 +142,7 @@ def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
         init = cls[0].method(cls[1], "__init__")
         return [(cls[0], init[1], cls[1])] if init is not None else []
     # `model(messages)`, `self.model(messages)` on an object of a project class: its `__call__`
-    called = ev.receiver_class(call.func, call)
+    called = ev.receiver_class(call.func, call, "__call__")
     if called is not None:
         return [(m_ev, fn, None) for m_ev, fn in dispatch(called[0], called[1], "__call__")]
     if not isinstance(call.func, cst.Attribute):

@@ -14,27 +14,23 @@ passed or bound as a value rather than written as the called expression.
   returns, or the caller's own parameter passed on (followed up to MAX_HOPS callers up).
 
 Everything is read from the indexes already built; the callers in other modules are found by a text
-search (once per name and process) and only those are parsed, at most MAX_CALLER_MODULES of them.
+search (once per name and process, Evaluator.callers) and only those are parsed, at most
+MAX_CALLER_MODULES of them.
 What a call reached so sends is worked out with the wrappers' summaries (summaries.value_requests).
 """
 
 from __future__ import annotations
 
-import os
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from prefixlint.python.evaluate import MAX_CALLERS, Evaluator, calls_in
 from prefixlint.python.frameworks import SinkModel
-from prefixlint.python.project import Project, python_sources, read_text
 
 # Names, partials, factories and callers followed for one callable (a closure made by a factory,
 # assigned to a name, passed through two methods to the one that calls it is five).
 MAX_HOPS = 5
-MAX_CALLER_MODULES = 4  # other modules parsed for the callers of one function
 
 
 @dataclass(frozen=True)
@@ -212,7 +208,7 @@ def passed_callables(ev: Evaluator, fn: cst.FunctionDef, name: str, hops: int = 
     memo[key] = []
     out: list[Passed] = []
     seen: set[int] = set()
-    for site_ev, site in callers(ev, fn)[:MAX_CALLERS]:
+    for site_ev, site in ev.callers(fn)[:MAX_CALLERS]:
         node = _argument_for(fn, site, name)
         if node is None:
             continue
@@ -287,94 +283,3 @@ def nested_function(ev: Evaluator, fn: cst.FunctionDef, name: str) -> cst.Functi
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
             found = stmt
     return found
-
-
-def callers(ev: Evaluator, fn: cst.FunctionDef) -> list[tuple[Evaluator, cst.Call]]:
-    """The calls of `fn` in the project: in its module, then in the modules whose text calls its
-    name (a method called on an object whose class is not seen counts, as does a call that resolves
-    to a method of that name of another class, an override or the base it overrides)."""
-    name = fn.name.value
-    method = fn in ev.index.class_of
-    if method:
-        pattern = r"\." + re.escape(name) + r"\("
-    else:  # `ask(...)`, or through its module: `prompts.ask(...)` after `from app import prompts`
-        pattern = r"(?<![\w.])(?:" + re.escape(_module_name(ev.path)) + r"\.)?" + re.escape(name) + r"\("
-    return _calls_in_project(ev, name, pattern, lambda site_ev, c: _calls(site_ev, c, fn, method))
-
-
-def _module_name(path: str) -> str:
-    """The name a module is imported by, last part: `prompts` of app/prompts.py, `app` of app/__init__.py."""
-    stem = os.path.splitext(os.path.basename(path))[0]
-    return os.path.basename(os.path.dirname(os.path.abspath(path))) if stem == "__init__" else stem
-
-
-def constructions(ev: Evaluator, cls: cst.ClassDef) -> list[tuple[Evaluator, cst.Call]]:
-    """The calls in the project that make an object of `cls` (`GPTResearcher(query=...)`), found
-    as `callers` finds a function's: what they pass is what its `__init__` gets."""
-    name = cls.name.value
-
-    def makes(site_ev: Evaluator, call: cst.Call) -> bool:
-        found = site_ev.find_class(call.func, reexported=True)
-        return found is not None and found[1] is cls
-
-    return _calls_in_project(ev, name, r"(?<![\w])" + re.escape(name) + r"\(", makes)
-
-
-def _calls_in_project(
-    ev: Evaluator, name: str, pattern: str, keep: Callable[[Evaluator, cst.Call], bool]
-) -> list[tuple[Evaluator, cst.Call]]:
-    """The calls named `name` that `keep` accepts: in `ev`'s module, then in at most
-    MAX_CALLER_MODULES others whose text matches `pattern`, the nearest first."""
-    out = [(ev, c) for c in ev.calls_named(name) if keep(ev, c)]
-    found = 0
-    here = os.path.abspath(ev.path)
-    nearest = sorted(  # the modules beside it first (a package calls its own code), then by path
-        texts_matching(ev.project, name, pattern), key=lambda p: (-len(os.path.commonpath([p, here])), p)
-    )
-    for path in nearest:
-        if os.path.abspath(path) == here or found >= MAX_CALLER_MODULES:
-            continue
-        other = ev.evaluator(path)
-        if other is None:
-            continue
-        found += 1
-        out += [(other, c) for c in other.calls_named(name) if keep(other, c)]
-    return out
-
-
-def _calls(ev: Evaluator, call: cst.Call, fn: cst.FunctionDef, method: bool) -> bool:
-    if method and not isinstance(call.func, cst.Attribute):
-        return False
-    resolved = ev.resolve_callable(call.func, call)
-    if resolved is None:
-        # `manager.think(...)` on an object whose class is not seen; a function imported through a
-        # package that re-exports it (`from ..actions import write_intro`)
-        if method:
-            return True
-        found = ev.imported_definition(
-            ev.index.qualified_names(call.func, ev.index.module_scope), 3, "functions"
-        )
-        return found is not None and found[1] is fn
-    return resolved[1] is fn or method and resolved[1].name.value == fn.name.value
-
-
-_TEXT_CALLERS: dict[tuple[str, str], list[str]] = {}
-
-
-def texts_matching(project: Project, name: str, pattern: str) -> list[str]:
-    """The project's modules whose text holds `name` and matches `pattern` (a text search, once per
-    pattern and process)."""
-    key = (project.root, pattern)
-    if key not in _TEXT_CALLERS:
-        needle = re.compile(pattern)
-        found = _TEXT_CALLERS[key] = []
-        for path in python_sources(project):
-            content = read_text(path)
-            if content is not None and name in content and needle.search(content):
-                found.append(path)
-    return _TEXT_CALLERS[key]
-
-
-def forget() -> None:
-    """A new run searches afresh (files may have changed since the last)."""
-    _TEXT_CALLERS.clear()

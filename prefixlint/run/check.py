@@ -56,8 +56,8 @@ def check_paths(paths: list[str], run: RunPlan, workers: int | None, analyse: An
         sys.modules["prefixlint.python.dispatch"].forget()
     if "prefixlint.python.hierarchy" in sys.modules:  # classes may have been added since
         sys.modules["prefixlint.python.hierarchy"].forget()
-    if "prefixlint.python.valuecalls" in sys.modules:  # callers may have been added since
-        sys.modules["prefixlint.python.valuecalls"].forget()
+    if "prefixlint.python.evaluate.callsites" in sys.modules:  # callers may have been added since
+        sys.modules["prefixlint.python.evaluate.callsites"].forget()
     if "prefixlint.python.registries" in sys.modules:  # registered classes may have been added since
         sys.modules["prefixlint.python.registries"].forget()
     if "prefixlint.python.reachability" in sys.modules:  # references may have been added since

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from prefixlint.python.evaluate.appended import Appended
 from prefixlint.python.evaluate.calls import Calls, calls_in
+from prefixlint.python.evaluate.callsites import CallSites
 from prefixlint.python.evaluate.config_reads import ConfigReads
 from prefixlint.python.evaluate.containers import Containers
 from prefixlint.python.evaluate.env import (
@@ -57,6 +58,7 @@ class Evaluator(
     Names,
     Parameters,
     Calls,
+    CallSites,
     Objects,
     PromptFiles,
     ConfigReads,

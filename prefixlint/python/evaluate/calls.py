@@ -289,7 +289,7 @@ class Calls(EvaluatorBase):
         if found is not None:
             return found
         if isinstance(func, cst.Attribute):  # `Builder().build()`, `builder.build()`
-            owner = self.object_class(func.value, call)
+            owner = self.object_class(func.value, call, func.attr.value)
             if owner is not None:
                 return owner[0].method(owner[1], func.attr.value)
         return None

@@ -172,6 +172,31 @@ def constant_arguments(fn: cst.FunctionDef, call: cst.Call) -> dict[str, object]
     return {k: v for k, v in out.items() if v is not UNDECIDED}
 
 
+SPREAD = object()  # a call that may pass a parameter through `**mapping` (passed_argument)
+
+
+def passed_argument(fn: cst.FunctionDef, call: cst.Call, name: str) -> cst.BaseExpression | object | None:
+    """What `call` passes for parameter `name` of `fn`, as bind_arguments binds it: by keyword,
+    else at its position (a method's `self` is not passed; none after a `*args`), SPREAD when only
+    a `**mapping` may hold it, None when the call leaves it out."""
+    params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    found: cst.BaseExpression | object | None = None
+    positional = [a for a in call.args if a.keyword is None]
+    for param, arg in zip(params, positional, strict=False):
+        if arg.star:
+            break
+        if param == name:
+            found = arg.value
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            found = arg.value
+    if found is None and any(a.star == "**" for a in call.args):
+        return SPREAD
+    return found
+
+
 def _inside(index: ModuleIndex, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
     """Whether `node` is within `fn` (a recursive call says nothing about outside callers)."""
     start, end = index.positions.get(fn, ((0, 0), (0, 0)))

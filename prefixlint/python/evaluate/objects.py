@@ -18,18 +18,41 @@ import libcst as cst
 
 from prefixlint.python.annotations import annotation_names, parameter_annotation
 from prefixlint.python.evaluate.base import EvaluatorBase
+from prefixlint.python.evaluate.callsites import MAX_CALLER_MODULES
 from prefixlint.python.evaluate.env import (
+    MAX_CALLERS,
     MAX_DEPTH,
     Env,
     _annotation_heads,
     _default_of,
     _inside,
     func_name,
+    passed_argument,
 )
-from prefixlint.python.project import MAX_FILE_BYTES, MAX_SIBLING_MODULES, importers, modules_defining
+from prefixlint.python.project import (
+    MAX_FILE_BYTES,
+    MAX_SIBLING_MODULES,
+    modules_defining,
+    modules_setting,
+    modules_storing,
+)
 from prefixlint.python.scopes import string_value
-from prefixlint.python.segments import Hole, Provenance, Value, choice, first_volatile, holes, map_holes
+from prefixlint.python.segments import (
+    Hole,
+    Provenance,
+    Text,
+    Value,
+    choice,
+    first_volatile,
+    holes,
+    map_holes,
+    splice_holes,
+)
 from prefixlint.python.volatile import name_provenance, qualified_provenance, reads_environment
+
+# Calls up followed for the class of a parameter (`respond(self)` passed on through two wrappers
+# is three): each parses at most MAX_CALLER_MODULES modules.
+MAX_PASSED_HOPS = 3
 
 
 class Objects(EvaluatorBase):
@@ -60,17 +83,12 @@ class Objects(EvaluatorBase):
                     if value is not None:
                         return self.anchor(value, node)
         if not (isinstance(receiver, cst.Name) and receiver.value in ("self", "cls")):
-            owner = self.object_class(receiver, node)  # `Settings.TEXT`, `Settings().TEXT`, `obj.text`
-            inferred = owner is None and (owner := self.constructed_owner(receiver, node)) is not None
+            owner = self.object_class(receiver, node, node.attr.value)  # `Settings.TEXT`, `obj.text`
             if owner is not None:
                 here = owner[0] is self
                 found = owner[0].class_attribute(owner[1], node.attr.value, env, at=node if here else None)
-                if (
-                    inferred
-                    and found is not None
-                    and not any(h.provenance.volatile for h in seen_at_source(found))
-                ):
-                    found = None  # a class guessed from its constructor calls: only a value seen is news
+                if found is not None and _unknown_parameter(found):
+                    found = None  # a constructor's parameter its makers pass on: its name says more
                 if found is not None:
                     return found if here else self.anchor(found, node)
         base = self.value(receiver, env.deeper())
@@ -103,16 +121,19 @@ class Objects(EvaluatorBase):
             return self.value(args[2], env.deeper())
         return found
 
-    def object_class(self, node: cst.BaseExpression, at: cst.CSTNode) -> tuple[Self, cst.ClassDef] | None:
+    def object_class(
+        self, node: cst.BaseExpression, at: cst.CSTNode, member: str | None = None
+    ) -> tuple[Self, cst.ClassDef] | None:
         """The project class `node` names (`Settings`) or makes (`Settings()`), or the class of the
-        object it holds (`builder = Builder()`, a parameter `b: Builder`, `self.builder`)."""
+        object it holds (`builder = Builder()`, a parameter `b: Builder`, `self.builder`);
+        `member`: what is read of it (receiver_class)."""
         if isinstance(node, cst.Call):
             return self.find_class(node.func, reexported=True)
         if isinstance(node, (cst.Name, cst.Attribute)):
             found = self.find_class(node)
             if found is not None:
                 return found
-            return self.receiver_class(node, at)
+            return self.receiver_class(node, at, member)
         return None
 
     def instance_state(self, node: cst.BaseExpression, env: Env) -> dict[cst.CSTNode, dict[str, Value]]:
@@ -181,7 +202,8 @@ class Objects(EvaluatorBase):
             if binding.expr is not None:
                 # A parameter a method stores on the object (`self.summary = summary`) is the
                 # object's state, not an input of the request that reads it later.
-                options.append(_as_state(self.value(binding.expr, env.deeper())))
+                stored = _as_state(self.value(binding.expr, env.deeper()))
+                options.append(self.constructed(cls, stored, env, at))
         for binding in self.index.instance_unpacked.get((cls.name.value, attr), ()):
             if binding.expr is not None:  # `self.agent, self.role = choose(task)`: its element
                 stored = self.element_value(binding.expr, binding.element, env.deeper())
@@ -189,6 +211,14 @@ class Objects(EvaluatorBase):
                     options.append(_as_state(stored))
         for expr in self._given_to_super(cls, attr):  # a pydantic model's field set by its constructor
             options.append(_as_state(self.value(expr, env.deeper())))
+        if any(isinstance(s, Text) for o in options for s in o):
+            # text the class keeps (not a handle or a config): what `obj.attr = ...` sets elsewhere
+            # is one more value (looked for only then: the modules searched count against the
+            # checked file's import budget)
+            for site, expr in self.set_from_outside(cls, attr):
+                found = site.value(expr, Env(depth=MAX_DEPTH // 2))
+                if any(isinstance(s, Text) for s in found) or first_volatile(found) is not None:
+                    options.append(self.anchor(found, at) if at is not None else found)
         if options:
             return choice(options)
         declared = self.declared_field(cls, attr, env, at)
@@ -208,6 +238,74 @@ class Objects(EvaluatorBase):
             if options:
                 return choice(options)
         return None
+
+    def constructed(self, cls: cst.ClassDef, stored: Value, env: Env, at: cst.CSTNode | None) -> Value:
+        """What an attribute stored from a constructor's parameter (`self.pr_url = pr_url`) holds:
+        what the project's constructions of `cls` pass for it, else its default when nothing makes
+        one (placed where it is read, `at`). Not while a method of `cls` is summarised as a wrapper:
+        there the call that makes the object fills it (summaries.py)."""
+        init = self.index.methods.get((cls.name.value, "__init__"))
+        if init is None or not any(h.param is not None and h.param[0] == id(init) for h in holes(stored)):
+            return stored
+        if env.summary is not None and self.index.class_of.get(env.summary) is cls:
+            return stored
+
+        def given(hole: Hole) -> Value | None:
+            if hole.param is None or hole.param[0] != id(init):
+                return None
+            key = (id(init), hole.param[1])
+            memo = self.project.constructed
+            if key not in memo:
+                memo[key] = None  # a construction that reads the attribute it sets gives nothing more
+                memo[key] = self._constructed_with(cls, init, hole.param[1])
+            found = memo[key]
+            return self.anchor(found, at) if found is not None and at is not None else found
+
+        return splice_holes(stored, given)
+
+    def _constructed_with(self, cls: cst.ClassDef, init: cst.FunctionDef, name: str) -> Value | None:
+        sites = self.constructions(cls)[:MAX_CALLERS]
+        if sites:
+            return self.passed_at(init, name, sites)
+        default = _default_of(init, name)
+        if default is None or isinstance(default, cst.Name) and default.value == "None":
+            return None
+        return self.value(default, Env(depth=MAX_DEPTH // 2))
+
+    def set_from_outside(self, cls: cst.ClassDef, attr: str) -> list[tuple[Self, cst.BaseExpression]]:
+        """The values the project assigns to `attr` of objects of `cls` from outside the class
+        (`interpreter.system_message = ...`, the object's class known where it is set): in at most
+        MAX_CALLER_MODULES modules, found by a text search; memoized per class and attribute."""
+        key = (id(cls), "set:" + attr)
+        memo = self.project.passed_classes
+        if key in memo:
+            return memo[key]
+        memo[key] = []  # an assignment whose receiver's class reads this attribute adds nothing more
+        out = []
+        for path in modules_setting(self.project, attr)[:MAX_CALLER_MODULES]:
+            site = self if os.path.abspath(path) == os.path.abspath(self.path) else self.evaluator(path)
+            for target, expr in site.attribute_assignments(attr) if site is not None else ():
+                owner = site.object_class(target.value, target, attr)
+                if owner is not None and owner[1] is cls:
+                    out.append((site, expr))
+        memo[key] = out
+        return out
+
+    def attribute_assignments(self, attr: str) -> list[tuple[cst.Attribute, cst.BaseExpression]]:
+        """`x.attr = value` statements of this module whose receiver is not `self`."""
+        out = []
+        for entering, node in self.index.events:
+            if not (entering and type(node) is cst.Assign):
+                continue
+            for target in node.targets:
+                t = target.target
+                if (
+                    isinstance(t, cst.Attribute)
+                    and t.attr.value == attr
+                    and not (isinstance(t.value, cst.Name) and t.value.value in ("self", "cls"))
+                ):
+                    out.append((t, node.value))
+        return out
 
     def declared_field(self, cls: cst.ClassDef, attr: str, env: Env, at: cst.CSTNode | None) -> Value | None:
         """`self.attr` where the class declares `attr` as data, as a component framework reads it
@@ -351,9 +449,13 @@ class Objects(EvaluatorBase):
             out += [(other, fn) for (_, method), fn in sorted(other.index.methods.items()) if method == name]
         return out
 
-    def receiver_class(self, node: cst.BaseExpression, at: cst.CSTNode) -> tuple[Self, cst.ClassDef] | None:
-        """The project class of an object: `x = Client(...)`, a parameter `x: Client`, `self.x` set to
-        `Client(...)` (or a parameter so annotated) in a method, or a class attribute `x: Client`."""
+    def receiver_class(
+        self, node: cst.BaseExpression, at: cst.CSTNode, member: str | None = None
+    ) -> tuple[Self, cst.ClassDef] | None:
+        """The project class of an object: `x = Client(...)`, a parameter `x: Client` (or one the
+        project's callers pass a `Client` for, when `member`, what is read of it, is a method or an
+        attribute some project class has), `self.x` set to `Client(...)` (or a parameter so
+        annotated) in a method, a class attribute `x: Client`, or `obj.x` of such an object."""
         if isinstance(node, cst.Name):
             scope = self.index.scope_for(at)
             for binding in reversed(scope.bindings.get(node.value, ())):
@@ -363,79 +465,75 @@ class Objects(EvaluatorBase):
             outer = self.index.enclosing_function(scope.node)
             if found is None and outer is not None and node.value not in scope.params:
                 found = self._scope_class(outer, node.value)  # a closure's name, of the function around it
+            if (
+                found is None
+                and member is not None
+                and isinstance(scope.node, cst.FunctionDef)
+                and node.value in scope.params
+                and (modules_defining(self.project, member) or modules_storing(self.project, member))
+            ):
+                found = self.passed_class(scope.node, node.value)  # `respond(self)` in a method
             return found
-        if (
-            isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.value.value == "self"
-        ):
-            cls = self.index.scope_for(at).cls
-            if cls is None:
-                return None
-            for binding in self.index.instance_attrs.get((cls.name.value, node.attr.value), ()):
-                expr = binding.expr
-                # `self.llm = Client(...)`, `self.llm = llm` (a parameter `llm: Client`), or
-                # `self.llm = handler()` (a parameter `handler: type[Base] = Client`)
-                target = expr.func if isinstance(expr, cst.Call) else expr
-                if isinstance(target, (cst.Name, cst.Attribute)) and target is not None:
-                    found = self.find_class(target) or self._parameter_class(target)
-                    if found is not None:
-                        return found
-            return self._field_class(cls, node.attr.value)
-        return None
-
-    def constructed_owner(
-        self, node: cst.BaseExpression, at: cst.CSTNode
-    ) -> tuple[Self, cst.ClassDef] | None:
-        """The class of `self.x` stored from a parameter that says nothing of its class
-        (`self.researcher = researcher`), as the constructor calls of this class tell."""
-        if not (
-            isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.value.value == "self"
-        ):
+        if not isinstance(node, cst.Attribute):
             return None
-        cls = self.index.scope_for(at).cls
-        for binding in self.index.instance_attrs.get((cls.name.value, node.attr.value), ()) if cls else ():
-            if isinstance(binding.expr, cst.Name):
-                found = self._constructed_class(cls, binding.expr.value)
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            cls = self.index.scope_for(at).cls
+            return self.attribute_class(cls, node.attr.value) if cls is not None else None
+        owner = self.receiver_class(node.value, at, node.attr.value)  # `interpreter.llm`, `self.agent.llm`
+        return owner[0].attribute_class(owner[1], node.attr.value) if owner is not None else None
+
+    def attribute_class(self, cls: cst.ClassDef, attr: str) -> tuple[Self, cst.ClassDef] | None:
+        """The project class of what an instance of `cls` holds in `attr`: `self.llm = Client(...)`,
+        `self.llm = llm` (a parameter `llm: Client`, or one its constructions pass a `Client` for),
+        `self.llm = handler()` (a parameter `handler: type[Base] = Client`), or a field `llm: Client`."""
+        for binding in self.index.instance_attrs.get((cls.name.value, attr), ()):
+            expr = binding.expr
+            target = expr.func if isinstance(expr, cst.Call) else expr
+            if isinstance(target, (cst.Name, cst.Attribute)):
+                found = self.find_class(target) or self._parameter_class(target)
+                if found is None and isinstance(target, cst.Name) and target is expr:
+                    fn = self.index.scope_for(target).node
+                    if isinstance(fn, cst.FunctionDef) and target.value in self.index.scopes[fn].params:
+                        found = self.passed_class(fn, target.value)
                 if found is not None:
                     return found
-        return None
+        return self._field_class(cls, attr)
 
-    def _constructed_class(self, cls: cst.ClassDef, param: str) -> tuple[Self, cst.ClassDef] | None:
-        """The class of what the project's constructor calls of `cls` pass for `param` of its
-        `__init__`, when the parameter says nothing itself: `ReportGenerator(self)` in a method of
-        `GPTResearcher` makes `researcher` a `GPTResearcher`. Sought in this module and in those
-        that import it; the first call that tells."""
-        init = self.method(cls, "__init__")
-        key = (id(cls), "constructed:" + param)
-        if init is None or init[0] is not self or key in self.project.reading:
-            return None
-        fn = init[1]
+    def passed_class(self, fn: cst.FunctionDef, param: str) -> tuple[Self, cst.ClassDef] | None:
+        """The class of what the project's calls of `fn` pass for `param`, when the parameter says
+        nothing itself: `ReportGenerator(self)` in a method of `GPTResearcher` makes `researcher`
+        of `ReportGenerator.__init__` a `GPTResearcher`, `respond(self)` in a method of
+        `Interpreter` makes `interpreter` one. The first call that tells (Evaluator.callers,
+        Evaluator.constructions); memoized per parameter, none while it is being worked out."""
+        key = (id(fn), "passed class:" + param)
+        memo = self.project.passed_classes
+        if key in memo:
+            return memo[key]
         names = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
-        if param not in names or names.index(param) == 0:
+        if param not in names or key in self.project.reading or self.project.passing >= MAX_PASSED_HOPS:
             return None
-        position = names.index(param) - 1  # the call does not pass `self`
+        cls = self.index.class_of.get(fn)
+        if cls is not None and (names.index(param) == 0 or fn.name.value != "__init__"):
+            return None  # a method's callers are sought by its name alone, on any object: too many
+        found = None
         self.project.reading.add(key)
+        self.project.passing += 1
         try:
-            for path in [self.path, *importers(self.project, self.path, api=False)][:MAX_SIBLING_MODULES]:
-                other = self if path == self.path else self.evaluator(path)
-                for call in other.calls_named(cls.name.value) if other is not None else ():
-                    made = other.find_class(call.func, reexported=True)
-                    arg = _passed(call, param, position)
-                    if made is None or made[1] is not cls or arg is None:
-                        continue
-                    if isinstance(arg, cst.Name) and arg.value == "self":
-                        owner = other.index.scope_for(call).cls
-                        found = (other, owner) if owner is not None else None
-                    else:
-                        found = other.object_class(arg, call)
-                    if found is not None:
-                        return found
+            sites = self.constructions(cls) if cls is not None else self.callers(fn)
+            for site, call in sites[:MAX_CALLERS]:
+                arg = passed_argument(fn, call, param)
+                if isinstance(arg, cst.Name) and arg.value == "self":
+                    owner = site.index.scope_for(call).cls
+                    found = (site, owner) if owner is not None else None
+                elif isinstance(arg, cst.BaseExpression):
+                    found = site.object_class(arg, call)
+                if found is not None:
+                    break
         finally:
             self.project.reading.discard(key)
-        return None
+            self.project.passing -= 1
+        memo[key] = found
+        return found
 
     def _field_class(self, cls: cst.ClassDef, name: str, depth: int = 0) -> tuple[Self, cst.ClassDef] | None:
         """The class a field is annotated with in a class body (`model: Model = field(...)` of a
@@ -517,23 +615,14 @@ def _connected_per_request(
     return any(t in request_types for t in written)
 
 
-def _passed(call: cst.Call, keyword: str, position: int) -> cst.BaseExpression | None:
-    """What a call passes for a parameter: by its keyword, else at its position (no `*args` before)."""
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = []
-    for arg in call.args:
-        if arg.star:
-            return None
-        if arg.keyword is None:
-            positional.append(arg.value)
-    return positional[position] if position < len(positional) else None
-
-
-def seen_at_source(value: Value) -> list[Hole]:
-    """The holes of a value that come from a source seen in the code, not guessed from a name."""
-    return [h for h in holes(value) if not h.by_name and not h.weak]
+def _unknown_parameter(value: Value) -> bool:
+    """A value that is only a parameter nothing tells more of (a constructor's, its makers unseen)."""
+    return (
+        len(value) == 1
+        and isinstance(value[0], Hole)
+        and not value[0].provenance.volatile
+        and value[0].param is not None
+    )
 
 
 def _as_state(stored: Value) -> Value:

@@ -10,6 +10,7 @@ are per-request values there. A template parameter with a default holds that def
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Self
 
 import libcst as cst
 
@@ -20,10 +21,12 @@ from prefixlint.python.evaluate.env import (
     MAX_CALLERS,
     MAX_DEPTH,
     PARAMETER_OF,
+    SPREAD,
     Env,
     _annotation_heads,
     _default_of,
     _inside,
+    passed_argument,
 )
 from prefixlint.python.scopes import ModuleIndex, Scope
 from prefixlint.python.scopes import names_in_target as _names_in_target
@@ -118,33 +121,36 @@ class Parameters(EvaluatorBase):
     def passed_by_callers(self, fn: cst.FunctionDef, name: str) -> Value | None:
         """What the calls of `fn` in this module pass for parameter `name` (its default where a call
         leaves it out), or None when nothing in this module calls it: then its caller is unknown."""
-        key = (id(fn), name)
-        if key in self.project.following:
-            return None
         calls = [
-            c
+            (self, c)
             for c in self.calls_named(fn.name.value)
             if not _inside(self.index, c, fn) and self.resolve_callable(c.func, c) == (self, fn)
         ][:MAX_CALLERS]
-        if not calls:
+        return self.passed_at(fn, name, calls)
+
+    def passed_at(self, fn: cst.FunctionDef, name: str, sites: list[tuple[Self, cst.Call]]) -> Value | None:
+        """What the calls `sites` (each with the evaluator of its module) pass for parameter `name`
+        of `fn` (its default where a call leaves it out), or None when there are none or one passes
+        its own parameter on (its caller is unknown then)."""
+        key = (id(fn), name)
+        if key in self.project.following or not sites:
             return None
         self.project.following.add(key)
         try:
             values = []
-            for call in calls:
-                # a call in a loop over items passes one item per call (each its own request)
-                bound = self.bind_arguments(fn, call, self.with_items(call, Env(depth=MAX_DEPTH // 2)))
+            for site, call in sites:
+                passed = site.argument_passed(fn, call, name)
                 default = _default_of(fn, name)
-                if name in bound and _is_parameter(bound[name]):
+                if passed is not None and _is_parameter(passed):
                     return None  # the caller passes its own parameter on: still an unknown caller
-                if name in bound and is_constant(bound[name]) and self.index.in_main_guard(call):
+                if passed is not None and is_constant(passed) and site.index.in_main_guard(call):
                     continue  # a literal the script is tried with by hand: an example, not every request's
-                if name in bound:
-                    values.append(self.anchor(bound[name], call))
+                if passed is not None:
+                    values.append(site.anchor(passed, call))
                 elif default is not None:
                     values.append(self.value(default, Env(depth=MAX_DEPTH // 2)))
                 else:
-                    values.append(self.hole(Provenance.UNKNOWN, call, name, by_name=True))
+                    values.append(site.hole(Provenance.UNKNOWN, call, name, by_name=True))
         finally:
             self.project.following.discard(key)
         return choice(values) if values else None
@@ -171,23 +177,31 @@ class Parameters(EvaluatorBase):
         found = project.elsewhere[key]
         return self.anchor(found, node) if found is not None else None
 
-    def _passed_elsewhere(self, fn: cst.FunctionDef, name: str) -> Value | None:
-        from prefixlint.python.valuecalls import callers  # valuecalls builds on the evaluator
+    def argument_passed(self, fn: cst.FunctionDef, call: cst.Call, name: str) -> Value | None:
+        """What `call`, in this module, passes for parameter `name` of `fn` (None: it leaves it to
+        the default); only that argument is worked out."""
+        # a call in a loop over items passes one item per call (each its own request)
+        env = self.with_items(call, Env(depth=MAX_DEPTH // 2))
+        node = passed_argument(fn, call, name)
+        if node is SPREAD:
+            return self.bind_arguments(fn, call, env).get(name)
+        return self.value(node, env.deeper()) if isinstance(node, cst.BaseExpression) else None
 
+    def _passed_elsewhere(self, fn: cst.FunctionDef, name: str) -> Value | None:
         volatile, constant = [], []
         sites = [
-            (site_ev, call)
-            for site_ev, call in callers(self, fn)
-            if site_ev is not self
-            and site_ev.resolve_callable(call.func, call) == (self, fn)  # not a method of that name elsewhere
-            and not _checked_itself(site_ev)
+            (site, call)
+            for site, call in self.callers(fn)
+            if site is not self
+            and site.resolve_callable(call.func, call) == (self, fn)  # not a method of that name elsewhere
+            and not _checked_itself(site)
         ]
-        for site_ev, call in sites[:MAX_CALLERS]:
-            bound = site_ev.bind_arguments(fn, call, site_ev.with_items(call, Env(depth=MAX_DEPTH // 2)))
-            if name not in bound:
+        for site, call in sites[:MAX_CALLERS]:
+            found = site.argument_passed(fn, call, name)
+            if found is None:
                 constant.append(None)
                 continue
-            passed = site_ev.anchor(bound[name], call)
+            passed = site.anchor(found, call)
             if any(_made_volatile(h) for h in holes(passed)):
                 volatile.append(passed)
             constant.append(passed if is_constant(passed) else None)
