@@ -237,7 +237,10 @@ class Connection:
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=None,
-                    silence_logs=logging.ERROR,
+                    # Only a crash is worth a word: a worker whose heartbeat misses the scheduler
+                    # as the cluster closes (a loaded machine) logs an ERROR with a traceback that
+                    # means nothing to the user, whose results are already in.
+                    silence_logs=logging.CRITICAL,
                     **options,
                 )
                 self.client = distributed.Client(self.cluster, timeout=CONNECT_SECONDS)
