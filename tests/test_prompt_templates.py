@@ -329,6 +329,8 @@ def test_clock_named(name: str, clock: bool) -> None:
         ("request_id", "PFX102"),
         ("session", "PFX102"),
         ("conversation_instructions", None),  # what a conversation holds, not its id
+        ("conversation", "PFX105"),  # the turns so far (`{% for message in conversation %}`)
+        ("chat_history", "PFX105"),
         ("thread_summary", None),
         ("user_name", "PFX105"),
         ("hostname", "PFX104"),

@@ -11,7 +11,10 @@ import re
 _ID = re.compile(r"(^|_)(id|ids|uuid|guid|nonce)(_|$)", re.I)
 # A scope word alone names an id (`session`, `request`); with other words it names something the
 # scope holds (`conversation_instructions`, `thread_summary`), which says nothing about requests.
-_SCOPE = re.compile(r"^(request|session|trace|span|conversation|thread)$", re.I)
+_SCOPE = re.compile(r"^(request|session|trace|span)$", re.I)
+# The conversation itself (`{% for message in conversation %}`, `chat_history`): the turns so far,
+# different for every conversation and growing with each turn, not an id of it.
+_TURNS = re.compile(r"(^|_)(conversation|thread|history|transcript|dialog|dialogue)$", re.I)
 _ENV = re.compile(
     r"(^|_)(host|hostname|cwd|pid|platform|machine|os|env|environment|workdir|username)(_|$)", re.I
 )
@@ -29,7 +32,7 @@ def provenance_code(name: str) -> str | None:
         return "PFX102"
     if _ENV.search(name):
         return "PFX104"
-    if _REQUEST.search(name):
+    if _REQUEST.search(name) or _TURNS.search(name):
         return "PFX105"
     return None
 
