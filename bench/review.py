@@ -25,7 +25,9 @@ Getting the repositories (each folder named like its TSV, checked out at the TSV
     git clone https://github.com/geekan/MetaGPT /work/repos/geekan__MetaGPT
     git -C /work/repos/geekan__MetaGPT checkout --detach ba2868974b2ecc3fe4218ad29dd334867c07f678
     (the same for every other TSV here: camel-ai/camel, letta-ai/letta, and khoj-ai/khoj and
-    TransformerOptimus/SuperAGI, reviewed held out; the commits are in the TSVs)
+    TransformerOptimus/SuperAGI, reviewed held out; gpt-engineer-org/gpt-engineer and
+    stitionai/devika, reviewed held out at merge41 (issue 28, stop 41: verdicts real, false or
+    debatable, the last counted in neither); the commits are in the TSVs)
 
 From a partial mirror that lacks some large blobs (a plain checkout fails on them), check out only
 the blobs present: `git ls-tree -r -z <commit>` → `git cat-file --batch-check` → keep the ones not
