@@ -177,3 +177,35 @@ def test_a_role_chosen_by_one_object_and_written_with_by_another(tmp_path: Path)
     found = analyze_python(str(generator), text, Options(project_root=str(tmp_path))).diagnostics
     assert [(d.code, d.span.line, d.severity.label) for d in found] == [("PFX105", 13, "warning")]
     assert "the reply of the model call at app/actions/creator.py:10" in found[0].message
+
+
+LOOP = '''from openai import OpenAI
+
+client = OpenAI()
+SYSTEM = """You edit code by writing unified diffs. Keep every hunk small, never touch lines the request
+does not need, keep the file's style and imports, and end with a one-line summary of the change."""
+
+
+def edit(code: str, request: str, check) -> str:
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": code + "\\n\\n" + request}]
+    response = client.chat.completions.create(model="gpt-4o", messages=messages)
+    messages.append(response.choices[0].message)
+    for _ in range(3):
+        errors = check(messages[-1])
+        if not errors:
+            break
+        retry = "Some diffs did not apply. Rewrite only the failing ones, on the exact format, and do not "
+        retry += "repeat earlier mistakes:\\n" + errors
+        messages.append({"role": "user", "content": retry})
+        response = client.chat.completions.create(model="gpt-4o", messages=messages)
+        messages.append(response.choices[0].message)
+    return messages[-1].content
+'''
+
+
+def test_a_reply_appended_as_the_assistants_turn_costs_nothing_after_it(tmp_path: Path) -> None:
+    """`messages.append(reply)`, then the next user turn: that turn can only come after the reply
+    (the conversation going on, not its loss): no finding for the reply. The same reply put in a
+    system message ahead of static text is one (the fixture's first test)."""
+    path = tmp_path / "loop.py"
+    assert _found(path, LOOP) == []

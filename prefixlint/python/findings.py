@@ -257,6 +257,15 @@ def _follows(
     # rest of the turn only (a modelled request shows what really follows it).
     turn_bound = not prompt.reached and turn is not None and hole.provenance in _RECORD_KINDS
     guess = hole.provenance is Provenance.REQUEST and hole.weak
+    # A model's reply that is the assistant's turn (`messages.append(response)`, then the next turn
+    # appended) is a turn of the conversation: the turns after it can only come after it, so they
+    # are the conversation going on, not its loss (a reply put in a system message is not).
+    ends_turn = (
+        hole.reply
+        and i + 1 < len(segments)
+        and isinstance(segments[i + 1], Break)
+        and _turn_role(segments[:i]) == "assistant"
+    )
     for k in range(i + 1, len(segments)):
         seg = segments[k]
         if isinstance(seg, Text):
@@ -268,7 +277,7 @@ def _follows(
             if seg.what and seg.what not in added:
                 added.append(seg.what)
         elif isinstance(seg, Break):
-            if turn_bound:
+            if turn_bound or ends_turn:
                 break
             crossed = True
             if seg.role == "unknown":  # turns replayed with their own roles: the conversation so far

@@ -82,6 +82,8 @@ class Hole:
     # field of what it returns: `get_provider(pr_url).pr.title`): no finding of its own, but the
     # requests differ there, so the static text after it is no loss of an earlier value.
     per_call: bool = False
+    # What a model wrote in reply to a call the code makes (a chain's earlier step, the turn before).
+    reply: bool = False
 
     @property
     def site(self) -> tuple[str, str, int, int]:

@@ -150,7 +150,8 @@ class EvaluatorBase:
         # unknown text read on each call (a command's output): no finding, but the requests differ there
         per_call = not hole.provenance.volatile
         timing = source.timing or hole.timing
-        return (replace(hole, via=via, turns=source.turns, timing=timing, per_call=per_call),)
+        reply = sink is not None
+        return (replace(hole, via=via, turns=source.turns, timing=timing, per_call=per_call, reply=reply),)
 
     def request_hole(self, request: RequestModel, node: cst.CSTNode) -> Value:
         """What a `[[request]]` row's call or read gives: the request's own input, seen at its source."""

@@ -195,6 +195,10 @@ class Names(EvaluatorBase):
                 if len(added) == 1 and isinstance(added[0], Hole) and not added[0].label:
                     added = (replace(added[0], label=self.label(binding.expr.value)),)
                 added = _as_history(added)
+            elif binding.kind == "append" and _is_reply(added):
+                # `messages.append(response)`: the model's reply, a message object, is the
+                # assistant's turn of the conversation (no role is written for it)
+                added = (Break("assistant"), *added)
             return concat(before or EMPTY, added)
         if binding.kind in ("prepend", "head") and binding.expr is not None:
             before = self.scoped_value(name, scope, binding.pos, binding.expr, deeper, binding.branch)
@@ -340,3 +344,8 @@ def _unknown(value: Value) -> bool:
 def _starts_message(seg: Segment) -> bool:
     """A message boundary in a list of messages: a role, or the turns spliced in (`*history`)."""
     return isinstance(seg, Break) or isinstance(seg, Hole) and seg.history
+
+
+def _is_reply(value: Value) -> bool:
+    """A model's reply alone, with no message boundary of its own."""
+    return len(value) == 1 and isinstance(value[0], Hole) and value[0].reply
