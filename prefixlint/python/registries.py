@@ -36,6 +36,8 @@ def registered_classes(ev: Evaluator, node: cst.BaseExpression, hops: int = 0) -
         return registered_classes(ev, assigned, hops + 1) if assigned is not None else []
     if isinstance(node, cst.Call):
         return looked_up(ev, node.func, hops + 1)
+    if isinstance(node, cst.Subscript):  # an object looked up in a dict of objects: `PROVIDERS[kind]`
+        return registry_classes(ev, node.value)
     return []
 
 
@@ -68,8 +70,8 @@ def looked_up(ev: Evaluator, node: cst.BaseExpression, hops: int = 0) -> list[Cl
 def registry_classes(ev: Evaluator, table: cst.BaseExpression) -> list[ClassRef]:
     """The classes a registry holds that may send a request themselves (their module names a
     modelled API, as hierarchy.overrides asks of a subclass): the values of the dict it is
-    assigned, and the classes that a decorator of this module, which stores into it, decorates.
-    Worked out once per registry and checked file."""
+    assigned (classes, or objects made of them), and the classes that a decorator of this module,
+    which stores into it, decorates. Worked out once per registry and checked file."""
     if not isinstance(table, (cst.Name, cst.Attribute)):
         return []
     key = (ev.path, ev.index.module.code_for_node(table))
@@ -85,13 +87,13 @@ def _registry_classes(ev: Evaluator, table: cst.Name | cst.Attribute) -> list[Cl
     owner, shown = _defined(ev, table)
     if isinstance(shown, cst.Dict):
         for el in shown.elements:
-            if (
-                isinstance(el, cst.DictElement)
-                and isinstance(el.value, (cst.Name, cst.Attribute))
-                and _may_send(owner, el.value)
-            ):
-                found = owner.find_class(el.value, reexported=True)
-                if found is not None:
+            if not isinstance(el, cst.DictElement):
+                continue
+            # a class, or an object made of one (`{"openai": OpenAi(), "claude": Claude()}`)
+            held = el.value.func if isinstance(el.value, cst.Call) else el.value
+            if isinstance(held, (cst.Name, cst.Attribute)) and _may_send(owner, held):
+                found = owner.find_class(held, reexported=True)
+                if found is not None and found not in out:
                     out.append(found)
     name = table.value if isinstance(table, cst.Name) else table.attr.value
     for decorator in _storing(owner, name):

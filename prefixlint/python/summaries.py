@@ -26,7 +26,13 @@ from prefixlint.python.hierarchy import dispatch
 from prefixlint.python.registries import registered_classes
 from prefixlint.python.request import request_value
 from prefixlint.python.segments import FORWARDED, Hole, Provenance, Value, concat, holes, is_constant
-from prefixlint.python.valuecalls import Reference, passed_callables, through_value, wrapped_function
+from prefixlint.python.valuecalls import (
+    Reference,
+    forwards,
+    passed_callables,
+    through_value,
+    wrapped_function,
+)
 
 MAX_WRAPPER_DEPTH = 3
 
@@ -79,7 +85,12 @@ def requests_at_call(
     request with what the call passes in place, described by the modelled API it ends in).
     `callees`: what the call runs, when it is known otherwise (a callable parameter's callers)."""
     out = []
-    for callee_ev, fn, owner in _callees(ev, call) if callees is None else callees:  # a class: its `__init__`
+    binding = call  # the call whose arguments the callee gets
+    if callees is None:
+        callees = _callees(ev, call)
+        if not callees:
+            callees, binding = _forwarded(ev, call)
+    for callee_ev, fn, owner in callees:  # a class: its `__init__`
         bound = None  # what the call passes, evaluated once for all the templates that read it
         examples: set[str] = set()
         for template in _templates(callee_ev, fn, owner, depth):
@@ -88,7 +99,7 @@ def requests_at_call(
             if bound is None:
                 # a call in a loop over items: one request per item (looked at only for a call
                 # that reaches a sink reading what it passes)
-                bound = ev.bind_arguments(fn, call, ev.with_items(call, env))
+                bound = ev.bind_arguments(fn, binding, ev.with_items(call, env))
                 if ev.index.in_main_guard(call):
                     # literals a script is tried with by hand are examples of what its callers pass,
                     # not every request's: the wrapper's parameters stand for them, as unfollowed
@@ -122,36 +133,48 @@ _PROMPT_KEYWORDS = {"system", "system_prompt", "system_message", "prompt", "mess
                     "instructions", "query", "question", "input", "content"}  # fmt: skip
 
 
-def _callees(ev: Evaluator, call: cst.Call) -> list[Callee]:
+def _callees(ev: Evaluator, call: cst.Call, func: cst.BaseExpression | None = None) -> list[Callee]:
     """The project functions a call may run (`owner` None), or the class it constructs (`fn` its
-    `__init__`, `owner` the class)."""
-    if isinstance(call.func, cst.Attribute):
-        receiver = ev.receiver_class(call.func.value, call, call.func.attr.value)
+    `__init__`, `owner` the class); `func`: what it calls, when not `call.func` (_forwarded)."""
+    func = call.func if func is None else func
+    if isinstance(func, cst.Attribute):
+        receiver = ev.receiver_class(func.value, call, func.attr.value)
         # the class's method or an override in a project subclass (an abstract `Model.generate`)
-        methods = dispatch(receiver[0], receiver[1], call.func.attr.value) if receiver is not None else []
+        methods = dispatch(receiver[0], receiver[1], func.attr.value) if receiver is not None else []
         if receiver is None:  # an object made from a registry look-up: any registered class's method
-            for cls_ev, cls in registered_classes(ev, call.func.value):
-                methods += [m for m in dispatch(cls_ev, cls, call.func.attr.value) if m not in methods]
+            for cls_ev, cls in registered_classes(ev, func.value):
+                methods += [m for m in dispatch(cls_ev, cls, func.attr.value) if m not in methods]
         if methods:
             return [(m_ev, fn, None) for m_ev, fn in methods]
-    found = ev.resolve_callable(call.func, call) or wrapped_function(ev, call.func, call)
+    found = ev.resolve_callable(func, call) or wrapped_function(ev, func, call)
     if found is not None:
         return [(found[0], found[1], None)]
-    cls = ev.find_class(call.func)
+    cls = ev.find_class(func)
     if cls is not None:
         init = cls[0].method(cls[1], "__init__")
         return [(cls[0], init[1], cls[1])] if init is not None else []
     # `model(messages)`, `self.model(messages)` on an object of a project class: its `__call__`
-    called = ev.receiver_class(call.func, call, "__call__")
+    called = ev.receiver_class(func, call, "__call__")
     if called is not None:
         return [(m_ev, fn, None) for m_ev, fn in dispatch(called[0], called[1], "__call__")]
-    if not isinstance(call.func, cst.Attribute):
+    if not isinstance(func, cst.Attribute) or func is not call.func:
         return []
-    name = call.func.attr.value
+    name = func.attr.value
     keywords = {a.keyword.value for a in call.args if a.keyword is not None}
     if _CHATTY.search(name.lower()) or keywords & _PROMPT_KEYWORDS:
         return [(other, fn, None) for other, fn in ev.methods_named(name)]
     return []
+
+
+def _forwarded(ev: Evaluator, call: cst.Call) -> tuple[list[Callee], cst.Call]:
+    """A project callable passed first to a call that is not the project's, which calls it with the
+    rest (`executor.submit(model.inference, name, prompt)`, `asyncio.to_thread(self.ask, q)`,
+    valuecalls.forwards): what it may run, and the call as it calls it (the arguments after it)."""
+    first = call.args[0] if call.args else None
+    if first is None or first.keyword is not None or first.star or not forwards(ev, call, 0):
+        return [], call
+    found = _callees(ev, call, first.value)
+    return found, call.with_changes(args=call.args[1:])
 
 
 def _reads_parameters(value: Value, fn: cst.FunctionDef) -> bool:

@@ -126,7 +126,7 @@ def through_value(ev: Evaluator, call: cst.Call) -> ValueCall | None:
         # every positional argument of every call is asked
         ref = sink_reference(ev, arg.value, hops=MAX_HOPS - 2)
         if ref is not None:  # `i` is its position: keywords and stars come after the positionals
-            if not _forwards(ev, call, i):
+            if not forwards(ev, call, i):
                 return None
             via = f"passed to `{ev.label(call.func)}()`"
             return ValueCall(ref.row, ref.called_with(call.args[i + 1 :]), via)
@@ -138,7 +138,7 @@ def wrapped_function(
 ) -> tuple[Evaluator, cst.FunctionDef] | None:
     """The project function a callable made by wrapping it stands for: `retry(self._send, tries=3)`
     called at once, or through the name it is assigned to (`retry_func = retry(self._send)`, then
-    `retry_func(**kwargs)`), when the wrapper calls what it is given with the rest (_forwards)."""
+    `retry_func(**kwargs)`), when the wrapper calls what it is given with the rest (forwards)."""
     node = ev.index.assigned(func) if isinstance(func, cst.Name) else func
     if not isinstance(node, cst.Call) or not node.args or _is_partial(ev, node):
         return None
@@ -173,7 +173,7 @@ def _positional_names(fn: cst.FunctionDef) -> list[str]:
     return names[1:] if names and names[0] in ("self", "cls") else names
 
 
-def _forwards(ev: Evaluator, call: cst.Call, position: int) -> bool:
+def forwards(ev: Evaluator, call: cst.Call, position: int) -> bool:
     """Whether the callee calls the callable it gets at `position` with the rest of its arguments:
     one of the project's does when its body calls that parameter with `*args, **kwargs`; a class of
     the project is constructed, not a forwarder; anything else is taken to forward."""
