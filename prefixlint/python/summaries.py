@@ -166,12 +166,21 @@ def _callees(ev: Evaluator, call: cst.Call, func: cst.BaseExpression | None = No
     return []
 
 
+# Methods that run the callable they are given first with the rest of their arguments, in a thread
+# or a pool (concurrent.futures' `Executor.submit`, `asyncio.to_thread`): not every library call
+# that takes a function first does (`map(self.format, items)` binds no arguments so).
+_RUNNERS = ("submit", "to_thread")
+
+
 def _forwarded(ev: Evaluator, call: cst.Call) -> tuple[list[Callee], cst.Call]:
     """A project callable passed first to a call that is not the project's, which calls it with the
     rest (`executor.submit(model.inference, name, prompt)`, `asyncio.to_thread(self.ask, q)`,
     valuecalls.forwards): what it may run, and the call as it calls it (the arguments after it)."""
     first = call.args[0] if call.args else None
-    if first is None or first.keyword is not None or first.star or not forwards(ev, call, 0):
+    runner = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+    if runner not in _RUNNERS or first is None or first.keyword is not None or first.star:
+        return [], call
+    if not forwards(ev, call, 0):
         return [], call
     found = _callees(ev, call, first.value)
     return found, call.with_changes(args=call.args[1:])
